@@ -1,0 +1,37 @@
+/* cli.h - shared by the mmzip subcommands. */
+#ifndef MMZIP_CLI_H
+#define MMZIP_CLI_H
+
+#include "mmzip.h"
+
+#include <stdio.h>
+
+/* Exit codes, the same for every subcommand (documented in mmzip(1)). */
+enum {
+    EXIT_OK = 0,
+    EXIT_FAIL = 1,       /* the operation failed: missing entry, problems found, I/O error, not a ZIP */
+    EXIT_USAGE = 2,      /* bad command line */
+    EXIT_BUSY = 3        /* another writer holds the archive */
+};
+
+typedef struct command {
+    const char *name;
+    const char *summary;
+    const char *usage;   /* full --help text */
+    int (*run)(int argc, char **argv);
+} command;
+
+extern const command cmd_ls, cmd_cat, cmd_put, cmd_check, cmd_recover, cmd_pack, cmd_info, cmd_run;
+
+/* Prints "mmzip CMD: <message>" for a failed library call and returns the matching exit code. */
+int cli_fail(const char *cmd, int status);
+/* True if argv[i] is -h or --help. Prints the command's help to stdout and sets *exit_code. */
+int cli_wants_help(const command *c, int argc, char **argv, int *exit_code);
+int cli_usage(const command *c, const char *why);
+/* Human-readable byte count ("1.5 MiB"). */
+const char *cli_bytes(unsigned long long n, char *buf, size_t len);
+/* Progress on stderr, only when stderr is a terminal. */
+void cli_progress(const char *what, unsigned long long done, unsigned long long total);
+void cli_progress_done(void);
+
+#endif

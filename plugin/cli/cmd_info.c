@@ -1,0 +1,35 @@
+/* cmd_info.c - mmzip info: entry counts, live and dead bytes, alignment, writer lock. */
+#include "cli.h"
+
+static int run(int argc, char **argv) {
+    if (argc != 2) return cli_usage(&cmd_info, argc < 2 ? "missing ARCHIVE" : "too many arguments");
+    mmzip_t *h;
+    int st = mmzip_open(argv[1], "r", NULL, &h);
+    if (st) return cli_fail("info", st);
+    mmzip_info i;
+    st = mmzip_get_info(h, &i);
+    mmzip_close(h);
+    if (st) return cli_fail("info", st);
+    char b[32];
+    printf("archive:          %s\n", argv[1]);
+    printf("entries:          %llu\n", (unsigned long long)i.entries);
+    printf("file_bytes:       %llu (%s)\n", (unsigned long long)i.file_size, cli_bytes(i.file_size, b, sizeof b));
+    printf("live_bytes:       %llu\n", (unsigned long long)i.live_bytes);
+    printf("dead_bytes:       %llu\n", (unsigned long long)i.dead_bytes);
+    printf("directory_bytes:  %llu\n", (unsigned long long)i.directory_bytes);
+    printf("prefix_bytes:     %llu\n", (unsigned long long)i.prefix_bytes);
+    printf("zip64:            %s\n", i.zip64 ? "yes" : "no");
+    printf("min_alignment:    %u\n", i.min_alignment);
+    printf("writer_lock:      %s\n", !i.locks_supported ? "unsupported by this file system"
+                                     : i.writer_locked ? "held (a writer has the archive open)"
+                                                       : "free");
+    return EXIT_OK;
+}
+
+const command cmd_info = {
+    "info", "show entries, live and dead bytes, alignment and the writer lock",
+    "usage: mmzip info ARCHIVE\n\n"
+    "Prints the number of entries, the bytes on disk split into live entries, dead space (replaced or\n"
+    "removed entries, which 'mmzip pack' reclaims), directory and prefix, the smallest alignment of any\n"
+    "stored entry's data, and whether a writer currently holds the archive.\n",
+    run};

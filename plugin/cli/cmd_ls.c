@@ -1,0 +1,72 @@
+/* cmd_ls.c - mmzip ls: list entries with their method, sizes, data offset, alignment and CRC. */
+#include "cli.h"
+
+#include <string.h>
+
+static const char *method_name(unsigned m) {
+    switch (m) {
+    case 0: return "stored";
+    case 8: return "deflate";
+    case 9: return "deflate64";
+    case 12: return "bzip2";
+    case 14: return "lzma";
+    case 93: return "zstd";
+    case 95: return "xz";
+    case 99: return "aes";
+    default: return "other";
+    }
+}
+
+typedef struct {
+    int names_only;
+    unsigned long long count;
+} ls_ctx;
+
+static int print_entry(const mmzip_entry_info *e, void *p) {
+    ls_ctx *c = p;
+    c->count++;
+    if (c->names_only) {
+        printf("%.*s\n", (int)e->name_len, e->name);
+        return 0;
+    }
+    char m[16];
+    if (strcmp(method_name(e->method), "other") == 0) snprintf(m, sizeof m, "method%u", e->method);
+    else snprintf(m, sizeof m, "%s", method_name(e->method));
+    printf("%-9s %14llu %14llu %14llu %6u %08x  %.*s\n", m, (unsigned long long)e->size,
+           (unsigned long long)e->compressed_size, (unsigned long long)e->data_offset, e->alignment, e->crc32,
+           (int)e->name_len, e->name);
+    return 0;
+}
+
+static int run(int argc, char **argv) {
+    ls_ctx c = {0, 0};
+    const char *archive = NULL, *prefix = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-1") == 0 || strcmp(argv[i], "--names") == 0) c.names_only = 1;
+        else if (argv[i][0] == '-' && argv[i][1]) return cli_usage(&cmd_ls, "unknown option");
+        else if (!archive) archive = argv[i];
+        else if (!prefix) prefix = argv[i];
+        else return cli_usage(&cmd_ls, "too many arguments");
+    }
+    if (!archive) return cli_usage(&cmd_ls, "missing ARCHIVE");
+    mmzip_t *h;
+    int st = mmzip_open(archive, "r", NULL, &h);
+    if (st) return cli_fail("ls", st);
+    if (!c.names_only)
+        printf("%-9s %14s %14s %14s %6s %8s  %s\n", "method", "size", "compressed", "data_offset", "align",
+               "crc32", "name");
+    st = mmzip_list(h, prefix, print_entry, &c);
+    mmzip_close(h);
+    if (st) return cli_fail("ls", st);
+    return EXIT_OK;
+}
+
+const command cmd_ls = {
+    "ls", "list entries with method, sizes, data offset, alignment and CRC",
+    "usage: mmzip ls [-1] ARCHIVE [PREFIX]\n\n"
+    "Lists the entries of ARCHIVE, sorted by name, or only those whose names start with PREFIX.\n"
+    "Columns: method, size, compressed size, data offset, alignment of the data offset (largest power\n"
+    "of two dividing it, up to 32768), CRC-32, name. The archive is opened read-only and not repaired.\n\n"
+    "  -1, --names   print only the names, one per line\n"
+    "  -h, --help    show this help\n",
+    run};

@@ -1,0 +1,55 @@
+/* util.c - error reporting, help and progress helpers shared by the subcommands. */
+#include "cli.h"
+
+#include <string.h>
+#include <unistd.h>
+
+int cli_fail(const char *cmd, int status) {
+    const char *msg = mmzip_last_error();
+    fprintf(stderr, "mmzip %s: %s\n", cmd, *msg ? msg : mmzip_strerror(status));
+    return status == MMZIP_EBUSY ? EXIT_BUSY : EXIT_FAIL;
+}
+
+int cli_wants_help(const command *c, int argc, char **argv, int *exit_code) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) break;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(c->usage, stdout);
+            *exit_code = EXIT_OK;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int cli_usage(const command *c, const char *why) {
+    fprintf(stderr, "mmzip %s: %s\n%s", c->name, why, c->usage);
+    return EXIT_USAGE;
+}
+
+const char *cli_bytes(unsigned long long n, char *buf, size_t len) {
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0) snprintf(buf, len, "%llu B", n);
+    else snprintf(buf, len, "%.1f %s", v, units[u]);
+    return buf;
+}
+
+static int progress_shown;
+
+void cli_progress(const char *what, unsigned long long done, unsigned long long total) {
+    if (!isatty(2)) return;
+    if (total) fprintf(stderr, "\r%s: %llu/%llu (%d%%)", what, done, total, (int)(done * 100 / total));
+    else fprintf(stderr, "\r%s: %llu", what, done);
+    progress_shown = 1;
+}
+
+void cli_progress_done(void) {
+    if (progress_shown) fputs("\r\033[K", stderr);
+    progress_shown = 0;
+}

@@ -1,0 +1,354 @@
+/*
+ * mmzip.h - a memory-mapped, append-only, crash-safe ZIP store.
+ *
+ * THE MODEL
+ *
+ * One archive is one ZIP file. A process maps it once. Every stored (method 0) entry is handed out as a
+ * pointer into that one shared, read-only mapping: no copy, no per-entry file descriptor. Writes append:
+ * new entries, and new versions of existing keys, are written after the last entry. The old central
+ * directory is superseded, never edited in place. The archive is a valid ZIP after every commit: Python
+ * `zipfile`, Info-ZIP `unzip`, 7-Zip and libzip read it as it stands.
+ *
+ * One writer, many readers.
+ *   - At most one writable handle per archive exists at a time, across all processes (an advisory OFD lock
+ *     on the archive file; a second writer gets MMZIP_EBUSY at once, it never waits and never corrupts).
+ *   - Readers never block the writer for longer than one central-directory copy, and never see a state
+ *     that was not committed: every byte of every entry they list is final.
+ *   - Within one process, all opens of one file share one store (reference counted). Read-only handles
+ *     opened beside the writer see only committed entries; the writer's handle also sees its own pending
+ *     (uncommitted) entries.
+ *
+ * Commits. A put is published by a commit: after each put (MMZIP_COMMIT_EACH, the default), at
+ * mmzip_commit() after mmzip_begin(), or by the amortized policy. A commit costs one central-directory
+ * write, so batching N small puts into few commits keeps the total cost O(N).
+ *
+ * Crash safety. Killing the writer at any instruction leaves a file whose last commit is intact. The next
+ * writable open repairs the file to that commit, losing only uncommitted entries. A read-only open of an
+ * unrepaired file sees the last commit, or fails with MMZIP_ENOTZIP / MMZIP_ECORRUPT and a message; it
+ * never hands out bytes that were not committed. With MMZIP_DURABLE, every commit that returned also
+ * survives a power loss or kernel crash (docs/protocol.md argues why).
+ *
+ * Pointers. A pointer returned by mmzip_get() or mmzip_get_typed() for a committed entry stays valid and
+ * unmoved for the life of the handle, across any number of later appends, however much they grow the
+ * file. The memory is read-only: a stray write faults instead of corrupting the archive. A pointer to a
+ * pending entry is valid until that entry is committed (then it stays valid) or rolled back (then it must
+ * not be used). Pointers into a deflated entry point at a decoded copy owned by the store.
+ *
+ * THREADS
+ *
+ * All functions are thread-safe. Reads (get, stat, list, read) on one store run concurrently. Writes
+ * (put, reserve, patch, commit, ...) are serialised per store. mmzip_close() must not race with other
+ * calls on the same handle. The last-error message (mmzip_last_error()) is per thread.
+ *
+ * ERRORS
+ *
+ * Functions return MMZIP_OK (0) or a negative mmzip_status. On failure, mmzip_last_error() gives a message
+ * that names the archive, the entry when there is one, and the problem; mmzip_strerror() names the code.
+ *
+ * CAVEATS
+ *
+ *   - Modifying an open archive with another tool (zip, Python zipfile in append mode) while mmzip has it
+ *     mapped is unsupported: the other tool may truncate the file under the mapping (SIGBUS).
+ *   - Locks are Linux OFD locks; on network file systems that do not support them, mmzip runs without
+ *     cross-process exclusion and says so in mmzip_info().
+ *   - Entry names are UTF-8, at most 65535 bytes, without NUL, leading '/', or '..' components.
+ */
+#ifndef MMZIP_H
+#define MMZIP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define MMZIP_API __attribute__((visibility("default")))
+#else
+#define MMZIP_API
+#endif
+
+#define MMZIP_VERSION_MAJOR 0
+#define MMZIP_VERSION_MINOR 1
+#define MMZIP_VERSION_PATCH 0
+#define MMZIP_VERSION_STRING "0.1.0"
+
+/* Status codes. Every function that can fail returns one of these. */
+typedef enum mmzip_status {
+    MMZIP_OK = 0,
+    MMZIP_ENOTFOUND = -1,     /* no entry with that name */
+    MMZIP_EIO = -2,           /* the operating system refused a read, write, map or sync (errno in message) */
+    MMZIP_ENOMEM = -3,        /* out of memory or address space */
+    MMZIP_EINVAL = -4,        /* invalid argument: bad mode, bad name, bad alignment, NULL pointer */
+    MMZIP_ENOTZIP = -5,       /* no valid end-of-central-directory record: not a ZIP archive */
+    MMZIP_ECORRUPT = -6,      /* structurally invalid or hostile archive (offsets out of range, overlaps) */
+    MMZIP_EUNSUPPORTED = -7,  /* compression method, encryption or multi-disk archive not supported */
+    MMZIP_ECRC = -8,          /* CRC-32 mismatch */
+    MMZIP_EBUSY = -9,         /* another writer holds the archive, or a reservation is still unpatched */
+    MMZIP_EREADONLY = -10,    /* write through a read-only handle */
+    MMZIP_ETOOBIG = -11,      /* the archive would grow past max_file_size, or a size limit was hit */
+    MMZIP_ENOENT = -12,       /* the archive file does not exist (and the mode does not create it) */
+    MMZIP_ESTALE = -13        /* the archive was replaced on disk (e.g. by pack); reopen it */
+} mmzip_status;
+
+/* Flags for mmzip_options.flags. */
+enum {
+    /* Order every commit with fdatasync/fsync so that a commit that returned survives a power loss. */
+    MMZIP_DURABLE = 1u << 0,
+    /* Modes "w"/"w+" that create the file: the file appears on disk (atomically, by rename) only at the
+     * first commit. A writer killed before then leaves no file, and "w" on an existing archive leaves it
+     * untouched. Used by the netCDF plugin so that a killed nccopy leaves nothing behind. */
+    MMZIP_PUBLISH_ON_COMMIT = 1u << 1,
+    /* Do not take the cross-process writer lock (for file systems without OFD locks). Dangerous. */
+    MMZIP_NO_LOCK = 1u << 2
+};
+
+/* When puts outside a mmzip_begin()/mmzip_commit() batch are committed. */
+typedef enum mmzip_commit_policy {
+    MMZIP_COMMIT_EACH = 0,      /* every put, reserve+patch and remove commits before it returns */
+    MMZIP_COMMIT_AMORTIZED = 1, /* commit when the bytes written since the last commit reach the size of
+                                 * the central directory (so commits cost at most as much as the data), or
+                                 * when max_pending_entries / max_pending_bytes is reached; and at close */
+    MMZIP_COMMIT_MANUAL = 2     /* only mmzip_commit() and mmzip_close() commit */
+} mmzip_commit_policy;
+
+typedef struct mmzip_options {
+    uint64_t max_file_size;        /* writable opens reserve this much address space; 0 = 1 TiB */
+    uint32_t alignment;            /* data alignment of new entries, power of two, 1..32768 and at most the
+                                    * page size; 0 = 64 */
+    uint32_t flags;                /* MMZIP_DURABLE | MMZIP_PUBLISH_ON_COMMIT | MMZIP_NO_LOCK */
+    uint32_t commit_policy;        /* mmzip_commit_policy */
+    uint32_t max_pending_entries;  /* MMZIP_COMMIT_AMORTIZED: commit at this many pending entries (0 = no limit) */
+    uint64_t max_pending_bytes;    /* MMZIP_COMMIT_AMORTIZED: commit at this many pending bytes (0 = no limit) */
+    uint64_t max_decoded_size;     /* largest deflated entry that will be decoded; 0 = 16 GiB */
+    uint64_t reserved_[4];         /* zero */
+} mmzip_options;
+
+/* Fills *opts with the defaults described above. */
+MMZIP_API void mmzip_options_init(mmzip_options *opts);
+
+typedef struct mmzip mmzip_t; /* a handle on an open store */
+
+/*
+ * Opens the archive at path.
+ *
+ *   mode "r"   read-only; the archive must exist.
+ *   mode "r+"  read/write; the archive must exist.
+ *   mode "w+"  read/write; an empty archive is created if the file is missing.
+ *   mode "w"   read/write; any existing archive is discarded and an empty one created.
+ *
+ * opts may be NULL for defaults. A writable open takes the writer lock (MMZIP_EBUSY if another process or
+ * another handle in this process writes the archive), then recovers the file to its last commit if a
+ * writer died mid-commit. A read-only open never writes. If this process already has the file open, the
+ * new handle shares that store: a read-only open beside a writer is allowed; a writable open beside a
+ * read-only one fails with MMZIP_EBUSY (close the readers first).
+ *
+ * Returns MMZIP_OK and sets *out, or an error (MMZIP_ENOENT, MMZIP_ENOTZIP, MMZIP_ECORRUPT, MMZIP_EBUSY,
+ * MMZIP_EIO, MMZIP_ENOMEM, MMZIP_EINVAL, MMZIP_EUNSUPPORTED for multi-disk archives).
+ */
+MMZIP_API int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mmzip_t **out);
+
+/*
+ * Commits pending entries (unless the policy is MANUAL and nothing was committed explicitly - pending
+ * entries are still committed: close never discards data that was put), drops unpatched reservations, and
+ * releases the handle. Pointers obtained through this handle become invalid when the last handle of the
+ * store is closed. Returns the status of the final commit; the handle is released either way.
+ */
+MMZIP_API int mmzip_close(mmzip_t *h);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Reading                                                                                                */
+
+typedef struct mmzip_entry_info {
+    const char *name;          /* not NUL-terminated in mmzip_list callbacks; NUL-terminated by mmzip_stat
+                                * only in name_buf */
+    size_t name_len;
+    uint64_t size;             /* uncompressed size */
+    uint64_t compressed_size;  /* bytes stored in the archive */
+    uint64_t header_offset;    /* offset of the local file header */
+    uint64_t data_offset;      /* offset of the first data byte (0 if the local header is unreadable) */
+    uint32_t crc32;
+    uint16_t method;           /* 0 stored, 8 deflate, ... */
+    uint16_t flags;            /* general-purpose bit flags */
+    uint32_t alignment;        /* largest power of two (<= 32768) dividing data_offset */
+    int pending;               /* 1 if not yet committed (writer handle only) */
+} mmzip_entry_info;
+
+/* Number of entries visible through this handle. */
+MMZIP_API size_t mmzip_count(mmzip_t *h);
+
+/* 1 if key names a visible entry, 0 if not. */
+MMZIP_API int mmzip_exists(mmzip_t *h, const char *key);
+
+/* Fills *info for key. info->name points at key. MMZIP_ENOTFOUND if absent. */
+MMZIP_API int mmzip_stat(mmzip_t *h, const char *key, mmzip_entry_info *info);
+
+/* Uncompressed size of key in *size. MMZIP_ENOTFOUND if absent. */
+MMZIP_API int mmzip_size(mmzip_t *h, const char *key, uint64_t *size);
+
+/*
+ * Zero-copy read. Sets *data and *size to the entry's bytes. For a stored entry, *data points into the
+ * shared read-only mapping. For a deflated entry, the entry is decoded once, its CRC checked, and *data
+ * points at the decoded copy held by the store until it closes. Other methods fail with
+ * MMZIP_EUNSUPPORTED naming the method; encrypted entries likewise. A zero-length entry gives a non-NULL
+ * *data and *size 0.
+ */
+MMZIP_API int mmzip_get(mmzip_t *h, const char *key, const void **data, uint64_t *size);
+
+/*
+ * Typed zero-copy view: returns a pointer to the entry's data if it is stored (method 0), its size is
+ * exactly count * elem_size, and its address is a multiple of elem_align (a power of two). Returns NULL
+ * otherwise (absent, compressed, wrong size, misaligned); the caller then falls back to mmzip_read().
+ */
+MMZIP_API const void *mmzip_get_typed(mmzip_t *h, const char *key, size_t elem_size, size_t elem_align,
+                                      uint64_t count);
+
+/*
+ * Copies up to len bytes of the entry, starting at offset, into buf; *nread gets the count (short only at
+ * the end of the entry). Works for every supported method.
+ */
+MMZIP_API int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t len, size_t *nread);
+
+/*
+ * Calls fn once per visible entry whose name starts with prefix (NULL or "" for all), in name order.
+ * info->name is valid only during the call. A non-zero return from fn stops the walk and is returned.
+ * fn must not call write functions on the same store.
+ */
+typedef int (*mmzip_list_fn)(const mmzip_entry_info *info, void *ctx);
+MMZIP_API int mmzip_list(mmzip_t *h, const char *prefix, mmzip_list_fn fn, void *ctx);
+
+/*
+ * Read-only handles: picks up commits made since open by a writer in another process. Pointers handed out
+ * earlier stay valid. Returns MMZIP_ESTALE if the file was replaced (pack); then reopen. A no-op for the
+ * writer's own store.
+ */
+MMZIP_API int mmzip_refresh(mmzip_t *h);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Writing                                                                                                */
+
+/*
+ * Appends an entry named key holding size bytes of data, stored (method 0), its data aligned to
+ * `alignment` (0 = the archive's default). A key that exists is replaced: the new entry is appended and
+ * the old one leaves the central directory at the next commit. Putting byte-identical content under an
+ * existing key writes nothing. Committed before return under MMZIP_COMMIT_EACH.
+ */
+MMZIP_API int mmzip_put(mmzip_t *h, const char *key, const void *data, uint64_t size, uint32_t alignment);
+
+/* Like mmzip_put, but the data comes from count buffers, concatenated. */
+typedef struct mmzip_iovec {
+    const void *base;
+    uint64_t len;
+} mmzip_iovec;
+MMZIP_API int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment);
+
+/*
+ * Drops key from the archive's directory at the next commit (its bytes stay until mmzip_pack).
+ * MMZIP_ENOTFOUND if absent.
+ */
+MMZIP_API int mmzip_remove(mmzip_t *h, const char *key);
+
+/*
+ * Two-phase append for large entries that are produced in place. Reserves `capacity` bytes for key and
+ * sets *data to a writable view of them (zero-filled). The entry is pending and invisible to other
+ * handles. Fill the view, then call mmzip_patch() with the final size: it computes the CRC-32, writes the
+ * local header and makes the entry ready; it is published at the next commit (at once under
+ * MMZIP_COMMIT_EACH). A crash before the commit leaves the archive at its previous commit. After
+ * mmzip_patch() the view stays valid but becomes read-only.
+ */
+MMZIP_API int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data);
+
+/*
+ * Grows (or shrinks) the capacity of the reservation for key, which must be the most recent pending entry.
+ * The view keeps its address: *data is set to the same pointer. MMZIP_EBUSY if another entry was appended
+ * after it.
+ */
+MMZIP_API int mmzip_reserve_resize(mmzip_t *h, const char *key, uint64_t capacity, void **data);
+
+/* Completes the reservation of key with its final size (<= capacity). See mmzip_reserve(). */
+MMZIP_API int mmzip_patch(mmzip_t *h, const char *key, uint64_t size);
+
+/* Starts a batch: puts are not committed until mmzip_commit(). Batches do not nest. */
+MMZIP_API int mmzip_begin(mmzip_t *h);
+
+/*
+ * Publishes every pending entry, replacement and removal with one central-directory write, and ends a
+ * batch. Fails with MMZIP_EBUSY if a reservation is not patched. A commit with nothing pending writes
+ * nothing.
+ */
+MMZIP_API int mmzip_commit(mmzip_t *h);
+
+/* Discards every pending entry, replacement, removal and reservation; ends a batch. */
+MMZIP_API int mmzip_rollback(mmzip_t *h);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Maintenance                                                                                            */
+
+typedef struct mmzip_info {
+    uint64_t entries;          /* entries in the committed central directory */
+    uint64_t pending;          /* pending entries (writer handle) */
+    uint64_t file_size;        /* bytes on disk */
+    uint64_t live_bytes;       /* local headers + data of committed entries */
+    uint64_t dead_bytes;       /* bytes no committed entry or directory refers to (pack reclaims them) */
+    uint64_t directory_bytes;  /* central directory + end records */
+    uint64_t prefix_bytes;     /* data before the first entry (self-extractor stubs and the like) */
+    uint32_t alignment;        /* default alignment for new entries */
+    uint32_t min_alignment;    /* smallest alignment of any stored entry's data (1 for unaligned archives) */
+    int writable;              /* this handle can write */
+    int writer_locked;         /* some handle (here or in another process) holds the writer lock */
+    int locks_supported;       /* the file system supports the OFD locks mmzip uses */
+    int zip64;                 /* the archive ends with ZIP64 end records */
+    int durable;               /* MMZIP_DURABLE is in effect */
+    uint64_t recovered_bytes;  /* bytes discarded by the recovery done at open (0 if none) */
+    uint64_t rolled_back;      /* entries of a torn tail dropped by the recovery done at open */
+} mmzip_info;
+
+MMZIP_API int mmzip_get_info(mmzip_t *h, mmzip_info *info);
+
+/*
+ * Verifies the whole archive: structure, every local header against the central directory, every CRC
+ * (decoding deflated entries). Returns MMZIP_OK, or the first problem (MMZIP_ECRC, MMZIP_ECORRUPT,
+ * MMZIP_EUNSUPPORTED) after calling report (if not NULL) for each problem found.
+ */
+typedef void (*mmzip_report_fn)(const char *message, void *ctx);
+MMZIP_API int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx);
+
+/*
+ * Repairs the archive at path to its last commit without otherwise changing it: a torn tail left by a
+ * killed writer is removed and a relocated directory moved back behind the data. Equivalent to a writable
+ * open followed by close. *discarded (if not NULL) gets the number of bytes removed.
+ */
+MMZIP_API int mmzip_recover(const char *path, uint64_t *discarded);
+
+/*
+ * Rewrites the archive with only its live entries, compact and aligned, reclaiming the space of replaced
+ * and removed entries. Writes to out_path if not NULL; otherwise to a temporary file beside path that is
+ * fsynced and renamed over it, so that a crash leaves either the old or the new archive. Holds the writer
+ * lock throughout. Readers that have the old file open keep reading it.
+ */
+MMZIP_API int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Errors and versions                                                                                   */
+
+/* The last error message of the calling thread ("" if none). */
+MMZIP_API const char *mmzip_last_error(void);
+
+/* A short name for a status code ("MMZIP_ECRC: CRC mismatch"). */
+MMZIP_API const char *mmzip_strerror(int status);
+
+/* The library version, e.g. "0.1.0". */
+MMZIP_API const char *mmzip_version(void);
+
+/* The archive path of a handle. */
+MMZIP_API const char *mmzip_path(mmzip_t *h);
+
+/* 1 if the handle can write. */
+MMZIP_API int mmzip_writable(mmzip_t *h);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MMZIP_H */

@@ -1,0 +1,1 @@
+"""mmzip: placeholder until the helper is written."""

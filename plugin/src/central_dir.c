@@ -1,0 +1,206 @@
+/*
+ * central_dir.c - parsing a central directory into entries.
+ *
+ * The directory is the only authority: local headers are not trusted here (they are checked lazily,
+ * against the directory, when an entry's data is first located). Every length and offset is checked
+ * before use, so that a hostile archive is rejected with a message instead of being read out of bounds.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void mz_cd_free(mz_cd *cd) {
+    free(cd->image);
+    free(cd->entries);
+    memset(cd, 0, sizeof *cd);
+}
+
+int mz_name_ok(const char *name, size_t len) {
+    if (len == 0 || len > 0xFFFF) return 0;
+    if (memchr(name, '\0', len)) return 0;
+    if (name[0] == '/') return 0;
+    /* A '..' path component would escape the archive root when extracted. */
+    for (size_t i = 0; i < len;) {
+        size_t j = i;
+        while (j < len && name[j] != '/') j++;
+        if (j - i == 2 && name[i] == '.' && name[i + 1] == '.') return 0;
+        i = j + 1;
+    }
+    return 1;
+}
+
+static void quote_name(char *out, size_t outlen, const uint8_t *name, size_t len) {
+    size_t o = 0;
+    for (size_t i = 0; i < len && o + 5 < outlen; i++) {
+        uint8_t c = name[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\') out[o++] = (char)c;
+        else o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
+    }
+    out[o < outlen ? o : outlen - 1] = '\0';
+}
+
+static int cmp_by_offset(const void *a, const void *b, void *ctx) {
+    const mz_entry *e = ctx;
+    uint64_t x = e[*(const uint32_t *)a].lfh_off, y = e[*(const uint32_t *)b].lfh_off;
+    return x < y ? -1 : x > y;
+}
+
+int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
+    memset(cd, 0, sizeof *cd);
+    if (t->entries > t->cd_size / MZ_CDH_FIXED)
+        return mz_fail(MMZIP_ECORRUPT, "%s: the end record claims %llu entries, more than a %llu-byte central "
+                       "directory can hold", src->name, (unsigned long long)t->entries,
+                       (unsigned long long)t->cd_size);
+    if (t->entries > UINT32_MAX - 1)
+        return mz_fail(MMZIP_ETOOBIG, "%s: %llu entries is more than mmzip supports", src->name,
+                       (unsigned long long)t->entries);
+    uint32_t n = (uint32_t)t->entries;
+    uint8_t *img = malloc(t->cd_size ? t->cd_size : 1);
+    mz_entry *ents = calloc(n ? n : 1, sizeof *ents);
+    if (!img || !ents) {
+        free(img);
+        free(ents);
+        return mz_fail(MMZIP_ENOMEM, "%s: out of memory for a %llu-byte central directory", src->name,
+                       (unsigned long long)t->cd_size);
+    }
+    if (t->cd_size && src->read(src->ctx, img, t->cd_size, t->cd_pos) != 0) {
+        free(img);
+        free(ents);
+        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read the central directory", src->name);
+    }
+    int st = MMZIP_OK;
+    uint64_t off = 0;
+    char qn[200];
+    int sorted = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (off + MZ_CDH_FIXED > t->cd_size) {
+            st = mz_fail(MMZIP_ECORRUPT, "%s: central directory record %u is truncated", src->name, i);
+            goto fail;
+        }
+        const uint8_t *r = img + off;
+        if (mz_get32(r) != MZ_SIG_CDH) {
+            st = mz_fail(MMZIP_ECORRUPT, "%s: central directory record %u has a bad signature", src->name, i);
+            goto fail;
+        }
+        uint16_t flags = mz_get16(r + 8), method = mz_get16(r + 10);
+        uint32_t crc = mz_get32(r + 16);
+        uint64_t csize = mz_get32(r + 20), usize = mz_get32(r + 24);
+        uint16_t nlen = mz_get16(r + 28), xlen = mz_get16(r + 30), clen = mz_get16(r + 32);
+        uint32_t disk = mz_get16(r + 34);
+        uint64_t lfh = mz_get32(r + 42);
+        uint64_t rec_len = (uint64_t)MZ_CDH_FIXED + nlen + xlen + clen;
+        if (off + rec_len > t->cd_size) {
+            st = mz_fail(MMZIP_ECORRUPT, "%s: central directory record %u runs past the directory", src->name, i);
+            goto fail;
+        }
+        const uint8_t *name = r + MZ_CDH_FIXED;
+        quote_name(qn, sizeof qn, name, nlen);
+        if (!mz_name_ok((const char *)name, nlen)) {
+            st = mz_fail(MMZIP_ECORRUPT, "%s: entry %u has an unsafe name '%s' (empty, NUL, absolute or '..')",
+                         src->name, i, qn);
+            goto fail;
+        }
+        /* ZIP64 extended information: fields present only for the values set to their sentinel. */
+        const uint8_t *x = name + nlen;
+        int need_u = usize == 0xFFFFFFFFu, need_c = csize == 0xFFFFFFFFu, need_o = lfh == 0xFFFFFFFFu,
+            need_d = disk == 0xFFFFu;
+        for (uint32_t k = 0; k + 4 <= xlen;) {
+            uint16_t id = mz_get16(x + k), len = mz_get16(x + k + 2);
+            if (k + 4u + len > xlen) {
+                st = mz_fail(MMZIP_ECORRUPT, "%s: entry '%s' has a malformed extra field", src->name, qn);
+                goto fail;
+            }
+            if (id == MZ_EXTRA_ZIP64) {
+                const uint8_t *f = x + k + 4;
+                uint32_t left = len;
+                if (need_u) { if (left < 8) goto short_z64; usize = mz_get64(f); f += 8; left -= 8; need_u = 0; }
+                if (need_c) { if (left < 8) goto short_z64; csize = mz_get64(f); f += 8; left -= 8; need_c = 0; }
+                if (need_o) { if (left < 8) goto short_z64; lfh = mz_get64(f); f += 8; left -= 8; need_o = 0; }
+                if (need_d) { if (left < 4) goto short_z64; disk = mz_get32(f); need_d = 0; }
+            }
+            k += 4u + len;
+        }
+        if (need_o || need_d) {
+        short_z64:
+            st = mz_fail(MMZIP_ECORRUPT, "%s: entry '%s' lacks the ZIP64 field its sentinels require", src->name, qn);
+            goto fail;
+        }
+        /* A size left at 0xFFFFFFFF with no ZIP64 field is a genuine 32-bit value (4 GiB - 1). */
+        if (disk != 0) {
+            st = mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%s' lives on disk %u: multi-disk archives are not "
+                         "supported", src->name, qn, disk);
+            goto fail;
+        }
+        uint64_t abs_lfh = lfh + t->concat;
+        if (abs_lfh < lfh || abs_lfh > t->cd_pos || t->cd_pos - abs_lfh < (uint64_t)MZ_LFH_FIXED + nlen ||
+            csize > t->cd_pos - abs_lfh - MZ_LFH_FIXED - nlen) {
+            st = mz_fail(MMZIP_ECORRUPT, "%s: entry '%s' (header at %llu, %llu bytes) does not fit before the "
+                         "central directory at %llu", src->name, qn, (unsigned long long)abs_lfh,
+                         (unsigned long long)csize, (unsigned long long)t->cd_pos);
+            goto fail;
+        }
+        if (method == 0 && csize != usize && !(flags & MZ_FLAG_ENCRYPTED)) {
+            st = mz_fail(MMZIP_ECORRUPT, "%s: stored entry '%s' has compressed size %llu but size %llu", src->name,
+                         qn, (unsigned long long)csize, (unsigned long long)usize);
+            goto fail;
+        }
+        mz_entry *e = &ents[i];
+        e->lfh_off = abs_lfh;
+        e->csize = csize;
+        e->usize = usize;
+        e->crc = crc;
+        e->cd_rec = off;
+        e->cd_rec_len = (uint32_t)rec_len;
+        e->name_len = nlen;
+        e->method = method;
+        e->gp_flags = flags;
+        e->hash = mz_hash((const char *)name, nlen);
+        e->replaces = MZ_NONE;
+        e->state = MZ_COMMITTED;
+        if (i > 0 && ents[i - 1].lfh_off >= abs_lfh) sorted = 0;
+        off += rec_len;
+    }
+    if (off != t->cd_size) {
+        st = mz_fail(MMZIP_ECORRUPT, "%s: the central directory is %llu bytes but its %u records take %llu",
+                     src->name, (unsigned long long)t->cd_size, n, (unsigned long long)off);
+        goto fail;
+    }
+
+    /* Entries must not overlap (two directory records sharing one body is the classic zip bomb). Each entry
+     * occupies at least its fixed header, its name and its data; the next header bounds it. */
+    {
+        uint32_t *order = NULL;
+        if (!sorted && n > 1) {
+            order = malloc((size_t)n * sizeof *order);
+            if (!order) { st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", src->name); goto fail; }
+            for (uint32_t i = 0; i < n; i++) order[i] = i;
+            qsort_r(order, n, sizeof *order, cmp_by_offset, ents);
+        }
+        for (uint32_t k = 0; k < n; k++) {
+            mz_entry *e = &ents[order ? order[k] : k];
+            uint64_t next = k + 1 < n ? ents[order ? order[k + 1] : k + 1].lfh_off : t->cd_pos;
+            uint64_t min_end = e->lfh_off + MZ_LFH_FIXED + e->name_len + e->csize;
+            if (min_end > next || (k + 1 < n && next == e->lfh_off)) {
+                quote_name(qn, sizeof qn, img + e->cd_rec + MZ_CDH_FIXED, e->name_len);
+                st = mz_fail(MMZIP_ECORRUPT, "%s: entry '%s' (at %llu, %llu bytes) overlaps the next entry at "
+                             "%llu", src->name, qn, (unsigned long long)e->lfh_off, (unsigned long long)e->csize,
+                             (unsigned long long)next);
+                free(order);
+                goto fail;
+            }
+            e->limit = next;
+        }
+        free(order);
+    }
+    cd->image = img;
+    cd->image_len = t->cd_size;
+    cd->entries = ents;
+    cd->count = n;
+    return MMZIP_OK;
+fail:
+    free(img);
+    free(ents);
+    return st;
+}

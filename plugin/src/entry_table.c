@@ -1,0 +1,184 @@
+/*
+ * entry_table.c - the in-memory entry table: name hashing, lookup with per-handle visibility, and the
+ * sorted index used for listing.
+ *
+ * The hash slot of a name always points at its newest entry. A pending entry remembers the committed entry
+ * it supersedes (`replaces`), so that read-only handles keep seeing the committed version until the
+ * writer commits, while the writer sees its own newest version.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+
+uint32_t mz_hash(const char *name, size_t len) {
+    /* 64-bit multiply-mix over 8-byte words; names are short, this is several times faster than FNV. */
+    const uint64_t m = 0x9E3779B97F4A7C15ull;
+    uint64_t h = 0x243F6A8885A308D3ull ^ (len * m);
+    const uint8_t *p = (const uint8_t *)name;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * m;
+        h ^= h >> 29;
+        p += 8;
+        len -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, len);
+    h = (h ^ w ^ (uint64_t)len << 56) * m;
+    h ^= h >> 32;
+    h *= m;
+    h ^= h >> 29;
+    return (uint32_t)h;
+}
+
+static int name_eq(const mz_store *s, const mz_entry *e, const char *name, size_t len) {
+    return e->name_len == len && memcmp(mz_name(s, e), name, len) == 0;
+}
+
+int mz_cd_reserve(mz_store *s, uint64_t extra) {
+    if (s->cd_len + extra <= s->cd_cap) return MMZIP_OK;
+    uint64_t cap = s->cd_cap ? s->cd_cap : 4096;
+    while (cap < s->cd_len + extra) cap *= 2;
+    uint8_t *p = realloc(s->cd, cap);
+    if (!p) return mz_fail(MMZIP_ENOMEM, "%s: out of memory for the central directory", s->path);
+    s->cd = p;
+    s->cd_cap = cap;
+    return MMZIP_OK;
+}
+
+int mz_entries_reserve(mz_store *s, uint32_t extra) {
+    if ((uint64_t)s->n + extra <= s->cap) return MMZIP_OK;
+    if ((uint64_t)s->n + extra >= UINT32_MAX / 2) return mz_fail(MMZIP_ETOOBIG, "%s: too many entries", s->path);
+    uint32_t cap = s->cap ? s->cap : 64;
+    while (cap < s->n + extra) cap *= 2;
+    mz_entry *p = realloc(s->e, (size_t)cap * sizeof *p);
+    if (!p) return mz_fail(MMZIP_ENOMEM, "%s: out of memory for the entry table", s->path);
+    s->e = p;
+    s->cap = cap;
+    return MMZIP_OK;
+}
+
+static int grow_slots(mz_store *s, uint32_t want_entries) {
+    uint64_t need = (uint64_t)want_entries * 2;
+    uint64_t size = s->slots ? (uint64_t)s->slot_mask + 1 : 0;
+    if (size >= need && size >= 16) return 0;
+    uint64_t ns = 16;
+    while (ns < need) ns *= 2;
+    uint32_t *slots = calloc(ns, sizeof *slots);
+    if (!slots) return mz_fail(MMZIP_ENOMEM, "%s: out of memory for the name index", s->path);
+    free(s->slots);
+    s->slots = slots;
+    s->slot_mask = (uint32_t)(ns - 1);
+    return 1; /* caller must reinsert */
+}
+
+/* Inserts entry idx as the head of its name. A later entry of the same name replaces the earlier one in
+ * the slot (the last duplicate wins, as in Python's zipfile and zarr-python). */
+static void slot_put(mz_store *s, uint32_t idx) {
+    mz_entry *e = &s->e[idx];
+    const char *nm = mz_name(s, e);
+    for (uint32_t i = e->hash & s->slot_mask;; i = (i + 1) & s->slot_mask) {
+        uint32_t v = s->slots[i];
+        if (v == 0) {
+            s->slots[i] = idx + 1;
+            return;
+        }
+        mz_entry *o = &s->e[v - 1];
+        if (o->hash == e->hash && name_eq(s, o, nm, e->name_len)) {
+            s->slots[i] = idx + 1;
+            return;
+        }
+    }
+}
+
+int mz_table_rebuild(mz_store *s) {
+    int g = grow_slots(s, s->n);
+    if (g < 0) return g;
+    if (g == 0) memset(s->slots, 0, ((size_t)s->slot_mask + 1) * sizeof *s->slots);
+    for (uint32_t i = 0; i < s->n; i++) slot_put(s, i);
+    s->sorted_valid = 0;
+    return MMZIP_OK;
+}
+
+int mz_table_insert(mz_store *s, uint32_t idx) {
+    int g = grow_slots(s, s->n);
+    if (g < 0) return g;
+    if (g == 1) {
+        for (uint32_t i = 0; i < s->n; i++) slot_put(s, i);
+    } else {
+        slot_put(s, idx);
+    }
+    s->sorted_valid = 0;
+    return MMZIP_OK;
+}
+
+uint32_t mz_lookup_head(mz_store *s, const char *name, size_t len) {
+    if (!s->slots) return MZ_NONE;
+    uint32_t h = mz_hash(name, len);
+    for (uint32_t i = h & s->slot_mask;; i = (i + 1) & s->slot_mask) {
+        uint32_t v = s->slots[i];
+        if (v == 0) return MZ_NONE;
+        mz_entry *e = &s->e[v - 1];
+        if (e->hash == h && name_eq(s, e, name, len)) return v - 1;
+    }
+}
+
+int mz_visible(const mz_entry *e, int writer_view) {
+    if (e->state == MZ_PENDING) return writer_view && !(e->mark & (MZ_MARK_DEAD | MZ_MARK_RESERVED));
+    return writer_view ? !(e->mark & MZ_MARK_SHADOWED) : 1;
+}
+
+mz_entry *mz_lookup(mz_store *s, const char *name, size_t len, int writer_view) {
+    uint32_t i = mz_lookup_head(s, name, len);
+    if (i == MZ_NONE) return NULL;
+    mz_entry *e = &s->e[i];
+    if (e->state == MZ_PENDING) {
+        if (writer_view && mz_visible(e, 1)) return e;
+        if (e->replaces == MZ_NONE) return NULL;
+        e = &s->e[e->replaces];
+    }
+    return mz_visible(e, writer_view) ? e : NULL;
+}
+
+static int cmp_names_r(const void *a, const void *b, void *ctx) {
+    const mz_store *s = ctx;
+    const mz_entry *x = &s->e[*(const uint32_t *)a], *y = &s->e[*(const uint32_t *)b];
+    size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+    int c = memcmp(mz_name(s, x), mz_name(s, y), n);
+    if (c) return c;
+    return (int)x->name_len - (int)y->name_len;
+}
+
+/* Builds s->sorted for the given view: one index per visible name. Called with s->rw held exclusively or
+ * under s->wmu by the writer; see read.c for the locking. */
+int mz_sorted_index(mz_store *s, int writer_view) {
+    if (s->sorted_valid == (writer_view ? 2 : 1)) return MMZIP_OK;
+    uint32_t *idx = realloc(s->sorted, ((size_t)s->n + 1) * sizeof *idx);
+    if (!idx) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    s->sorted = idx;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < s->n; i++) {
+        mz_entry *e = &s->e[i];
+        if (!mz_visible(e, writer_view)) continue;
+        /* Only the entry that lookup would return for this name (duplicates: the last wins). */
+        if (mz_lookup(s, mz_name(s, e), e->name_len, writer_view) != e) continue;
+        idx[k++] = i;
+    }
+    qsort_r(idx, k, sizeof *idx, cmp_names_r, s);
+    s->n_sorted = k;
+    s->sorted_valid = writer_view ? 2 : 1;
+    return MMZIP_OK;
+}
+
+void mz_table_free(mz_store *s) {
+    free(s->e);
+    free(s->slots);
+    free(s->cd);
+    free(s->sorted);
+    s->e = NULL;
+    s->slots = NULL;
+    s->cd = NULL;
+    s->sorted = NULL;
+    s->n = s->cap = s->n_committed = 0;
+}

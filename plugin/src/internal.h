@@ -1,0 +1,372 @@
+/*
+ * internal.h - structures shared by the modules of libmmzip. Nothing here is part of the API.
+ *
+ * Module map (one responsibility per file):
+ *   zip_format.c   byte layouts of the ZIP records we read and write
+ *   trailer.c      finding and validating the end-of-central-directory records, scanning back after a crash
+ *   central_dir.c  parsing a central directory into entries, with every hostile-archive check
+ *   entry_table.c  the in-memory entry table: hash lookup, visibility, sorted listing
+ *   mapping.c      the address-space reservation and the read-only / writable overlays of the file
+ *   io.c           every write, truncate and sync of the archive (crash points and tracing in test builds)
+ *   locks.c        the cross-process writer lock and commit lock (OFD locks)
+ *   commit.c       the commit protocol: relocating the directory, publishing, the truncate commit point
+ *   recovery.c     repairing a file left by a killed writer, at writable open
+ *   store.c        opening and closing stores, the per-process registry, handles
+ *   read.c         get, read, typed views, inflate, CRC checks
+ *   write.c        put, reserve, patch, remove, begin, commit, rollback
+ *   check.c        full verification of an archive
+ *   pack.c         rewriting an archive without dead space
+ *   errors.c       status codes and the per-thread error message
+ */
+#ifndef MMZIP_INTERNAL_H
+#define MMZIP_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "mmzip.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* ZIP records                                                                                           */
+
+#define MZ_SIG_LFH 0x04034b50u
+#define MZ_SIG_CDH 0x02014b50u
+#define MZ_SIG_EOCD 0x06054b50u
+#define MZ_SIG_Z64_EOCD 0x06064b50u
+#define MZ_SIG_Z64_LOC 0x07064b50u
+#define MZ_SIG_DD 0x08074b50u
+
+#define MZ_LFH_FIXED 30u
+#define MZ_CDH_FIXED 46u
+#define MZ_EOCD_FIXED 22u
+#define MZ_Z64_EOCD_FIXED 56u
+#define MZ_Z64_LOC_FIXED 20u
+#define MZ_TRAILER_FIXED (MZ_Z64_EOCD_FIXED + MZ_Z64_LOC_FIXED + MZ_EOCD_FIXED) /* 98 */
+
+#define MZ_EXTRA_ZIP64 0x0001u
+#define MZ_EXTRA_ALIGN 0xA11Eu          /* "Data Stream Alignment" (Apache Commons Compress), registered */
+#define MZ_LFH_ZIP64_EXTRA 20u          /* id, size, usize, csize */
+#define MZ_CDH_ZIP64_EXTRA 28u          /* id, size, usize, csize, local header offset */
+#define MZ_ALIGN_EXTRA_MIN 6u           /* id, size, alignment word */
+#define MZ_OUR_LFH_OVERHEAD (MZ_LFH_FIXED + MZ_LFH_ZIP64_EXTRA + MZ_ALIGN_EXTRA_MIN) /* + name + padding */
+#define MZ_OUR_CDH_OVERHEAD (MZ_CDH_FIXED + MZ_CDH_ZIP64_EXTRA)                   /* + name */
+
+#define MZ_VERSION_MADE_BY 0x032Du      /* Unix, spec 4.5 */
+#define MZ_VERSION_NEEDED 45u           /* ZIP64 */
+#define MZ_FLAG_ENCRYPTED 0x0001u
+#define MZ_FLAG_DATA_DESCRIPTOR 0x0008u
+#define MZ_FLAG_STRONG_ENCRYPTION 0x0040u
+#define MZ_FLAG_UTF8 0x0800u
+#define MZ_DOS_TIME 0u
+#define MZ_DOS_DATE 0x0021u             /* 1980-01-01: deterministic */
+#define MZ_EXTERNAL_ATTR (0100644u << 16)
+
+#define MZ_MAX_ALIGNMENT 32768u         /* the 0xA11E field holds the alignment in 15 bits */
+#define MZ_DEFAULT_ALIGNMENT 64u
+#define MZ_DEFAULT_MAX_FILE_SIZE (1ull << 40)
+#define MZ_DEFAULT_MAX_DECODED (16ull << 30)
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define MZ_LE16(v) __builtin_bswap16(v)
+#define MZ_LE32(v) __builtin_bswap32(v)
+#define MZ_LE64(v) __builtin_bswap64(v)
+#else
+#define MZ_LE16(v) (v)
+#define MZ_LE32(v) (v)
+#define MZ_LE64(v) (v)
+#endif
+static inline uint16_t mz_get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return MZ_LE16(v); }
+static inline uint32_t mz_get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return MZ_LE32(v); }
+static inline uint64_t mz_get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return MZ_LE64(v); }
+static inline void mz_put16(uint8_t *p, uint16_t v) { v = MZ_LE16(v); memcpy(p, &v, 2); }
+static inline void mz_put32(uint8_t *p, uint32_t v) { v = MZ_LE32(v); memcpy(p, &v, 4); }
+static inline void mz_put64(uint8_t *p, uint64_t v) { v = MZ_LE64(v); memcpy(p, &v, 8); }
+
+/* zip_format.c: what we write. */
+typedef struct mz_header_fields {
+    uint16_t flags, method, dos_time, dos_date;
+    uint32_t crc;
+    uint64_t csize, usize;
+    uint32_t external_attr;
+} mz_header_fields;
+void mz_write_lfh_ex(uint8_t *out, const mz_header_fields *f, const char *name, size_t name_len,
+                     uint32_t alignment, uint32_t padding);
+void mz_write_cdh_ex(uint8_t *out, const mz_header_fields *f, const char *name, size_t name_len,
+                     uint64_t lfh_off);
+uint32_t mz_align_padding(uint64_t lfh_off, size_t name_len, uint32_t alignment);
+size_t mz_our_lfh_size(size_t name_len, uint32_t padding);
+void mz_write_lfh(uint8_t *out, const char *name, size_t name_len, uint32_t crc, uint64_t size,
+                  uint32_t alignment, uint32_t padding);
+size_t mz_our_cdh_size(size_t name_len);
+void mz_write_cdh(uint8_t *out, const char *name, size_t name_len, uint32_t crc, uint64_t size,
+                  uint64_t lfh_off);
+/* Rewrites the CRC, sizes (stored: csize == usize) of a record made by mz_write_cdh, in place. */
+void mz_patch_our_cdh(uint8_t *rec, uint32_t crc, uint64_t size);
+/* A ZIP64 trailer: ZIP64 end record, locator, end record with comment. Returns its length. */
+size_t mz_trailer_len(size_t comment_len);
+void mz_write_trailer(uint8_t *out, uint64_t entries, uint64_t cd_size, uint64_t cd_off, uint64_t z64_off,
+                      const uint8_t *comment, size_t comment_len);
+#define MZ_TRAILER_CD_OFF_FIELD 48u /* offset of the 8-byte CD offset inside our trailer */
+
+/* Re-encodes a foreign central-directory record so that its local header offset is `lfh_off` (absolute),
+ * adding or extending a ZIP64 field if needed. Returns a malloc'ed record and its length, or NULL. */
+uint8_t *mz_reencode_cdh(const uint8_t *rec, size_t rec_len, uint64_t lfh_off, uint64_t csize,
+                         uint64_t usize, size_t *out_len);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Errors                                                                                                */
+
+int mz_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int mz_fail_errno(int status, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void mz_clear_error(void);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Trailer and central directory                                                                        */
+
+typedef struct mz_trailer {
+    uint64_t eocd_pos;     /* position of the end-of-central-directory record */
+    uint64_t end;          /* eocd_pos + 22 + comment length */
+    uint64_t z64_pos;      /* position of the ZIP64 end record, or UINT64_MAX */
+    uint64_t entries;
+    uint64_t cd_size;
+    uint64_t cd_pos;       /* absolute position of the central directory */
+    uint64_t concat;       /* bytes prepended after the archive was written (added to recorded offsets) */
+    uint16_t comment_len;
+    uint8_t *comment;      /* malloc'ed, or NULL */
+    int zip64;
+} mz_trailer;
+
+typedef struct mz_entry {
+    uint64_t lfh_off;      /* absolute offset of the local header */
+    uint64_t data_off;     /* absolute offset of the data; 0 until resolved from the local header */
+    uint64_t csize;        /* stored bytes (for a reservation: capacity) */
+    uint64_t usize;
+    uint64_t limit;        /* the entry's bytes must end at or before this offset */
+    uint64_t cd_rec;       /* offset of its central-directory record in the store's directory image */
+    uint32_t cd_rec_len;
+    uint32_t crc;
+    uint32_t hash;
+    uint32_t replaces;     /* pending entries: the committed entry they supersede, or MZ_NONE */
+    uint16_t name_len;
+    uint16_t method;
+    uint16_t gp_flags;
+    uint8_t state;         /* MZ_COMMITTED or MZ_PENDING */
+    uint8_t mark;          /* MZ_MARK_* bits */
+    uint32_t alignment;    /* data alignment we wrote (pending entries), 0 if unknown */
+} mz_entry;
+
+#define MZ_NONE UINT32_MAX
+enum { MZ_COMMITTED = 0, MZ_PENDING = 1 };
+enum {
+    MZ_MARK_SHADOWED = 1,   /* committed, but replaced or removed by a pending change */
+    MZ_MARK_DEAD = 2,       /* pending, superseded by a later pending put or a removal */
+    MZ_MARK_RESERVED = 4,   /* pending reservation, not yet patched */
+    MZ_MARK_VERIFY = 8,     /* committed tail entry whose CRC has not been verified yet */
+    MZ_MARK_BAD = 16        /* verified and found torn */
+};
+
+typedef int (*mz_read_fn)(void *ctx, void *buf, size_t len, uint64_t off); /* 0 or -1 with errno */
+
+typedef struct mz_source {
+    mz_read_fn read;
+    void *ctx;
+    uint64_t size;
+    const char *name;      /* for messages */
+    int fd;                /* for skipping holes while scanning back, or -1 */
+} mz_source;
+
+typedef struct mz_cd {
+    uint8_t *image;        /* the directory bytes */
+    uint64_t image_len;
+    mz_entry *entries;
+    uint32_t count;
+    uint32_t duplicates;   /* names that appear more than once (the last one wins) */
+} mz_cd;
+
+/*
+ * Finds the archive's trailer and loads its central directory. First the trailer that ends exactly at the
+ * end of the file; if there is none, or its directory does not parse, and scan_back is set, the last
+ * self-consistent trailer before the end (what a writer killed mid-commit leaves). t->end < src->size tells
+ * that the trailer was found by scanning back.
+ */
+int mz_locate(const mz_source *src, int scan_back, mz_trailer *t, mz_cd *cd);
+void mz_trailer_free(mz_trailer *t);
+
+/* Reads and validates the central directory described by t: every record, name and range check that a
+ * hostile archive could trip. On success, fills *cd (entries in directory order, offsets absolute). */
+int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd);
+/* Validates that the name is one we accept (no NUL, no leading '/', no '..' component, not empty). */
+int mz_name_ok(const char *name, size_t len);
+void mz_cd_free(mz_cd *cd);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Mapping                                                                                               */
+
+typedef struct mz_mapping {
+    uint8_t *base;         /* read-only view of the file, inside a reservation of `reserved` bytes */
+    uint64_t reserved;
+    uint64_t mapped;       /* bytes of the file overlaid at base (a multiple of the page size) */
+    uint8_t *wbase;        /* writable alias reservation (reservations only), or NULL */
+    struct mz_retired { void *addr; size_t len; } *retired;
+    int n_retired;
+} mz_mapping;
+
+extern size_t mz_page_size;
+int mz_map_init(mz_mapping *m, int fd, uint64_t file_size, uint64_t reserve, const char *name);
+int mz_map_cover(mz_mapping *m, int fd, uint64_t file_size, const char *name);
+int mz_map_writable(mz_mapping *m, int fd, uint64_t off, uint64_t len, uint8_t **view, const char *name);
+int mz_map_seal(mz_mapping *m, uint64_t off, uint64_t len);
+void mz_map_drop_writable(mz_mapping *m, uint64_t off, uint64_t len);
+void mz_map_free(mz_mapping *m);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* I/O with crash points                                                                                 */
+
+int mz_pread_full(int fd, void *buf, size_t len, uint64_t off);
+int mz_read_fd(void *ctx, void *buf, size_t len, uint64_t off); /* mz_read_fn over (int)(intptr_t)ctx */
+
+struct mz_store;
+int mz_io_write(struct mz_store *s, const void *buf, size_t len, uint64_t off, const char *what);
+int mz_io_writev(struct mz_store *s, const struct mmzip_iovec *iov, int n, uint64_t off, const char *what);
+int mz_io_zero(struct mz_store *s, uint64_t off, uint64_t len, const char *what);
+int mz_io_truncate(struct mz_store *s, uint64_t size, const char *what);
+/* Durable mode only: data (fdatasync) or full (fsync) barrier. A no-op otherwise. */
+int mz_io_barrier(struct mz_store *s, int full, const char *what);
+/* A named point in the protocol where the test build can kill the process. */
+void mz_crashpoint(const char *name);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Locks                                                                                                 */
+
+/* 0 on success, MMZIP_EBUSY if another open file description holds it, 1 if locks are unsupported. */
+int mz_lock_writer(int fd);
+void mz_unlock_writer(int fd);
+int mz_writer_lock_held(int fd);  /* 1 held by someone else, 0 free, -1 unknown */
+void mz_lock_commit(int fd, int exclusive); /* blocking; silently skipped if unsupported */
+void mz_unlock_commit(int fd);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* The store                                                                                             */
+
+typedef struct mz_decoded {
+    struct mz_decoded *next;
+    uint64_t lfh_off;
+    void *data;
+    uint64_t size;
+} mz_decoded;
+
+typedef struct mz_store {
+    struct mz_store *next;         /* the per-process registry */
+    char *path;
+    dev_t dev;
+    ino_t ino;
+    int fd;
+    int writable;
+    int refs;
+    int writer_handles;
+    int locks_supported;
+    mmzip_options opts;
+    pthread_mutex_t wmu;           /* serialises writes */
+    pthread_rwlock_t rw;           /* table readers vs. commit / refresh */
+    pthread_mutex_t decode_mu;
+
+    mz_mapping map;
+
+    /* On-disk state. */
+    uint64_t file_size;
+    uint64_t cd_pos, cd_size;      /* the committed directory, where the trailer at EOF points */
+    uint64_t trailer_len;
+    uint8_t *comment;
+    uint16_t comment_len;
+    int zip64;
+    int compact;                   /* the file is exactly [entries][directory][trailer] */
+    int cd_adjacent;               /* the directory ends where the end records begin */
+    uint64_t concat;               /* bytes prepended after the archive was written */
+    int old_fd;                    /* publish-on-commit over an existing file: its writer lock, or -1 */
+    uint64_t prefix;               /* bytes before the first entry */
+    uint64_t data_end;             /* end of the last committed entry's bytes */
+    uint64_t pending_end;          /* end of the last pending entry's bytes */
+    uint64_t free_limit;           /* [pending_end, free_limit) is ours to write */
+    uint64_t zero_from;            /* [zero_from, free_limit) is known to read as zeros */
+    uint64_t trailer_key[2];       /* read-only stores: fingerprint of the trailer, for refresh */
+
+    /* Entries. entries[0, n_committed) are the committed directory in order; pending ones follow. */
+    mz_entry *e;
+    uint32_t n, cap, n_committed;
+    uint32_t n_pending_live, n_shadowed, n_dead;
+    uint32_t *slots;
+    uint32_t slot_mask;            /* slots has slot_mask + 1 entries, each index + 1 or 0 */
+    uint8_t *cd;                   /* directory image: committed records, then pending records */
+    uint64_t cd_len, cd_cap, cd_committed_len;
+    uint32_t *sorted;              /* visible entries sorted by name (lazy), for listing */
+    uint32_t n_sorted;
+    int sorted_valid;
+
+    int batch;
+    uint32_t open_reservations;
+    uint64_t bytes_since_commit;
+    mz_decoded *decoded;
+
+    /* Publish-on-commit creation. */
+    int unpublished;
+    int tmp_is_named;              /* fallback when O_TMPFILE is unavailable */
+    char *tmp_path;
+
+    uint64_t recovered_bytes, rolled_back;
+} mz_store;
+
+struct mmzip {
+    mz_store *s;
+    int writable;
+};
+
+/* entry_table.c */
+uint32_t mz_hash(const char *name, size_t len);
+static inline const char *mz_name(const mz_store *s, const mz_entry *e) {
+    return (const char *)s->cd + e->cd_rec + MZ_CDH_FIXED;
+}
+int mz_table_rebuild(mz_store *s);
+int mz_table_insert(mz_store *s, uint32_t idx);
+/* The entry visible under name: for the writer, its newest live version; for readers, the committed one. */
+mz_entry *mz_lookup(mz_store *s, const char *name, size_t len, int writer_view);
+uint32_t mz_lookup_head(mz_store *s, const char *name, size_t len); /* raw head index or MZ_NONE */
+int mz_visible(const mz_entry *e, int writer_view);
+int mz_sorted_index(mz_store *s, int writer_view);
+int mz_cd_reserve(mz_store *s, uint64_t extra);
+int mz_entries_reserve(mz_store *s, uint32_t extra);
+void mz_table_free(mz_store *s);
+
+/* read.c */
+int mz_resolve_data(mz_store *s, mz_entry *e); /* reads the local header; sets e->data_off */
+int mz_verify_crc(mz_store *s, mz_entry *e, const uint8_t *data, uint64_t len);
+int mz_entry_bytes(mz_store *s, mz_entry *e, const uint8_t **data, uint64_t *size);
+uint32_t mz_crc32(uint32_t crc, const void *data, size_t len);
+int mz_data_end_of(mz_store *s, mz_entry *e, uint64_t *end); /* data end incl. a data descriptor */
+
+/* commit.c */
+int mz_ensure_room(mz_store *s, uint64_t end);
+int mz_commit_locked(mz_store *s, int force_compact);
+int mz_write_empty(mz_store *s);
+int mz_publish(mz_store *s);
+
+/* recovery.c */
+int mz_recover_locked(mz_store *s);
+
+/* store.c */
+int mz_load_state(mz_store *s, int allow_scan_back, mz_trailer *t_out);
+int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd);
+void mz_store_describe_layout(mz_store *s);
+
+/* Test builds (MMZIP_TESTING) export hooks to observe every write, truncate and sync. */
+typedef void (*mmzip_io_trace_fn)(void *ctx, int op, uint64_t off, const void *data, uint64_t len,
+                                  const char *what);
+enum { MZ_OP_WRITE = 1, MZ_OP_TRUNCATE = 2, MZ_OP_DATASYNC = 3, MZ_OP_FULLSYNC = 4 };
+
+#endif

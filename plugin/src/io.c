@@ -1,0 +1,223 @@
+/*
+ * io.c - every write, truncate and sync of an archive goes through here.
+ *
+ * In the test build (MMZIP_TESTING) each operation is also a named crash point, so the crash tests can kill
+ * the writer at every step of the protocol, in three ways:
+ *   MMZIP_CRASH_AT=<name>        die before the operation
+ *   MMZIP_CRASH_AT=<name>:torn   write the first half of the bytes, then die (a torn header or directory)
+ *   MMZIP_CRASH_AT=<name>:grow   extend the file to the write's end with zeros, then die (zeros at EOF, as a
+ *                                power loss can leave them)
+ * MMZIP_CRASH_HIT=<n> picks the n-th time the point is reached (default 1). MMZIP_CRASH_LIST=<file> appends
+ * the name of every point reached, so a harness can enumerate them. mmzip__set_io_trace() reports every
+ * operation with its bytes, for the power-loss simulation of the durable mode.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+int mz_pread_full(int fd, void *buf, size_t len, uint64_t off) {
+    uint8_t *p = buf;
+    while (len) {
+        ssize_t r = pread(fd, p, len, (off_t)off);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        if (r == 0) {
+            errno = EIO; /* short: the file shrank under us */
+            return -1;
+        }
+        p += r;
+        len -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+int mz_read_fd(void *ctx, void *buf, size_t len, uint64_t off) {
+    return mz_pread_full((int)(intptr_t)ctx, buf, len, off);
+}
+
+#ifdef MMZIP_TESTING
+static mmzip_io_trace_fn trace_fn;
+static void *trace_ctx;
+
+MMZIP_API void mmzip__set_io_trace(mmzip_io_trace_fn fn, void *ctx);
+void mmzip__set_io_trace(mmzip_io_trace_fn fn, void *ctx) {
+    trace_fn = fn;
+    trace_ctx = ctx;
+}
+
+#define TRACE(op, off, data, len, what)                                                                     \
+    do {                                                                                                   \
+        if (trace_fn) trace_fn(trace_ctx, op, off, data, len, what);                                      \
+    } while (0)
+
+typedef struct { char name[96]; unsigned hits; } hit_count;
+static hit_count counts[256];
+static int n_counts;
+static pthread_mutex_t crash_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned count_hit(const char *name) {
+    pthread_mutex_lock(&crash_mu);
+    unsigned h = 0;
+    int i;
+    for (i = 0; i < n_counts; i++)
+        if (strcmp(counts[i].name, name) == 0) break;
+    if (i == n_counts && n_counts < 256) {
+        snprintf(counts[i].name, sizeof counts[i].name, "%s", name);
+        counts[i].hits = 0;
+        n_counts++;
+    }
+    if (i < 256) h = ++counts[i].hits;
+    pthread_mutex_unlock(&crash_mu);
+    return h;
+}
+
+/* Returns 0 (carry on), 1 (die before), 2 (tear), 3 (grow then die). */
+static int crash_check(const char *name) {
+    const char *list = getenv("MMZIP_CRASH_LIST");
+    unsigned hit = count_hit(name);
+    if (list && *list) {
+        FILE *f = fopen(list, "a");
+        if (f) {
+            fprintf(f, "%s %u\n", name, hit);
+            fclose(f);
+        }
+    }
+    const char *at = getenv("MMZIP_CRASH_AT");
+    if (!at || !*at) return 0;
+    const char *colon = strchr(at, ':');
+    size_t nlen = colon ? (size_t)(colon - at) : strlen(at);
+    if (strlen(name) != nlen || strncmp(name, at, nlen) != 0) return 0;
+    const char *want = getenv("MMZIP_CRASH_HIT");
+    unsigned want_hit = want && *want ? (unsigned)strtoul(want, NULL, 10) : 1;
+    if (hit != want_hit) return 0;
+    if (!colon) return 1;
+    if (strcmp(colon + 1, "torn") == 0) return 2;
+    if (strcmp(colon + 1, "grow") == 0) return 3;
+    return 1;
+}
+
+static void die(void) {
+    /* SIGKILL, as the tests demand: no atexit handlers, no flushing, nothing the library could rely on. */
+    kill(getpid(), SIGKILL);
+    for (;;) pause();
+}
+
+void mz_crashpoint(const char *name) {
+    if (crash_check(name)) die();
+}
+#else
+#define TRACE(op, off, data, len, what) ((void)0)
+void mz_crashpoint(const char *name) { (void)name; }
+#endif
+
+static int write_all(int fd, const uint8_t *p, size_t len, uint64_t off) {
+    while (len) {
+        ssize_t w = pwrite(fd, p, len, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return 0;
+}
+
+int mz_io_write(mz_store *s, const void *buf, size_t len, uint64_t off, const char *what) {
+    mmzip_iovec v = {buf, len};
+    return mz_io_writev(s, &v, 1, off, what);
+}
+
+int mz_io_writev(mz_store *s, const mmzip_iovec *iov, int n, uint64_t off, const char *what) {
+    uint64_t total = 0;
+    for (int i = 0; i < n; i++) total += iov[i].len;
+#ifdef MMZIP_TESTING
+    int mode = crash_check(what);
+    if (mode == 1) die();
+    if (mode == 3) {
+        off_t cur = lseek(s->fd, 0, SEEK_END);
+        if (cur >= 0 && (uint64_t)cur < off + total) {
+            if (ftruncate(s->fd, (off_t)(off + total)) != 0) { /* best effort */ }
+        }
+        die();
+    }
+    if (mode == 2) total = total > 1 ? total / 2 : total;
+    uint64_t budget = total;
+#endif
+    uint64_t pos = off;
+    for (int i = 0; i < n; i++) {
+        uint64_t len = iov[i].len;
+#ifdef MMZIP_TESTING
+        if (len > budget) len = budget;
+        budget -= len;
+#endif
+        if (len == 0) continue;
+        /* Two iovecs per entry (header, data) would allow pwritev, but the data may be gigabytes in one
+         * buffer: a plain loop of pwrite is as fast and keeps the torn-write simulation simple. */
+        if (write_all(s->fd, iov[i].base, (size_t)len, pos) != 0)
+            return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot write %s (%llu bytes at offset %llu)", s->path,
+                                 what, (unsigned long long)len, (unsigned long long)pos);
+        TRACE(MZ_OP_WRITE, pos, iov[i].base, len, what);
+        pos += len;
+    }
+#ifdef MMZIP_TESTING
+    if (mode == 2) die();
+#endif
+    return MMZIP_OK;
+}
+
+int mz_io_zero(mz_store *s, uint64_t off, uint64_t len, const char *what) {
+    if (len == 0) return MMZIP_OK;
+#ifdef FALLOC_FL_PUNCH_HOLE
+    /* Punching a hole zeroes without writing (and frees the blocks). */
+    if (fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0) {
+        TRACE(MZ_OP_WRITE, off, NULL, len, what);
+        return MMZIP_OK;
+    }
+#endif
+    static const uint8_t zeros[65536];
+    while (len) {
+        size_t n = len < sizeof zeros ? (size_t)len : sizeof zeros;
+        int st = mz_io_write(s, zeros, n, off, what);
+        if (st) return st;
+        off += n;
+        len -= n;
+    }
+    return MMZIP_OK;
+}
+
+int mz_io_truncate(mz_store *s, uint64_t size, const char *what) {
+#ifdef MMZIP_TESTING
+    if (crash_check(what)) die();
+#endif
+    while (ftruncate(s->fd, (off_t)size) != 0) {
+        if (errno == EINTR) continue;
+        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot set the file size to %llu (%s)", s->path,
+                             (unsigned long long)size, what);
+    }
+    TRACE(MZ_OP_TRUNCATE, size, NULL, 0, what);
+    return MMZIP_OK;
+}
+
+int mz_io_barrier(mz_store *s, int full, const char *what) {
+    if (!(s->opts.flags & MMZIP_DURABLE)) return MMZIP_OK;
+#ifdef MMZIP_TESTING
+    if (crash_check(what)) die();
+#endif
+    int r = full ? fsync(s->fd) : fdatasync(s->fd);
+    if (r != 0)
+        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the archive to stable storage (%s)", s->path,
+                             what);
+    TRACE(full ? MZ_OP_FULLSYNC : MZ_OP_DATASYNC, 0, NULL, 0, what);
+    return MMZIP_OK;
+}

@@ -1,0 +1,61 @@
+/*
+ * locks.c - cross-process exclusion with open-file-description (OFD) locks on two bytes far past any
+ * real data: one for "a writer has this archive open", one for "a commit is rewriting the end of the file".
+ *
+ * OFD locks, unlike classic POSIX record locks, belong to the open file, not the process: closing some
+ * other descriptor of the same file (netCDF sniffing the magic number, a second mmzip_check) does not drop
+ * them, and two descriptors in one process conflict as they should. They are released by the kernel when
+ * the process dies, so a killed writer never leaves the archive locked.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#define MZ_WRITER_LOCK_BYTE ((off_t)1 << 62)
+#define MZ_COMMIT_LOCK_BYTE (((off_t)1 << 62) + 1)
+
+#ifndef F_OFD_SETLK
+#define F_OFD_GETLK 36
+#define F_OFD_SETLK 37
+#define F_OFD_SETLKW 38
+#endif
+
+static int ofd(int fd, int cmd, short type, off_t start) {
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = start;
+    fl.l_len = 1;
+    for (;;) {
+        int r = fcntl(fd, cmd, &fl);
+        if (r == 0) return cmd == F_OFD_GETLK ? (fl.l_type == F_UNLCK ? 0 : 1) : 0;
+        if (errno == EINTR) continue;
+        return -errno;
+    }
+}
+
+static int unsupported(int err) { return err == -EINVAL || err == -ENOLCK || err == -EOPNOTSUPP || err == -ENOSYS; }
+
+int mz_lock_writer(int fd) {
+    int r = ofd(fd, F_OFD_SETLK, F_WRLCK, MZ_WRITER_LOCK_BYTE);
+    if (r == 0) return 0;
+    if (r == -EAGAIN || r == -EACCES) return MMZIP_EBUSY;
+    if (unsupported(r)) return 1;
+    return MMZIP_EIO;
+}
+
+void mz_unlock_writer(int fd) { (void)ofd(fd, F_OFD_SETLK, F_UNLCK, MZ_WRITER_LOCK_BYTE); }
+
+int mz_writer_lock_held(int fd) {
+    int r = ofd(fd, F_OFD_GETLK, F_WRLCK, MZ_WRITER_LOCK_BYTE);
+    return r < 0 ? -1 : r;
+}
+
+void mz_lock_commit(int fd, int exclusive) {
+    (void)ofd(fd, F_OFD_SETLKW, exclusive ? F_WRLCK : F_RDLCK, MZ_COMMIT_LOCK_BYTE);
+}
+
+void mz_unlock_commit(int fd) { (void)ofd(fd, F_OFD_SETLK, F_UNLCK, MZ_COMMIT_LOCK_BYTE); }

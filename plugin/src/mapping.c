@@ -1,0 +1,127 @@
+/*
+ * mapping.c - the address-space reservation and the overlays of the archive file.
+ *
+ * A store reserves a range of address space once (anonymous, PROT_NONE: it costs no memory and no disk)
+ * and overlays the file onto its start, read-only and shared. Growth maps only the new pages, at the same
+ * base, so pointers handed out never move and pages already faulted in stay faulted in. Writable memory
+ * exists only in a second, separate alias reservation, and only over the ranges of open reservations
+ * (mmzip_reserve): a stray write through any other pointer faults.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+size_t mz_page_size;
+
+static uint64_t page(void) {
+    if (!mz_page_size) mz_page_size = (size_t)sysconf(_SC_PAGESIZE);
+    return mz_page_size;
+}
+
+static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+static void *reserve_va(uint64_t len) {
+    void *p = mmap(NULL, (size_t)len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#ifdef MADV_NOHUGEPAGE
+    /* A transparent huge page would turn a one-byte touch of a small entry into a 2 MiB fault. */
+    madvise(p, (size_t)len, MADV_NOHUGEPAGE);
+#endif
+    return p;
+}
+
+int mz_map_init(mz_mapping *m, int fd, uint64_t file_size, uint64_t reserve, const char *name) {
+    memset(m, 0, sizeof *m);
+    if (reserve < file_size) reserve = file_size;
+    reserve = round_up(reserve ? reserve : page(), page());
+    m->base = reserve_va(reserve);
+    if (!m->base)
+        return mz_fail_errno(MMZIP_ENOMEM, errno, "%s: cannot reserve %llu bytes of address space", name,
+                             (unsigned long long)reserve);
+    m->reserved = reserve;
+    return mz_map_cover(m, fd, file_size, name);
+}
+
+int mz_map_cover(mz_mapping *m, int fd, uint64_t file_size, const char *name) {
+    uint64_t want = round_up(file_size, page());
+    if (want <= m->mapped) return MMZIP_OK;
+    if (want > m->reserved) {
+        if (m->wbase)
+            return mz_fail(MMZIP_ETOOBIG, "%s: the archive would grow to %llu bytes, past max_file_size (%llu)",
+                           name, (unsigned long long)file_size, (unsigned long long)m->reserved);
+        /* A read-only store outgrew its reservation: map the whole file afresh and keep the old mapping alive
+         * until close, since callers may still hold pointers into it. */
+        uint64_t res = round_up(want * 2, page());
+        uint8_t *nb = reserve_va(res);
+        if (!nb)
+            return mz_fail_errno(MMZIP_ENOMEM, errno, "%s: cannot reserve %llu bytes of address space", name,
+                                 (unsigned long long)res);
+        if (mmap(nb, (size_t)want, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+            int err = errno;
+            munmap(nb, (size_t)res);
+            return mz_fail_errno(MMZIP_EIO, err, "%s: cannot map the archive", name);
+        }
+        struct mz_retired *r = realloc(m->retired, (size_t)(m->n_retired + 1) * sizeof *r);
+        if (!r) {
+            munmap(nb, (size_t)res);
+            return mz_fail(MMZIP_ENOMEM, "%s: out of memory", name);
+        }
+        m->retired = r;
+        r[m->n_retired].addr = m->base;
+        r[m->n_retired].len = (size_t)m->reserved;
+        m->n_retired++;
+        m->base = nb;
+        m->reserved = res;
+        m->mapped = want;
+        return MMZIP_OK;
+    }
+    if (mmap(m->base + m->mapped, (size_t)(want - m->mapped), PROT_READ, MAP_SHARED | MAP_FIXED, fd,
+             (off_t)m->mapped) == MAP_FAILED)
+        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot map %llu bytes of the archive", name,
+                             (unsigned long long)want);
+    m->mapped = want;
+    return MMZIP_OK;
+}
+
+int mz_map_writable(mz_mapping *m, int fd, uint64_t off, uint64_t len, uint8_t **view, const char *name) {
+    if (!m->wbase) {
+        m->wbase = reserve_va(m->reserved);
+        if (!m->wbase)
+            return mz_fail_errno(MMZIP_ENOMEM, errno, "%s: cannot reserve address space for a writable view",
+                                 name);
+    }
+    uint64_t lo = off / page() * page(), hi = round_up(off + (len ? len : 1), page());
+    if (hi > m->reserved)
+        return mz_fail(MMZIP_ETOOBIG, "%s: reservation past max_file_size", name);
+    if (mmap(m->wbase + lo, (size_t)(hi - lo), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, (off_t)lo) ==
+        MAP_FAILED)
+        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot map a writable view of %llu bytes", name,
+                             (unsigned long long)len);
+    *view = m->wbase + off;
+    return MMZIP_OK;
+}
+
+int mz_map_seal(mz_mapping *m, uint64_t off, uint64_t len) {
+    if (!m->wbase || len == 0) return MMZIP_OK;
+    uint64_t lo = off / page() * page(), hi = round_up(off + len, page());
+    return mprotect(m->wbase + lo, (size_t)(hi - lo), PROT_READ) == 0 ? MMZIP_OK : MMZIP_EIO;
+}
+
+void mz_map_drop_writable(mz_mapping *m, uint64_t off, uint64_t len) {
+    if (!m->wbase) return;
+    uint64_t lo = off / page() * page(), hi = round_up(off + (len ? len : 1), page());
+    /* Back to reserved-but-inaccessible, so the range beyond a later truncation can never SIGBUS us. */
+    mmap(m->wbase + lo, (size_t)(hi - lo), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+         -1, 0);
+}
+
+void mz_map_free(mz_mapping *m) {
+    if (m->base) munmap(m->base, (size_t)m->reserved);
+    if (m->wbase) munmap(m->wbase, (size_t)m->reserved);
+    for (int i = 0; i < m->n_retired; i++) munmap(m->retired[i].addr, m->retired[i].len);
+    free(m->retired);
+    memset(m, 0, sizeof *m);
+}

@@ -1,0 +1,189 @@
+/*
+ * pack.c - rewriting an archive without dead space.
+ *
+ * The live entries are copied, in directory order, into a new file: stored entries re-aligned, compressed
+ * ones byte for byte. The new file is fsynced and renamed over the old one (or written to out_path), so a
+ * crash leaves one or the other, whole. The writer lock on the old file is held throughout, so no commit
+ * can slip in and be lost.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct {
+    int fd;
+    uint64_t off;
+    const char *name;
+} out_file;
+
+static int out_write(out_file *o, const void *p, size_t len) {
+    const uint8_t *b = p;
+    while (len) {
+        ssize_t w = pwrite(o->fd, b, len, (off_t)o->off);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot write the packed archive", o->name);
+        }
+        b += w;
+        len -= (size_t)w;
+        o->off += (uint64_t)w;
+    }
+    return MMZIP_OK;
+}
+
+static int fsync_dir(const char *path) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) slash[1] = '\0';
+    else *slash = '\0';
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int r = fsync(fd);
+    close(fd);
+    return r;
+}
+
+static int copy_entries(mz_store *s, out_file *o, uint32_t alignment, uint8_t **cd_out, uint64_t *cd_len,
+                        uint64_t *count) {
+    uint64_t cap = 4096, len = 0, n = 0;
+    uint8_t *cd = malloc(cap);
+    if (!cd) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    int st = MMZIP_OK;
+    for (uint32_t i = 0; i < s->n_committed; i++) {
+        mz_entry *e = &s->e[i];
+        if (mz_lookup(s, mz_name(s, e), e->name_len, 0) != e) continue; /* superseded duplicate */
+        st = mz_resolve_data(s, e);
+        if (st) break;
+        const uint8_t *rec = s->cd + e->cd_rec;
+        mz_header_fields f;
+        f.flags = (uint16_t)((e->gp_flags & ~MZ_FLAG_DATA_DESCRIPTOR) | MZ_FLAG_UTF8);
+        if (!(e->gp_flags & MZ_FLAG_UTF8)) f.flags &= (uint16_t)~MZ_FLAG_UTF8; /* keep the name's encoding */
+        f.method = e->method;
+        f.dos_time = mz_get16(rec + 12);
+        f.dos_date = mz_get16(rec + 14);
+        f.crc = e->crc;
+        f.csize = e->csize;
+        f.usize = e->usize;
+        f.external_attr = mz_get32(rec + 38);
+        uint32_t a = e->method == 0 ? alignment : 1;
+        uint32_t pad = mz_align_padding(o->off, e->name_len, a);
+        size_t hlen = mz_our_lfh_size(e->name_len, pad);
+        uint8_t *hdr = malloc(hlen);
+        if (!hdr) {
+            st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+            break;
+        }
+        uint64_t lfh_off = o->off;
+        mz_write_lfh_ex(hdr, &f, mz_name(s, e), e->name_len, a, pad);
+        st = out_write(o, hdr, hlen);
+        free(hdr);
+        if (!st) st = out_write(o, s->map.base + e->data_off, (size_t)e->csize);
+        if (st) break;
+        size_t rl = mz_our_cdh_size(e->name_len);
+        if (len + rl > cap) {
+            while (len + rl > cap) cap *= 2;
+            uint8_t *p = realloc(cd, cap);
+            if (!p) {
+                st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+                break;
+            }
+            cd = p;
+        }
+        mz_write_cdh_ex(cd + len, &f, mz_name(s, e), e->name_len, lfh_off);
+        len += rl;
+        n++;
+    }
+    if (st) {
+        free(cd);
+        return st;
+    }
+    *cd_out = cd;
+    *cd_len = len;
+    *count = n;
+    return MMZIP_OK;
+}
+
+int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts) {
+    mmzip_options o;
+    if (opts) o = *opts;
+    else mmzip_options_init(&o);
+    mmzip_t *h;
+    int st = mmzip_open(path, "r+", &o, &h);
+    if (st) return st;
+    mz_store *s = h->s;
+    uint32_t alignment = s->opts.alignment;
+    char tmp[PATH_MAX];
+    const char *target = out_path ? out_path : path;
+    out_file of = {-1, 0, target};
+    int anonymous = 0;
+    if (out_path) {
+        struct stat a, b;
+        if (stat(out_path, &b) == 0 && fstat(s->fd, &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+            mmzip_close(h);
+            return mz_fail(MMZIP_EINVAL, "%s: the output is the archive itself; omit it to pack in place",
+                           out_path);
+        }
+        of.fd = open(out_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    } else {
+#ifdef O_TMPFILE
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (!slash) snprintf(dir, sizeof dir, ".");
+        else if (slash == dir) slash[1] = '\0';
+        else *slash = '\0';
+        of.fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+        anonymous = of.fd >= 0;
+#endif
+        snprintf(tmp, sizeof tmp, "%s.mmzip-pack-%ld", path, (long)getpid());
+        if (of.fd < 0) of.fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    }
+    if (of.fd < 0) {
+        st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot create the packed archive", target);
+        mmzip_close(h);
+        return st;
+    }
+    uint8_t *cd = NULL;
+    uint64_t cd_len = 0, count = 0;
+    pthread_rwlock_rdlock(&s->rw);
+    st = copy_entries(s, &of, alignment, &cd, &cd_len, &count);
+    pthread_rwlock_unlock(&s->rw);
+    if (!st) {
+        size_t tlen = mz_trailer_len(s->comment_len);
+        uint8_t *tr = malloc(tlen);
+        if (!tr) st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", path);
+        else {
+            uint64_t cd_off = of.off;
+            st = out_write(&of, cd, cd_len);
+            mz_write_trailer(tr, count, cd_len, cd_off, cd_off + cd_len, s->comment, s->comment_len);
+            if (!st) st = out_write(&of, tr, tlen);
+            free(tr);
+        }
+    }
+    free(cd);
+    if (!st && fsync(of.fd) != 0) st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the packed archive", target);
+    if (!st && !out_path) {
+        mz_crashpoint("pack.rename");
+        if (anonymous) {
+            char proc[64];
+            snprintf(proc, sizeof proc, "/proc/self/fd/%d", of.fd);
+            unlink(tmp);
+            if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) != 0)
+                st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot name the packed archive", tmp);
+        }
+        if (!st && rename(tmp, path) != 0) st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot replace it", path);
+        if (!st && fsync_dir(path) != 0) st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the directory", path);
+        if (st && !anonymous) unlink(tmp);
+    }
+    close(of.fd);
+    int st2 = mmzip_close(h);
+    return st ? st : st2;
+}

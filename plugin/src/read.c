@@ -1,0 +1,326 @@
+/*
+ * read.c - lookups, zero-copy reads, typed views, inflate and CRC checks.
+ *
+ * Stored entries are pointers into the shared mapping. Deflated entries are decoded once with libdeflate
+ * (whole-buffer: ZIP records the exact size), CRC-checked, and kept for the life of the store so that the
+ * pointer contract is the same for every method.
+ */
+#include "internal.h"
+
+#include <libdeflate.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+uint32_t mz_crc32(uint32_t crc, const void *data, size_t len) { return libdeflate_crc32(crc, data, len); }
+
+static const char *method_name(unsigned m) {
+    switch (m) {
+    case 0: return "stored";
+    case 1: return "shrink";
+    case 6: return "implode";
+    case 8: return "deflate";
+    case 9: return "deflate64";
+    case 12: return "bzip2";
+    case 14: return "lzma";
+    case 93: return "zstd";
+    case 95: return "xz";
+    case 98: return "ppmd";
+    case 99: return "AES encryption";
+    default: return "unknown";
+    }
+}
+
+#define ENAME(e) (int)(e)->name_len, mz_name(s, (e))
+
+int mz_resolve_data(mz_store *s, mz_entry *e) {
+    if (__atomic_load_n(&e->data_off, __ATOMIC_ACQUIRE)) return MMZIP_OK;
+    if (e->lfh_off + MZ_LFH_FIXED > s->file_size)
+        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': local header at %llu is past the end of the file",
+                       s->path, ENAME(e), (unsigned long long)e->lfh_off);
+    const uint8_t *h = s->map.base + e->lfh_off;
+    if (mz_get32(h) != MZ_SIG_LFH)
+        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': no local header at offset %llu (torn or overwritten)",
+                       s->path, ENAME(e), (unsigned long long)e->lfh_off);
+    uint16_t nlen = mz_get16(h + 26), xlen = mz_get16(h + 28), method = mz_get16(h + 8);
+    uint64_t data = e->lfh_off + MZ_LFH_FIXED + nlen + xlen;
+    if (data > e->limit || e->csize > e->limit - data)
+        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': its data (%llu bytes at %llu) overlaps what follows at "
+                       "%llu", s->path, ENAME(e), (unsigned long long)e->csize, (unsigned long long)data,
+                       (unsigned long long)e->limit);
+    if (nlen != e->name_len || memcmp(h + MZ_LFH_FIXED, mz_name(s, e), nlen) != 0)
+        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': the local header names a different entry", s->path,
+                       ENAME(e));
+    if (method != e->method)
+        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': the local header says method %u, the directory %u",
+                       s->path, ENAME(e), method, e->method);
+    __atomic_store_n(&e->data_off, data, __ATOMIC_RELEASE);
+    return MMZIP_OK;
+}
+
+int mz_data_end_of(mz_store *s, mz_entry *e, uint64_t *end) {
+    int st = mz_resolve_data(s, e);
+    if (st) return st;
+    uint64_t x = e->data_off + e->csize;
+    if (e->gp_flags & MZ_FLAG_DATA_DESCRIPTOR) {
+        /* crc, csize, usize follow the data, optionally behind a signature; sizes are 8 bytes in ZIP64. */
+        const uint8_t *p = s->map.base + x;
+        uint64_t room = e->limit > x ? e->limit - x : 0;
+        uint64_t sig = room >= 4 && mz_get32(p) == MZ_SIG_DD ? 4 : 0;
+        uint64_t dd = sig + 12;
+        if (room >= sig + 12 && mz_get32(p + sig + 4) == (uint32_t)e->csize &&
+            mz_get32(p + sig + 8) == (uint32_t)e->usize)
+            dd = sig + 12;
+        else if (room >= sig + 20)
+            dd = sig + 20;
+        x += dd <= room ? dd : room;
+    }
+    *end = x;
+    return MMZIP_OK;
+}
+
+int mz_verify_crc(mz_store *s, mz_entry *e, const uint8_t *data, uint64_t len) {
+    uint32_t c = mz_crc32(0, data, (size_t)len);
+    if (c != e->crc)
+        return mz_fail(MMZIP_ECRC, "%s: entry '%.*s': CRC-32 mismatch (directory says %08x, data gives %08x)%s",
+                       s->path, ENAME(e), e->crc, c,
+                       (e->mark & MZ_MARK_VERIFY) ? "; it is the last entry and looks torn by an interrupted "
+                                                    "writer: run 'mmzip recover'" : "");
+    return MMZIP_OK;
+}
+
+static int decode(mz_store *s, mz_entry *e, const uint8_t **out) {
+    pthread_mutex_lock(&s->decode_mu);
+    for (mz_decoded *d = s->decoded; d; d = d->next)
+        if (d->lfh_off == e->lfh_off) {
+            *out = d->data;
+            pthread_mutex_unlock(&s->decode_mu);
+            return MMZIP_OK;
+        }
+    pthread_mutex_unlock(&s->decode_mu);
+    if (e->usize > s->opts.max_decoded_size)
+        return mz_fail(MMZIP_ETOOBIG, "%s: entry '%.*s' decodes to %llu bytes, more than max_decoded_size (%llu)",
+                       s->path, ENAME(e), (unsigned long long)e->usize,
+                       (unsigned long long)s->opts.max_decoded_size);
+    /* Deflate cannot expand by more than about 1032:1; a larger claim is a bomb or garbage. */
+    if (e->usize / 1032 > e->csize + 1)
+        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s' claims %llu bytes from %llu deflated bytes, which "
+                       "deflate cannot produce (a decompression bomb?)", s->path, ENAME(e),
+                       (unsigned long long)e->usize, (unsigned long long)e->csize);
+    uint8_t *buf = malloc(e->usize ? e->usize : 1);
+    if (!buf) return mz_fail(MMZIP_ENOMEM, "%s: entry '%.*s': out of memory", s->path, ENAME(e));
+    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+    if (!d) {
+        free(buf);
+        return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    }
+    size_t in_used = 0;
+    enum libdeflate_result r = libdeflate_deflate_decompress_ex(d, s->map.base + e->data_off, (size_t)e->csize,
+                                                                buf, (size_t)e->usize, &in_used, NULL);
+    libdeflate_free_decompressor(d);
+    if (r != LIBDEFLATE_SUCCESS) {
+        free(buf);
+        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': deflate stream is %s", s->path, ENAME(e),
+                       r == LIBDEFLATE_SHORT_OUTPUT ? "shorter than the recorded size"
+                       : r == LIBDEFLATE_INSUFFICIENT_SPACE ? "longer than the recorded size"
+                                                            : "corrupt");
+    }
+    int st = mz_verify_crc(s, e, buf, e->usize);
+    if (st) {
+        free(buf);
+        return st;
+    }
+    mz_decoded *nd = malloc(sizeof *nd);
+    if (!nd) {
+        free(buf);
+        return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    }
+    nd->lfh_off = e->lfh_off;
+    nd->data = buf;
+    nd->size = e->usize;
+    pthread_mutex_lock(&s->decode_mu);
+    nd->next = s->decoded;
+    s->decoded = nd;
+    pthread_mutex_unlock(&s->decode_mu);
+    *out = buf;
+    return MMZIP_OK;
+}
+
+int mz_entry_bytes(mz_store *s, mz_entry *e, const uint8_t **data, uint64_t *size) {
+    if (e->gp_flags & (MZ_FLAG_ENCRYPTED | MZ_FLAG_STRONG_ENCRYPTION) || e->method == 99)
+        return mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%.*s' is encrypted; mmzip does not decrypt", s->path,
+                       ENAME(e));
+    int st = mz_resolve_data(s, e);
+    if (st) return st;
+    if (e->method == 0) {
+        const uint8_t *p = s->map.base + e->data_off;
+        if (__atomic_load_n(&e->mark, __ATOMIC_ACQUIRE) & (MZ_MARK_VERIFY | MZ_MARK_BAD)) {
+            /* The physically last entry may be the torn tail of an interrupted foreign writer: check it
+             * once before handing it out. */
+            st = mz_verify_crc(s, e, p, e->csize);
+            if (st) {
+                __atomic_fetch_or(&e->mark, MZ_MARK_BAD, __ATOMIC_RELEASE);
+                return st;
+            }
+            __atomic_fetch_and(&e->mark, (uint8_t)~MZ_MARK_VERIFY, __ATOMIC_RELEASE);
+        }
+        *data = p;
+        *size = e->usize;
+        return MMZIP_OK;
+    }
+    if (e->method == 8) {
+        st = decode(s, e, data);
+        if (st) return st;
+        *size = e->usize;
+        return MMZIP_OK;
+    }
+    return mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%.*s' uses compression method %u (%s); mmzip reads only "
+                   "stored (0) and deflate (8)", s->path, ENAME(e), e->method, method_name(e->method));
+}
+
+/* ---------------------------------------------------------------------------------------------------- */
+
+static mz_entry *find(mmzip_t *h, const char *key) {
+    return mz_lookup(h->s, key, strlen(key), h->writable);
+}
+
+size_t mmzip_count(mmzip_t *h) {
+    if (!h) return 0;
+    mz_store *s = h->s;
+    pthread_rwlock_wrlock(&s->rw);
+    size_t n = 0;
+    if (mz_sorted_index(s, h->writable) == MMZIP_OK) n = s->n_sorted;
+    pthread_rwlock_unlock(&s->rw);
+    return n;
+}
+
+int mmzip_exists(mmzip_t *h, const char *key) {
+    if (!h || !key) return 0;
+    pthread_rwlock_rdlock(&h->s->rw);
+    int r = find(h, key) != NULL;
+    pthread_rwlock_unlock(&h->s->rw);
+    return r;
+}
+
+static void fill_info(mz_store *s, mz_entry *e, mmzip_entry_info *info) {
+    memset(info, 0, sizeof *info);
+    info->name = mz_name(s, e);
+    info->name_len = e->name_len;
+    info->size = e->usize;
+    info->compressed_size = e->csize;
+    info->header_offset = e->lfh_off;
+    if (mz_resolve_data(s, e) == MMZIP_OK) info->data_offset = e->data_off;
+    info->crc32 = e->crc;
+    info->method = e->method;
+    info->flags = e->gp_flags;
+    uint64_t d = info->data_offset;
+    uint32_t a = MZ_MAX_ALIGNMENT;
+    if (d) {
+        uint64_t low = d & (~d + 1);
+        if (low < a) a = (uint32_t)low;
+    }
+    info->alignment = a;
+    info->pending = e->state == MZ_PENDING;
+}
+
+int mmzip_stat(mmzip_t *h, const char *key, mmzip_entry_info *info) {
+    if (!h || !key || !info) return mz_fail(MMZIP_EINVAL, "mmzip_stat: NULL argument");
+    mz_store *s = h->s;
+    pthread_rwlock_rdlock(&s->rw);
+    mz_entry *e = find(h, key);
+    if (!e) {
+        pthread_rwlock_unlock(&s->rw);
+        return mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s'", s->path, key);
+    }
+    fill_info(s, e, info);
+    info->name = key;
+    pthread_rwlock_unlock(&s->rw);
+    return MMZIP_OK;
+}
+
+int mmzip_size(mmzip_t *h, const char *key, uint64_t *size) {
+    if (!h || !key || !size) return mz_fail(MMZIP_EINVAL, "mmzip_size: NULL argument");
+    pthread_rwlock_rdlock(&h->s->rw);
+    mz_entry *e = find(h, key);
+    if (e) *size = e->usize;
+    pthread_rwlock_unlock(&h->s->rw);
+    return e ? MMZIP_OK : mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s'", h->s->path, key);
+}
+
+int mmzip_get(mmzip_t *h, const char *key, const void **data, uint64_t *size) {
+    if (!h || !key || !data || !size) return mz_fail(MMZIP_EINVAL, "mmzip_get: NULL argument");
+    mz_store *s = h->s;
+    pthread_rwlock_rdlock(&s->rw);
+    mz_entry *e = find(h, key);
+    int st;
+    if (!e) st = mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s'", s->path, key);
+    else {
+        const uint8_t *p;
+        st = mz_entry_bytes(s, e, &p, size);
+        if (st == MMZIP_OK) *data = p;
+    }
+    pthread_rwlock_unlock(&s->rw);
+    return st;
+}
+
+const void *mmzip_get_typed(mmzip_t *h, const char *key, size_t elem_size, size_t elem_align, uint64_t count) {
+    if (!h || !key || elem_size == 0 || elem_align == 0 || (elem_align & (elem_align - 1))) return NULL;
+    mz_store *s = h->s;
+    const void *r = NULL;
+    pthread_rwlock_rdlock(&s->rw);
+    mz_entry *e = find(h, key);
+    if (e && e->method == 0 && count <= UINT64_MAX / elem_size && e->usize == count * elem_size) {
+        const uint8_t *p;
+        uint64_t n;
+        if (mz_entry_bytes(s, e, &p, &n) == MMZIP_OK && ((uintptr_t)p & (elem_align - 1)) == 0) r = p;
+    }
+    pthread_rwlock_unlock(&s->rw);
+    return r;
+}
+
+int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t len, size_t *nread) {
+    if (!h || !key || (!buf && len) || !nread) return mz_fail(MMZIP_EINVAL, "mmzip_read: NULL argument");
+    const void *p;
+    uint64_t n;
+    *nread = 0;
+    int st = mmzip_get(h, key, &p, &n);
+    if (st) return st;
+    if (offset >= n) return MMZIP_OK;
+    uint64_t k = n - offset < len ? n - offset : len;
+    memcpy(buf, (const uint8_t *)p + offset, (size_t)k);
+    *nread = (size_t)k;
+    return MMZIP_OK;
+}
+
+int mmzip_list(mmzip_t *h, const char *prefix, mmzip_list_fn fn, void *ctx) {
+    if (!h || !fn) return mz_fail(MMZIP_EINVAL, "mmzip_list: NULL argument");
+    mz_store *s = h->s;
+    size_t plen = prefix ? strlen(prefix) : 0;
+    /* The sorted index is built lazily; building needs exclusive access. */
+    pthread_rwlock_wrlock(&s->rw);
+    int st = mz_sorted_index(s, h->writable);
+    if (st) {
+        pthread_rwlock_unlock(&s->rw);
+        return st;
+    }
+    /* Binary search for the first name >= prefix. */
+    uint32_t lo = 0, hi = s->n_sorted;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        mz_entry *e = &s->e[s->sorted[mid]];
+        size_t n = e->name_len < plen ? e->name_len : plen;
+        int c = memcmp(mz_name(s, e), prefix ? prefix : "", n);
+        if (c < 0 || (c == 0 && e->name_len < plen)) lo = mid + 1;
+        else hi = mid;
+    }
+    int r = 0;
+    for (uint32_t k = lo; k < s->n_sorted; k++) {
+        mz_entry *e = &s->e[s->sorted[k]];
+        if (plen && (e->name_len < plen || memcmp(mz_name(s, e), prefix, plen) != 0)) break;
+        mmzip_entry_info info;
+        fill_info(s, e, &info);
+        r = fn(&info, ctx);
+        if (r) break;
+    }
+    pthread_rwlock_unlock(&s->rw);
+    return r;
+}

@@ -1,0 +1,483 @@
+/*
+ * store.c - opening and closing stores, the per-process registry, and handles.
+ *
+ * A store is one open archive in this process: one descriptor, one mapping, one entry table. Handles
+ * point at stores; opening a file that is already open shares its store (keyed by device and inode).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static mz_store *registry;
+
+void mmzip_options_init(mmzip_options *o) {
+    memset(o, 0, sizeof *o);
+    o->max_file_size = MZ_DEFAULT_MAX_FILE_SIZE;
+    o->alignment = MZ_DEFAULT_ALIGNMENT;
+    o->commit_policy = MMZIP_COMMIT_EACH;
+    o->max_decoded_size = MZ_DEFAULT_MAX_DECODED;
+}
+
+static int check_options(const char *path, mmzip_options *o) {
+    if (!mz_page_size) mz_page_size = (size_t)sysconf(_SC_PAGESIZE);
+    if (o->max_file_size == 0) o->max_file_size = MZ_DEFAULT_MAX_FILE_SIZE;
+    if (o->alignment == 0) o->alignment = MZ_DEFAULT_ALIGNMENT;
+    if (o->max_decoded_size == 0) o->max_decoded_size = MZ_DEFAULT_MAX_DECODED;
+    if ((o->alignment & (o->alignment - 1)) || o->alignment > MZ_MAX_ALIGNMENT || o->alignment > mz_page_size)
+        return mz_fail(MMZIP_EINVAL, "%s: alignment %u is not a power of two between 1 and %u", path,
+                       o->alignment, (unsigned)(mz_page_size < MZ_MAX_ALIGNMENT ? mz_page_size : MZ_MAX_ALIGNMENT));
+    if (o->commit_policy > MMZIP_COMMIT_MANUAL)
+        return mz_fail(MMZIP_EINVAL, "%s: unknown commit policy %u", path, o->commit_policy);
+    return MMZIP_OK;
+}
+
+/* Finds the end of the bytes of the physically last committed entry, and the first entry's offset. */
+static int compute_layout(mz_store *s) {
+    uint32_t last = MZ_NONE;
+    uint64_t first = UINT64_MAX;
+    for (uint32_t i = 0; i < s->n; i++) {
+        if (last == MZ_NONE || s->e[i].lfh_off > s->e[last].lfh_off) last = i;
+        if (s->e[i].lfh_off < first) first = s->e[i].lfh_off;
+    }
+    if (last == MZ_NONE) {
+        s->data_end = s->cd_pos;
+        s->prefix = s->cd_pos;
+        return MMZIP_OK;
+    }
+    s->prefix = first;
+    uint64_t end;
+    int st = mz_data_end_of(s, &s->e[last], &end);
+    if (st) return st;
+    s->data_end = end;
+    if (s->e[last].method == 0) s->e[last].mark |= MZ_MARK_VERIFY;
+    return MMZIP_OK;
+}
+
+int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
+    mz_table_free(s);
+    s->e = cd->entries;
+    s->n = s->n_committed = s->cap = cd->count;
+    s->cd = cd->image;
+    s->cd_len = s->cd_committed_len = cd->image_len;
+    s->cd_cap = cd->image_len;
+    cd->entries = NULL;
+    cd->image = NULL;
+    free(s->comment);
+    s->comment = t->comment;
+    s->comment_len = t->comment_len;
+    s->trailer_len = mz_trailer_len(t->comment_len);
+    s->cd_pos = t->cd_pos;
+    s->cd_size = t->cd_size;
+    s->zip64 = t->zip64;
+    s->n_pending_live = s->n_shadowed = s->n_dead = 0;
+    int st = mz_table_rebuild(s);
+    if (st) return st;
+    st = compute_layout(s);
+    if (st) return st;
+    uint64_t records = t->zip64 ? t->z64_pos : t->eocd_pos;
+    s->cd_adjacent = s->cd_pos + s->cd_size == records;
+    s->concat = t->concat;
+    s->compact = s->cd_pos == s->data_end && s->cd_adjacent && t->end == s->file_size && t->concat == 0;
+    s->pending_end = s->data_end;
+    s->free_limit = s->cd_pos;
+    s->zero_from = s->cd_pos;
+    s->trailer_key[0] = t->end;
+    s->trailer_key[1] = t->cd_pos ^ (t->cd_size << 20) ^ (t->entries << 40);
+    return MMZIP_OK;
+}
+
+int mz_load_state(mz_store *s, int allow_scan_back, mz_trailer *t_out) {
+    struct stat st;
+    if (fstat(s->fd, &st) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
+    s->file_size = (uint64_t)st.st_size;
+    int r = mz_map_cover(&s->map, s->fd, s->file_size, s->path);
+    if (r) return r;
+    mz_source src = {mz_read_fd, (void *)(intptr_t)s->fd, s->file_size, s->path, s->fd};
+    mz_trailer t;
+    mz_cd cd;
+    r = mz_locate(&src, allow_scan_back, &t, &cd);
+    if (r) return r;
+    r = mz_store_install(s, &t, &cd);
+    if (t_out) *t_out = t;
+    t.comment = NULL; /* owned by the store now */
+    mz_cd_free(&cd);
+    return r;
+}
+
+static char *dir_of(const char *path) {
+    char *d = strdup(path);
+    if (!d) return NULL;
+    char *slash = strrchr(d, '/');
+    if (!slash) {
+        free(d);
+        return strdup(".");
+    }
+    if (slash == d) slash[1] = '\0';
+    else *slash = '\0';
+    return d;
+}
+
+static void store_free(mz_store *s) {
+    if (!s) return;
+    for (mz_decoded *d = s->decoded, *next; d; d = next) {
+        next = d->next;
+        free(d->data);
+        free(d);
+    }
+    mz_map_free(&s->map);
+    mz_table_free(s);
+    if (s->fd >= 0) close(s->fd);
+    if (s->old_fd >= 0) close(s->old_fd);
+    if (s->tmp_is_named && s->tmp_path && s->unpublished) unlink(s->tmp_path);
+    free(s->tmp_path);
+    free(s->comment);
+    free(s->path);
+    pthread_mutex_destroy(&s->wmu);
+    pthread_mutex_destroy(&s->decode_mu);
+    pthread_rwlock_destroy(&s->rw);
+    free(s);
+}
+
+static mz_store *store_new(const char *path, const mmzip_options *o, int writable) {
+    mz_store *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->path = strdup(path);
+    if (!s->path) {
+        free(s);
+        return NULL;
+    }
+    s->fd = s->old_fd = -1;
+    s->opts = *o;
+    s->writable = writable;
+    s->locks_supported = 1;
+    s->trailer_len = MZ_TRAILER_FIXED;
+    pthread_mutex_init(&s->wmu, NULL);
+    pthread_mutex_init(&s->decode_mu, NULL);
+    pthread_rwlock_init(&s->rw, NULL);
+    return s;
+}
+
+/* Opens the descriptor of a writer and takes its lock, making sure the path still names what we locked
+ * (a pack may have renamed a new file over it while we waited). */
+static int open_locked(mz_store *s, int flags, int *fd_out) {
+    for (int attempt = 0; attempt < 8; attempt++) {
+        int fd = open(s->path, flags | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            if (errno == ENOENT) return mz_fail(MMZIP_ENOENT, "%s: no such archive", s->path);
+            return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot open", s->path);
+        }
+        if (!(s->opts.flags & MMZIP_NO_LOCK)) {
+            int l = mz_lock_writer(fd);
+            if (l == MMZIP_EBUSY) {
+                close(fd);
+                return mz_fail(MMZIP_EBUSY, "%s: the archive is open for writing by another process (or "
+                               "another open in this one); only one writer is allowed", s->path);
+            }
+            if (l == 1) s->locks_supported = 0;
+            else if (l != 0) {
+                close(fd);
+                return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot take the writer lock", s->path);
+            }
+        }
+        struct stat a, b;
+        if (fstat(fd, &a) == 0 && stat(s->path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+            *fd_out = fd;
+            return MMZIP_OK;
+        }
+        close(fd);
+    }
+    return mz_fail(MMZIP_EBUSY, "%s: the archive keeps being replaced while opening", s->path);
+}
+
+static int open_unpublished(mz_store *s, int path_exists) {
+    if (path_exists) {
+        /* Keep other writers off the archive we are about to replace. */
+        int r = open_locked(s, O_RDWR, &s->old_fd);
+        if (r) return r;
+    }
+    char *dir = dir_of(s->path);
+    if (!dir) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+#ifdef O_TMPFILE
+    s->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+#endif
+    if (s->fd < 0) {
+        /* No O_TMPFILE here: a named temporary file, removed if we close without committing. */
+        char tmp[PATH_MAX];
+        snprintf(tmp, sizeof tmp, "%s.mmzip-new-%ld", s->path, (long)getpid());
+        s->fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (s->fd >= 0) {
+            s->tmp_is_named = 1;
+            s->tmp_path = strdup(tmp);
+        }
+    }
+    free(dir);
+    if (s->fd < 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot create a new archive", s->path);
+    if (!(s->opts.flags & MMZIP_NO_LOCK)) (void)mz_lock_writer(s->fd);
+    s->unpublished = 1;
+    return MMZIP_OK;
+}
+
+static int store_open(mz_store *s, char mode, int path_exists) {
+    int r;
+    if (!s->writable) {
+        s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+        if (s->fd < 0) {
+            if (errno == ENOENT) return mz_fail(MMZIP_ENOENT, "%s: no such archive", s->path);
+            return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot open", s->path);
+        }
+        struct stat st;
+        if (fstat(s->fd, &st) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
+        uint64_t reserve = (uint64_t)st.st_size * 2;
+        if (reserve < (64u << 20)) reserve = 64u << 20;
+        r = mz_map_init(&s->map, s->fd, 0, reserve, s->path);
+        if (r) return r;
+        mz_lock_commit(s->fd, 0);
+        r = mz_load_state(s, 1, NULL);
+        mz_unlock_commit(s->fd);
+        return r;
+    }
+    int create = mode == 'w' || mode == 'W';
+    if ((s->opts.flags & MMZIP_PUBLISH_ON_COMMIT) && (mode == 'w' || (mode == 'W' && !path_exists))) {
+        r = open_unpublished(s, path_exists);
+        if (r) return r;
+        r = mz_map_init(&s->map, s->fd, 0, s->opts.max_file_size, s->path);
+        if (r) return r;
+        return mz_write_empty(s);
+    }
+    r = open_locked(s, O_RDWR | (create ? O_CREAT : 0), &s->fd);
+    if (r) return r;
+    struct stat st;
+    if (fstat(s->fd, &st) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
+    if ((uint64_t)st.st_size > s->opts.max_file_size)
+        return mz_fail(MMZIP_ETOOBIG, "%s: the archive (%llu bytes) is larger than max_file_size (%llu)", s->path,
+                       (unsigned long long)st.st_size, (unsigned long long)s->opts.max_file_size);
+    r = mz_map_init(&s->map, s->fd, 0, s->opts.max_file_size, s->path);
+    if (r) return r;
+    if (mode == 'w') {
+        r = mz_io_truncate(s, 0, "create.discard");
+        if (r) return r;
+        return mz_write_empty(s);
+    }
+    if (st.st_size == 0) {
+        if (mode == 'W') return mz_write_empty(s);
+        return mz_fail(MMZIP_ENOTZIP, "%s: the file is empty (an archive whose creation was interrupted?); "
+                       "open it with mode \"w+\" to start a new archive", s->path);
+    }
+    r = mz_load_state(s, 1, NULL);
+    if (r) return r;
+    return mz_recover_locked(s);
+}
+
+int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mmzip_t **out) {
+    mz_clear_error();
+    if (!path || !mode || !out) return mz_fail(MMZIP_EINVAL, "mmzip_open: NULL argument");
+    *out = NULL;
+    char m;
+    if (strcmp(mode, "r") == 0) m = 'r';
+    else if (strcmp(mode, "r+") == 0) m = '+';
+    else if (strcmp(mode, "w+") == 0) m = 'W';
+    else if (strcmp(mode, "w") == 0) m = 'w';
+    else return mz_fail(MMZIP_EINVAL, "%s: unknown mode \"%s\" (use r, r+, w+ or w)", path, mode);
+    int writable = m != 'r';
+    mmzip_options o;
+    if (opts) o = *opts;
+    else mmzip_options_init(&o);
+    int r = check_options(path, &o);
+    if (r) return r;
+
+    mmzip_t *h = calloc(1, sizeof *h);
+    if (!h) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", path);
+    h->writable = writable;
+
+    pthread_mutex_lock(&registry_mu);
+    struct stat st;
+    int exists = stat(path, &st) == 0;
+    if (!exists && (m == 'r' || m == '+')) {
+        pthread_mutex_unlock(&registry_mu);
+        free(h);
+        return mz_fail(MMZIP_ENOENT, "%s: no such archive", path);
+    }
+    if (exists && S_ISDIR(st.st_mode)) {
+        pthread_mutex_unlock(&registry_mu);
+        free(h);
+        return mz_fail(MMZIP_EINVAL, "%s: is a directory, not a ZIP archive", path);
+    }
+    mz_store *s = NULL;
+    if (exists) {
+        for (s = registry; s; s = s->next)
+            if (s->dev == st.st_dev && s->ino == st.st_ino && !s->unpublished) break;
+    }
+    if (s) {
+        const char *why = NULL;
+        if (writable && !s->writable) why = "it is open read-only in this process; close those handles first";
+        else if (writable && s->writer_handles) why = "it is already open for writing in this process";
+        else if (m == 'w' && s->refs) why = "mode \"w\" would discard it while it is open in this process";
+        if (why) {
+            pthread_mutex_unlock(&registry_mu);
+            free(h);
+            return mz_fail(MMZIP_EBUSY, "%s: cannot open for writing: %s", path, why);
+        }
+        s->refs++;
+        if (writable) s->writer_handles++;
+        h->s = s;
+        pthread_mutex_unlock(&registry_mu);
+        *out = h;
+        return MMZIP_OK;
+    }
+    s = store_new(path, &o, writable);
+    if (!s) {
+        pthread_mutex_unlock(&registry_mu);
+        free(h);
+        return mz_fail(MMZIP_ENOMEM, "%s: out of memory", path);
+    }
+    r = store_open(s, m, exists);
+    if (r) {
+        pthread_mutex_unlock(&registry_mu);
+        store_free(s);
+        free(h);
+        return r;
+    }
+    struct stat fst;
+    if (fstat(s->fd, &fst) == 0) {
+        s->dev = fst.st_dev;
+        s->ino = fst.st_ino;
+    }
+    s->refs = 1;
+    s->writer_handles = writable;
+    s->next = registry;
+    registry = s;
+    h->s = s;
+    pthread_mutex_unlock(&registry_mu);
+    *out = h;
+    return MMZIP_OK;
+}
+
+int mmzip_close(mmzip_t *h) {
+    if (!h) return MMZIP_OK;
+    mz_store *s = h->s;
+    int r = MMZIP_OK;
+    if (h->writable) {
+        pthread_mutex_lock(&s->wmu);
+        if (s->open_reservations) {
+            /* An unpatched reservation holds no promised data: drop it, keep the rest. */
+            pthread_rwlock_wrlock(&s->rw);
+            for (uint32_t i = s->n_committed; i < s->n; i++) {
+                mz_entry *e = &s->e[i];
+                if (!(e->mark & MZ_MARK_RESERVED)) continue;
+                e->mark = (uint8_t)((e->mark & ~MZ_MARK_RESERVED) | MZ_MARK_DEAD);
+                mz_map_drop_writable(&s->map, e->data_off, e->csize);
+                s->n_dead++;
+            }
+            s->open_reservations = 0;
+            pthread_rwlock_unlock(&s->rw);
+        }
+        s->batch = 0;
+        r = mz_commit_locked(s, s->unpublished);
+        if (r == MMZIP_OK && s->unpublished) r = mz_publish(s);
+        pthread_mutex_unlock(&s->wmu);
+    }
+    pthread_mutex_lock(&registry_mu);
+    s->refs--;
+    if (h->writable) s->writer_handles--;
+    if (s->refs == 0) {
+        for (mz_store **pp = &registry; *pp; pp = &(*pp)->next)
+            if (*pp == s) {
+                *pp = s->next;
+                break;
+            }
+        store_free(s);
+    }
+    pthread_mutex_unlock(&registry_mu);
+    free(h);
+    return r;
+}
+
+const char *mmzip_path(mmzip_t *h) { return h ? h->s->path : NULL; }
+int mmzip_writable(mmzip_t *h) { return h ? h->writable : 0; }
+
+int mmzip_refresh(mmzip_t *h) {
+    if (!h) return mz_fail(MMZIP_EINVAL, "mmzip_refresh: NULL handle");
+    mz_store *s = h->s;
+    if (s->writable) return MMZIP_OK;
+    struct stat ps;
+    if (stat(s->path, &ps) != 0 || ps.st_dev != s->dev || ps.st_ino != s->ino)
+        return mz_fail(MMZIP_ESTALE, "%s: the archive was replaced or removed on disk; reopen it", s->path);
+    pthread_mutex_lock(&s->wmu);
+    mz_lock_commit(s->fd, 0);
+    struct stat fs;
+    int r = MMZIP_OK;
+    if (fstat(s->fd, &fs) != 0) {
+        r = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
+        goto out;
+    }
+    if ((uint64_t)fs.st_size == s->file_size && (uint64_t)fs.st_size == s->trailer_key[0]) goto out;
+    {
+        mz_source src = {mz_read_fd, (void *)(intptr_t)s->fd, (uint64_t)fs.st_size, s->path, s->fd};
+        mz_trailer t;
+        mz_cd cd;
+        r = mz_locate(&src, 1, &t, &cd);
+        if (r) goto out;
+        r = mz_map_cover(&s->map, s->fd, (uint64_t)fs.st_size, s->path);
+        if (r) {
+            mz_trailer_free(&t);
+            mz_cd_free(&cd);
+            goto out;
+        }
+        pthread_rwlock_wrlock(&s->rw);
+        s->file_size = (uint64_t)fs.st_size;
+        r = mz_store_install(s, &t, &cd);
+        pthread_rwlock_unlock(&s->rw);
+        mz_cd_free(&cd);
+    }
+out:
+    mz_unlock_commit(s->fd);
+    pthread_mutex_unlock(&s->wmu);
+    return r;
+}
+
+int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
+    if (!h || !info) return mz_fail(MMZIP_EINVAL, "mmzip_get_info: NULL argument");
+    mz_store *s = h->s;
+    memset(info, 0, sizeof *info);
+    pthread_rwlock_rdlock(&s->rw);
+    uint64_t live = 0;
+    uint32_t min_align = 0;
+    for (uint32_t i = 0; i < s->n_committed; i++) {
+        mz_entry *e = &s->e[i];
+        if (mz_lookup(s, mz_name(s, e), e->name_len, 0) != e) continue; /* shadowed duplicate */
+        info->entries++;
+        uint64_t end;
+        if (mz_data_end_of(s, e, &end) == MMZIP_OK) live += end - e->lfh_off;
+        if (e->method == 0 && e->data_off) {
+            uint32_t a = e->data_off ? (uint32_t)(e->data_off & (~e->data_off + 1)) : 1;
+            if (a > MZ_MAX_ALIGNMENT || e->data_off == 0) a = MZ_MAX_ALIGNMENT;
+            if (!min_align || a < min_align) min_align = a;
+        }
+    }
+    info->pending = s->n_pending_live;
+    info->file_size = s->file_size;
+    info->live_bytes = live;
+    info->directory_bytes = s->cd_size + s->trailer_len;
+    info->prefix_bytes = s->prefix;
+    uint64_t accounted = live + info->directory_bytes + info->prefix_bytes;
+    info->dead_bytes = s->file_size > accounted ? s->file_size - accounted : 0;
+    info->alignment = s->opts.alignment;
+    info->min_alignment = min_align ? min_align : s->opts.alignment;
+    info->writable = h->writable;
+    int held = mz_writer_lock_held(s->fd);
+    info->writer_locked = s->writer_handles > 0 || held == 1;
+    info->locks_supported = s->locks_supported && held != -1;
+    info->zip64 = s->zip64;
+    info->durable = (s->opts.flags & MMZIP_DURABLE) != 0;
+    info->recovered_bytes = s->recovered_bytes;
+    info->rolled_back = s->rolled_back;
+    pthread_rwlock_unlock(&s->rw);
+    return MMZIP_OK;
+}

@@ -1,0 +1,266 @@
+/*
+ * trailer.c - finding the end-of-central-directory records, and scanning back for the last consistent
+ * ones when a killed writer (or a power loss) left a torn tail.
+ *
+ * A trailer is trusted only once the central directory it points at parses completely, with exactly the
+ * recorded number of records and bytes: signatures alone are too easy to find in entry data.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define MZ_MAX_COMMENT 65535u
+#define MZ_SCAN_BLOCK (1u << 20)
+
+void mz_trailer_free(mz_trailer *t) {
+    free(t->comment);
+    t->comment = NULL;
+}
+
+/* Where a trailer candidate's directory may lie: as recorded, or where the records say it must end. */
+typedef struct candidate {
+    mz_trailer t;
+    uint64_t alt_cd_pos, alt_concat;
+    int has_alt;
+} candidate;
+
+/*
+ * Parses the end records whose EOCD starts at p. Fills c on success. Returns MMZIP_OK, MMZIP_ENOTZIP
+ * (not a trailer), MMZIP_EUNSUPPORTED (multi-disk) or MMZIP_EIO.
+ */
+static int parse_candidate(const mz_source *src, uint64_t p, int must_end_at_eof, candidate *c) {
+    uint8_t eocd[MZ_EOCD_FIXED];
+    memset(c, 0, sizeof *c);
+    if (p + MZ_EOCD_FIXED > src->size) return MMZIP_ENOTZIP;
+    if (src->read(src->ctx, eocd, sizeof eocd, p) != 0)
+        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read end record", src->name);
+    if (mz_get32(eocd) != MZ_SIG_EOCD) return MMZIP_ENOTZIP;
+    uint16_t disk = mz_get16(eocd + 4), cd_disk = mz_get16(eocd + 6);
+    uint64_t n_disk = mz_get16(eocd + 8), n = mz_get16(eocd + 10);
+    uint64_t cd_size = mz_get32(eocd + 12), cd_off = mz_get32(eocd + 16);
+    uint16_t clen = mz_get16(eocd + 20);
+    uint64_t end = p + MZ_EOCD_FIXED + clen;
+    if (end > src->size || (must_end_at_eof && end != src->size)) return MMZIP_ENOTZIP;
+
+    mz_trailer *t = &c->t;
+    t->eocd_pos = p;
+    t->end = end;
+    t->z64_pos = UINT64_MAX;
+    t->comment_len = clen;
+    uint64_t records_start = p;
+
+    uint8_t loc[MZ_Z64_LOC_FIXED];
+    int have_loc = 0;
+    if (p >= MZ_Z64_LOC_FIXED) {
+        if (src->read(src->ctx, loc, sizeof loc, p - MZ_Z64_LOC_FIXED) != 0)
+            return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read ZIP64 locator", src->name);
+        have_loc = mz_get32(loc) == MZ_SIG_Z64_LOC;
+    }
+    if (have_loc) {
+        uint32_t loc_disk = mz_get32(loc + 4), disks = mz_get32(loc + 16);
+        uint64_t z64_off = mz_get64(loc + 8);
+        if (loc_disk != 0 || disks > 1)
+            return mz_fail(MMZIP_EUNSUPPORTED, "%s: multi-disk (spanned) ZIP archives are not supported",
+                           src->name);
+        /* The ZIP64 end record normally sits right before the locator; with extensible data (or prepended
+         * bytes) use the recorded offset. */
+        uint8_t z[MZ_Z64_EOCD_FIXED];
+        uint64_t loc_pos = p - MZ_Z64_LOC_FIXED, zpos = UINT64_MAX;
+        if (loc_pos >= MZ_Z64_EOCD_FIXED) {
+            if (src->read(src->ctx, z, sizeof z, loc_pos - MZ_Z64_EOCD_FIXED) != 0)
+                return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read ZIP64 end record", src->name);
+            if (mz_get32(z) == MZ_SIG_Z64_EOCD && mz_get64(z + 4) == MZ_Z64_EOCD_FIXED - 12)
+                zpos = loc_pos - MZ_Z64_EOCD_FIXED;
+        }
+        if (zpos == UINT64_MAX && z64_off + MZ_Z64_EOCD_FIXED <= loc_pos) {
+            if (src->read(src->ctx, z, sizeof z, z64_off) != 0)
+                return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read ZIP64 end record", src->name);
+            if (mz_get32(z) == MZ_SIG_Z64_EOCD && z64_off + 12 + mz_get64(z + 4) <= loc_pos) zpos = z64_off;
+        }
+        if (zpos == UINT64_MAX) return MMZIP_ENOTZIP;
+        uint32_t zdisk = mz_get32(z + 16), zcd_disk = mz_get32(z + 20);
+        if (zdisk != 0 || zcd_disk != 0)
+            return mz_fail(MMZIP_EUNSUPPORTED, "%s: multi-disk (spanned) ZIP archives are not supported",
+                           src->name);
+        n_disk = mz_get64(z + 24);
+        n = mz_get64(z + 32);
+        cd_size = mz_get64(z + 40);
+        cd_off = mz_get64(z + 48);
+        t->zip64 = 1;
+        t->z64_pos = zpos;
+        records_start = zpos;
+        /* A locator recorded for an archive that later had bytes prepended points short. */
+        if (zpos > z64_off) c->alt_concat = zpos - z64_off;
+    } else {
+        if (disk != 0 || cd_disk != 0)
+            return mz_fail(MMZIP_EUNSUPPORTED, "%s: multi-disk (spanned) ZIP archives are not supported",
+                           src->name);
+    }
+    if (n_disk != n) return MMZIP_ENOTZIP;
+    if (cd_size > records_start) return MMZIP_ENOTZIP;
+    t->entries = n;
+    t->cd_size = cd_size;
+    /* First choice: the directory where it was recorded (our relocated directories lie there). */
+    if (cd_off + cd_size <= records_start && cd_off <= records_start) {
+        t->cd_pos = cd_off;
+        t->concat = 0;
+        uint64_t adj = records_start - cd_size;
+        if (adj != cd_off && adj > cd_off) {
+            c->has_alt = 1;
+            c->alt_cd_pos = adj;
+            c->alt_concat = adj - cd_off;
+        }
+    } else {
+        /* Bytes were prepended: the directory ends where the end records begin (what Python assumes). */
+        uint64_t adj = records_start - cd_size;
+        if (adj < cd_off) return MMZIP_ENOTZIP;
+        t->cd_pos = adj;
+        t->concat = adj - cd_off;
+    }
+    if (clen) {
+        t->comment = malloc(clen);
+        if (!t->comment) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", src->name);
+        if (src->read(src->ctx, t->comment, clen, p + MZ_EOCD_FIXED) != 0) {
+            mz_trailer_free(t);
+            return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read archive comment", src->name);
+        }
+    }
+    return MMZIP_OK;
+}
+
+/* Loads the directory of a candidate, trying the alternative position if the first does not parse. */
+static int load_candidate(const mz_source *src, candidate *c, mz_trailer *t, mz_cd *cd) {
+    int st = mz_cd_load(src, &c->t, cd);
+    if (st != MMZIP_OK && c->has_alt) {
+        mz_trailer alt = c->t;
+        alt.cd_pos = c->alt_cd_pos;
+        alt.concat = c->alt_concat;
+        char saved[1024];
+        snprintf(saved, sizeof saved, "%s", mmzip_last_error());
+        int st2 = mz_cd_load(src, &alt, cd);
+        if (st2 == MMZIP_OK) {
+            c->t = alt;
+            st = MMZIP_OK;
+        } else {
+            mz_fail(st, "%s", saved);
+        }
+    }
+    if (st == MMZIP_OK) *t = c->t;
+    else mz_trailer_free(&c->t);
+    return st;
+}
+
+static int at_eof(const mz_source *src, mz_trailer *t, mz_cd *cd) {
+    if (src->size < MZ_EOCD_FIXED)
+        return mz_fail(MMZIP_ENOTZIP, "%s: not a ZIP archive (%llu bytes is too short for an end record)",
+                       src->name, (unsigned long long)src->size);
+    uint64_t span = src->size < MZ_EOCD_FIXED + MZ_MAX_COMMENT ? src->size : MZ_EOCD_FIXED + MZ_MAX_COMMENT;
+    uint8_t *tail = malloc(span);
+    if (!tail) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", src->name);
+    uint64_t base = src->size - span;
+    if (src->read(src->ctx, tail, span, base) != 0) {
+        free(tail);
+        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read the end of the file", src->name);
+    }
+    int result = MMZIP_ENOTZIP, have_detail = 0;
+    char detail[1024] = "";
+    for (uint64_t i = span - MZ_EOCD_FIXED + 1; i-- > 0;) {
+        if (mz_get32(tail + i) != MZ_SIG_EOCD) continue;
+        if (base + i + MZ_EOCD_FIXED + mz_get16(tail + i + 20) != src->size) continue;
+        candidate c;
+        int st = parse_candidate(src, base + i, 1, &c);
+        if (st == MMZIP_EUNSUPPORTED || st == MMZIP_EIO || st == MMZIP_ENOMEM) { result = st; have_detail = 0; break; }
+        if (st != MMZIP_OK) continue;
+        st = load_candidate(src, &c, t, cd);
+        if (st == MMZIP_OK) { result = MMZIP_OK; break; }
+        if (!have_detail) {
+            snprintf(detail, sizeof detail, "%s", mmzip_last_error());
+            have_detail = 1;
+            result = st;
+        }
+    }
+    free(tail);
+    if (result == MMZIP_ENOTZIP && !have_detail)
+        return mz_fail(MMZIP_ENOTZIP, "%s: not a ZIP archive (no end-of-central-directory record at the end "
+                                      "of the file)", src->name);
+    if (result != MMZIP_OK && have_detail) return mz_fail(result, "%s", detail);
+    return result;
+}
+
+/* End of the last data extent at or below hi (hi if the file system cannot tell). */
+static uint64_t last_data_end(int fd, uint64_t hi) {
+    if (fd < 0 || hi == 0) return hi;
+    off_t d = lseek(fd, (off_t)(hi - 1), SEEK_DATA);
+    if (d >= 0 && (uint64_t)d < hi) return hi;
+    /* [hi-1] is in a hole: find the largest x with data in [x, hi). */
+    off_t first = lseek(fd, 0, SEEK_DATA);
+    if (first < 0 || (uint64_t)first >= hi) return 0;
+    uint64_t lo = 0, top = hi;
+    while (top - lo > 4096) {
+        uint64_t mid = lo + (top - lo) / 2;
+        off_t dm = lseek(fd, (off_t)mid, SEEK_DATA);
+        if (dm >= 0 && (uint64_t)dm < hi) lo = mid;
+        else top = mid;
+    }
+    off_t dd = lseek(fd, (off_t)lo, SEEK_DATA);
+    if (dd < 0) return hi;
+    off_t e = lseek(fd, dd, SEEK_HOLE);
+    if (e < 0 || (uint64_t)e > hi) return hi;
+    return (uint64_t)e;
+}
+
+static int scan_back(const mz_source *src, mz_trailer *t, mz_cd *cd) {
+    uint8_t *buf = malloc(MZ_SCAN_BLOCK + 4);
+    if (!buf) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", src->name);
+    uint64_t hi = src->size;
+    int result = MMZIP_ENOTZIP;
+    while (hi >= MZ_EOCD_FIXED) {
+        uint64_t data_hi = last_data_end(src->fd, hi);
+        if (data_hi < hi) {
+            /* The hole reads as zeros: no signature can start in it. Keep 3 bytes of overlap. */
+            hi = data_hi + 3 < hi ? data_hi + 3 : hi;
+            if (hi < MZ_EOCD_FIXED) break;
+        }
+        uint64_t lo = hi > MZ_SCAN_BLOCK ? hi - MZ_SCAN_BLOCK : 0;
+        size_t len = (size_t)(hi - lo);
+        if (src->read(src->ctx, buf, len, lo) != 0) {
+            result = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read while scanning for an end record", src->name);
+            break;
+        }
+        for (size_t i = len >= 4 ? len - 4 + 1 : 0; i-- > 0;) {
+            if (buf[i] != 0x50 || buf[i + 1] != 0x4b || buf[i + 2] != 0x05 || buf[i + 3] != 0x06) continue;
+            candidate c;
+            int st = parse_candidate(src, lo + i, 0, &c);
+            if (st == MMZIP_EIO || st == MMZIP_ENOMEM) { free(buf); return st; }
+            if (st != MMZIP_OK) continue;
+            if (load_candidate(src, &c, t, cd) == MMZIP_OK) {
+                free(buf);
+                mz_clear_error();
+                return MMZIP_OK;
+            }
+        }
+        if (lo == 0) break;
+        hi = lo + 3; /* a signature may straddle the block boundary */
+    }
+    free(buf);
+    if (result == MMZIP_ENOTZIP)
+        return mz_fail(MMZIP_ENOTZIP, "%s: not a ZIP archive (no consistent end-of-central-directory record "
+                                      "anywhere in the file)", src->name);
+    return result;
+}
+
+int mz_locate(const mz_source *src, int allow_scan_back, mz_trailer *t, mz_cd *cd) {
+    memset(t, 0, sizeof *t);
+    memset(cd, 0, sizeof *cd);
+    int st = at_eof(src, t, cd);
+    if (st == MMZIP_OK || !allow_scan_back) return st;
+    if (st == MMZIP_EUNSUPPORTED || st == MMZIP_EIO || st == MMZIP_ENOMEM) return st;
+    char first[1024];
+    snprintf(first, sizeof first, "%s", mmzip_last_error());
+    int st2 = scan_back(src, t, cd);
+    if (st2 == MMZIP_OK) return MMZIP_OK;
+    return mz_fail(st, "%s", first);
+}

@@ -1,0 +1,448 @@
+/*
+ * write.c - put, reserve/patch, remove, and batches.
+ *
+ * Every write lands in the free region after the last entry (commit.c makes room by relocating the
+ * directory first), so nothing a reader can reach changes. The entry's bytes are complete before any
+ * directory names it: a commit only ever publishes entries that were fully written before it started.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/uio.h>
+
+static int check_writer(mmzip_t *h, const char *key, const char *fn) {
+    if (!h) return mz_fail(MMZIP_EINVAL, "%s: NULL handle", fn);
+    if (!h->writable) return mz_fail(MMZIP_EREADONLY, "%s: opened read-only; cannot %s", h->s->path, fn + 6);
+    if (key && !mz_name_ok(key, strlen(key)))
+        return mz_fail(MMZIP_EINVAL, "%s: invalid entry name '%s' (empty, too long, absolute, or with '..')",
+                       h->s->path, key);
+    return MMZIP_OK;
+}
+
+static int check_alignment(mz_store *s, uint32_t *alignment) {
+    if (*alignment == 0) *alignment = s->opts.alignment;
+    uint32_t a = *alignment;
+    if ((a & (a - 1)) || a > MZ_MAX_ALIGNMENT || a > mz_page_size)
+        return mz_fail(MMZIP_EINVAL, "%s: alignment %u is not a power of two between 1 and %u", s->path, a,
+                       (unsigned)(mz_page_size < MZ_MAX_ALIGNMENT ? mz_page_size : MZ_MAX_ALIGNMENT));
+    return MMZIP_OK;
+}
+
+static int maybe_autocommit(mz_store *s) {
+    if (s->batch || s->open_reservations) return MMZIP_OK;
+    switch (s->opts.commit_policy) {
+    case MMZIP_COMMIT_EACH:
+        return mz_commit_locked(s, 0);
+    case MMZIP_COMMIT_AMORTIZED: {
+        /* A commit copies the directory (twice when it must relocate it). Committing once the new bytes
+         * reach its size bounds that overhead by a constant factor: N puts cost O(N) in total. */
+        int due = s->bytes_since_commit >= s->cd_committed_len + 4096;
+        if (s->opts.max_pending_entries && s->n_pending_live >= s->opts.max_pending_entries) due = 1;
+        if (s->opts.max_pending_bytes && s->bytes_since_commit >= s->opts.max_pending_bytes) due = 1;
+        return due ? mz_commit_locked(s, 0) : MMZIP_OK;
+    }
+    default:
+        return MMZIP_OK;
+    }
+}
+
+/* Room a commit after this write will need: the entry, the directory grown by one record, the trailer. */
+static uint64_t room_for(mz_store *s, uint64_t entry_end, size_t name_len) {
+    return entry_end + s->cd_len + mz_our_cdh_size(name_len) + s->trailer_len;
+}
+
+/*
+ * Adds the table entry of a new pending entry whose bytes are on disk. The previous version of the name
+ * is superseded: a committed one is shadowed (readers keep seeing it until the commit), a pending one dies.
+ */
+static int add_pending(mz_store *s, mz_entry *ne, const char *key, int reserved) {
+    pthread_rwlock_wrlock(&s->rw);
+    int st = mz_cd_reserve(s, ne->cd_rec_len);
+    if (!st) st = mz_entries_reserve(s, 1);
+    if (st) {
+        pthread_rwlock_unlock(&s->rw);
+        return st;
+    }
+    ne->cd_rec = s->cd_len;
+    mz_write_cdh(s->cd + s->cd_len, key, ne->name_len, ne->crc, ne->csize, ne->lfh_off);
+    ne->replaces = MZ_NONE;
+    uint32_t head = mz_lookup_head(s, key, ne->name_len);
+    if (head != MZ_NONE) {
+        mz_entry *o = &s->e[head];
+        if (o->state == MZ_PENDING) {
+            ne->replaces = o->replaces;
+            if (!(o->mark & (MZ_MARK_DEAD | MZ_MARK_RESERVED))) {
+                o->mark |= MZ_MARK_DEAD;
+                s->n_dead++;
+                s->n_pending_live--;
+            }
+        } else {
+            ne->replaces = head;
+        }
+    }
+    if (!reserved && ne->replaces != MZ_NONE && !(s->e[ne->replaces].mark & MZ_MARK_SHADOWED)) {
+        s->e[ne->replaces].mark |= MZ_MARK_SHADOWED;
+        s->n_shadowed++;
+    }
+    uint32_t idx = s->n;
+    s->e[idx] = *ne;
+    s->n++;
+    s->cd_len += ne->cd_rec_len;
+    if (reserved) s->open_reservations++;
+    else s->n_pending_live++;
+    st = mz_table_insert(s, idx);
+    pthread_rwlock_unlock(&s->rw);
+    return st;
+}
+
+/* If the newest version of key is a pending entry at the very end of the pending region, its space can be
+ * reused: it is about to be superseded anyway. */
+static uint64_t reusable_start(mz_store *s, const char *key, size_t len) {
+    uint32_t head = mz_lookup_head(s, key, len);
+    if (head == MZ_NONE) return s->pending_end;
+    mz_entry *o = &s->e[head];
+    if (o->state != MZ_PENDING || (o->mark & MZ_MARK_RESERVED)) return s->pending_end;
+    if (o->data_off + o->csize == s->pending_end) return o->lfh_off;
+    return s->pending_end;
+}
+
+int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment) {
+    int st = check_writer(h, key, "mmzip_put");
+    if (st) return st;
+    if (count < 0 || (count > 0 && !iov)) return mz_fail(MMZIP_EINVAL, "mmzip_put: bad buffer list");
+    mz_store *s = h->s;
+    st = check_alignment(s, &alignment);
+    if (st) return st;
+    size_t nlen = strlen(key);
+    uint64_t total = 0;
+    uint32_t crc = 0;
+    for (int i = 0; i < count; i++) {
+        if (iov[i].len && !iov[i].base) return mz_fail(MMZIP_EINVAL, "mmzip_put: NULL data");
+        total += iov[i].len;
+        crc = mz_crc32(crc, iov[i].base, (size_t)iov[i].len);
+    }
+    pthread_mutex_lock(&s->wmu);
+    uint32_t head = mz_lookup_head(s, key, nlen);
+    if (head != MZ_NONE && (s->e[head].mark & MZ_MARK_RESERVED)) {
+        pthread_mutex_unlock(&s->wmu);
+        return mz_fail(MMZIP_EBUSY, "%s: entry '%s' is reserved and not yet patched", s->path, key);
+    }
+    /* Rewriting a key with the bytes it already holds is a no-op: no byte is written. */
+    mz_entry *old = mz_lookup(s, key, nlen, 1);
+    if (old && old->method == 0 && old->usize == total && old->crc == crc && mz_resolve_data(s, old) == MMZIP_OK) {
+        const uint8_t *p = s->map.base + old->data_off;
+        int same = 1;
+        for (int i = 0; i < count && same; i++) {
+            same = memcmp(p, iov[i].base, (size_t)iov[i].len) == 0;
+            p += iov[i].len;
+        }
+        if (same) {
+            pthread_mutex_unlock(&s->wmu);
+            return MMZIP_OK;
+        }
+    }
+    uint64_t lfh_off = reusable_start(s, key, nlen);
+    uint32_t pad = mz_align_padding(lfh_off, nlen, alignment);
+    size_t hlen = mz_our_lfh_size(nlen, pad);
+    uint64_t end = lfh_off + hlen + total;
+    st = mz_ensure_room(s, room_for(s, end, nlen));
+    if (st) goto out;
+    uint8_t *hdr = malloc(hlen);
+    mmzip_iovec *v = malloc(((size_t)count + 1) * sizeof *v);
+    if (!hdr || !v) {
+        free(hdr);
+        free(v);
+        st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+        goto out;
+    }
+    mz_write_lfh(hdr, key, nlen, crc, total, alignment, pad);
+    v[0].base = hdr;
+    v[0].len = hlen;
+    for (int i = 0; i < count; i++) v[i + 1] = iov[i];
+    st = mz_io_writev(s, v, count + 1, lfh_off, "put.entry");
+    free(hdr);
+    free(v);
+    if (st) goto out;
+    if (end > s->zero_from) s->zero_from = end;
+    mz_entry ne;
+    memset(&ne, 0, sizeof ne);
+    ne.lfh_off = lfh_off;
+    ne.data_off = lfh_off + hlen;
+    ne.csize = ne.usize = total;
+    ne.limit = end;
+    ne.cd_rec_len = (uint32_t)mz_our_cdh_size(nlen);
+    ne.crc = crc;
+    ne.hash = mz_hash(key, nlen);
+    ne.name_len = (uint16_t)nlen;
+    ne.gp_flags = MZ_FLAG_UTF8;
+    ne.state = MZ_PENDING;
+    ne.alignment = alignment;
+    st = add_pending(s, &ne, key, 0);
+    if (st) goto out;
+    s->pending_end = end;
+    s->bytes_since_commit += hlen + total + ne.cd_rec_len;
+    st = maybe_autocommit(s);
+out:
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}
+
+int mmzip_put(mmzip_t *h, const char *key, const void *data, uint64_t size, uint32_t alignment) {
+    mmzip_iovec v = {data, size};
+    return mmzip_putv(h, key, &v, size ? 1 : 0, alignment);
+}
+
+int mmzip_remove(mmzip_t *h, const char *key) {
+    int st = check_writer(h, key, "mmzip_remove");
+    if (st) return st;
+    mz_store *s = h->s;
+    pthread_mutex_lock(&s->wmu);
+    mz_entry *e = mz_lookup(s, key, strlen(key), 1);
+    if (!e) {
+        pthread_mutex_unlock(&s->wmu);
+        return mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s' to remove", s->path, key);
+    }
+    pthread_rwlock_wrlock(&s->rw);
+    if (e->state == MZ_PENDING) {
+        e->mark |= MZ_MARK_DEAD;
+        s->n_dead++;
+        s->n_pending_live--;
+        if (e->data_off + e->csize == s->pending_end) s->pending_end = e->lfh_off;
+    } else {
+        e->mark |= MZ_MARK_SHADOWED;
+        s->n_shadowed++;
+    }
+    s->sorted_valid = 0;
+    pthread_rwlock_unlock(&s->rw);
+    s->bytes_since_commit += 64;
+    st = maybe_autocommit(s);
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}
+
+/* Makes [off, off+len) of the free region read as zeros and have blocks behind it, so that filling it
+ * through the mapping can neither see stale bytes nor fault on a full disk. */
+static int prepare_region(mz_store *s, uint64_t off, uint64_t len) {
+    if (len == 0) return MMZIP_OK;
+    if (off < s->zero_from) {
+        uint64_t stop = off + len < s->zero_from ? off + len : s->zero_from;
+        int st = mz_io_zero(s, off, stop - off, "reserve.zero");
+        if (st) return st;
+    }
+    if (fallocate(s->fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) != 0 && errno != EOPNOTSUPP &&
+        errno != ENOSYS && errno != EINVAL)
+        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot allocate %llu bytes for a reservation", s->path,
+                             (unsigned long long)len);
+    return MMZIP_OK;
+}
+
+static mz_entry *find_reserved(mz_store *s, const char *key) {
+    uint32_t head = mz_lookup_head(s, key, strlen(key));
+    if (head == MZ_NONE) return NULL;
+    mz_entry *e = &s->e[head];
+    return (e->state == MZ_PENDING && (e->mark & MZ_MARK_RESERVED)) ? e : NULL;
+}
+
+int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data) {
+    int st = check_writer(h, key, "mmzip_reserve");
+    if (st) return st;
+    if (!data) return mz_fail(MMZIP_EINVAL, "mmzip_reserve: NULL data pointer");
+    mz_store *s = h->s;
+    st = check_alignment(s, &alignment);
+    if (st) return st;
+    size_t nlen = strlen(key);
+    pthread_mutex_lock(&s->wmu);
+    if (find_reserved(s, key)) {
+        pthread_mutex_unlock(&s->wmu);
+        return mz_fail(MMZIP_EBUSY, "%s: entry '%s' is already reserved", s->path, key);
+    }
+    uint64_t lfh_off = s->pending_end;
+    uint32_t pad = mz_align_padding(lfh_off, nlen, alignment);
+    size_t hlen = mz_our_lfh_size(nlen, pad);
+    uint64_t data_off = lfh_off + hlen, end = data_off + capacity;
+    uint8_t *hdr = NULL, *view = NULL;
+    st = mz_ensure_room(s, room_for(s, end, nlen));
+    if (!st) st = prepare_region(s, data_off, capacity);
+    if (st) goto out;
+    hdr = malloc(hlen);
+    if (!hdr) {
+        st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+        goto out;
+    }
+    /* CRC 0 is a placeholder until mmzip_patch; the entry is invisible until then. */
+    mz_write_lfh(hdr, key, nlen, 0, capacity, alignment, pad);
+    st = mz_io_write(s, hdr, hlen, lfh_off, "reserve.header");
+    if (st) goto out;
+    st = mz_map_writable(&s->map, s->fd, data_off, capacity, &view, s->path);
+    if (st) goto out;
+    mz_entry ne;
+    memset(&ne, 0, sizeof ne);
+    ne.lfh_off = lfh_off;
+    ne.data_off = data_off;
+    ne.csize = ne.usize = capacity;
+    ne.limit = end;
+    ne.cd_rec_len = (uint32_t)mz_our_cdh_size(nlen);
+    ne.hash = mz_hash(key, nlen);
+    ne.name_len = (uint16_t)nlen;
+    ne.gp_flags = MZ_FLAG_UTF8;
+    ne.state = MZ_PENDING;
+    ne.mark = MZ_MARK_RESERVED;
+    ne.alignment = alignment;
+    st = add_pending(s, &ne, key, 1);
+    if (st) {
+        mz_map_drop_writable(&s->map, data_off, capacity);
+        goto out;
+    }
+    s->pending_end = end;
+    if (end > s->zero_from) s->zero_from = end;
+    *data = view;
+out:
+    free(hdr);
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}
+
+int mmzip_reserve_resize(mmzip_t *h, const char *key, uint64_t capacity, void **data) {
+    int st = check_writer(h, key, "mmzip_reserve_resize");
+    if (st) return st;
+    mz_store *s = h->s;
+    pthread_mutex_lock(&s->wmu);
+    mz_entry *e = find_reserved(s, key);
+    if (!e) {
+        st = mz_fail(MMZIP_EINVAL, "%s: entry '%s' is not reserved", s->path, key);
+        goto out;
+    }
+    if (e->data_off + e->csize != s->pending_end) {
+        st = mz_fail(MMZIP_EBUSY, "%s: entry '%s' cannot be resized: other entries were written after it",
+                     s->path, key);
+        goto out;
+    }
+    uint64_t old_end = e->data_off + e->csize, end = e->data_off + capacity;
+    if (end > old_end) {
+        st = mz_ensure_room(s, room_for(s, end, 0));
+        if (!st) st = prepare_region(s, old_end, end - old_end);
+        uint8_t *view;
+        if (!st) st = mz_map_writable(&s->map, s->fd, e->data_off, capacity, &view, s->path);
+        if (st) goto out;
+        if (end > s->zero_from) s->zero_from = end;
+    }
+    e->csize = e->usize = capacity;
+    e->limit = end;
+    s->pending_end = end;
+    *data = s->map.wbase + e->data_off;
+out:
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}
+
+/* Pages of [lo, hi) that no other open reservation shares, so sealing them cannot fault a writer. */
+static void seal_own_pages(mz_store *s, mz_entry *e, uint64_t lo, uint64_t hi) {
+    uint64_t pg = mz_page_size;
+    for (uint32_t i = s->n_committed; i < s->n; i++) {
+        mz_entry *o = &s->e[i];
+        if (o == e || !(o->mark & MZ_MARK_RESERVED)) continue;
+        uint64_t olo = o->data_off / pg * pg, ohi = (o->data_off + o->csize + pg - 1) / pg * pg;
+        if (lo / pg * pg < ohi && olo <= lo) lo = (lo / pg + 1) * pg;
+        if (hi > olo && hi <= ohi) hi = hi / pg * pg;
+    }
+    if (lo < hi) mz_map_seal(&s->map, lo, hi - lo);
+}
+
+int mmzip_patch(mmzip_t *h, const char *key, uint64_t size) {
+    int st = check_writer(h, key, "mmzip_patch");
+    if (st) return st;
+    mz_store *s = h->s;
+    size_t nlen = strlen(key);
+    pthread_mutex_lock(&s->wmu);
+    mz_entry *e = find_reserved(s, key);
+    if (!e) {
+        st = mz_fail(MMZIP_EINVAL, "%s: entry '%s' is not reserved", s->path, key);
+        goto out;
+    }
+    if (size > e->csize) {
+        st = mz_fail(MMZIP_EINVAL, "%s: entry '%s': size %llu exceeds the reserved capacity %llu", s->path, key,
+                     (unsigned long long)size, (unsigned long long)e->csize);
+        goto out;
+    }
+    uint32_t crc = mz_crc32(0, s->map.base + e->data_off, (size_t)size);
+    uint32_t pad = (uint32_t)(e->data_off - e->lfh_off - MZ_OUR_LFH_OVERHEAD - nlen);
+    size_t hlen = mz_our_lfh_size(nlen, pad);
+    uint8_t *hdr = malloc(hlen);
+    if (!hdr) {
+        st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+        goto out;
+    }
+    mz_write_lfh(hdr, key, nlen, crc, size, e->alignment, pad);
+    st = mz_io_write(s, hdr, hlen, e->lfh_off, "patch.header");
+    free(hdr);
+    if (st) goto out;
+    pthread_rwlock_wrlock(&s->rw);
+    int last = e->data_off + e->csize == s->pending_end;
+    e->crc = crc;
+    e->csize = e->usize = size;
+    e->limit = e->data_off + size;
+    mz_patch_our_cdh(s->cd + e->cd_rec, crc, size);
+    e->mark &= (uint8_t)~MZ_MARK_RESERVED;
+    s->open_reservations--;
+    s->n_pending_live++;
+    if (e->replaces != MZ_NONE && !(s->e[e->replaces].mark & MZ_MARK_SHADOWED)) {
+        s->e[e->replaces].mark |= MZ_MARK_SHADOWED;
+        s->n_shadowed++;
+    }
+    s->sorted_valid = 0;
+    pthread_rwlock_unlock(&s->rw);
+    if (last) s->pending_end = e->data_off + size;
+    seal_own_pages(s, e, e->data_off, e->data_off + size);
+    s->bytes_since_commit += size + hlen;
+    st = maybe_autocommit(s);
+out:
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}
+
+int mmzip_begin(mmzip_t *h) {
+    int st = check_writer(h, NULL, "mmzip_begin");
+    if (st) return st;
+    mz_store *s = h->s;
+    pthread_mutex_lock(&s->wmu);
+    if (s->batch) st = mz_fail(MMZIP_EINVAL, "%s: a batch is already open (batches do not nest)", s->path);
+    else s->batch = 1;
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}
+
+int mmzip_commit(mmzip_t *h) {
+    int st = check_writer(h, NULL, "mmzip_commit");
+    if (st) return st;
+    mz_store *s = h->s;
+    pthread_mutex_lock(&s->wmu);
+    st = mz_commit_locked(s, 0);
+    if (st == MMZIP_OK) s->batch = 0;
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}
+
+int mmzip_rollback(mmzip_t *h) {
+    int st = check_writer(h, NULL, "mmzip_rollback");
+    if (st) return st;
+    mz_store *s = h->s;
+    pthread_mutex_lock(&s->wmu);
+    pthread_rwlock_wrlock(&s->rw);
+    for (uint32_t i = s->n_committed; i < s->n; i++)
+        if (s->e[i].mark & MZ_MARK_RESERVED) mz_map_drop_writable(&s->map, s->e[i].data_off, s->e[i].csize);
+    for (uint32_t i = 0; i < s->n_committed; i++) s->e[i].mark &= (uint8_t)~MZ_MARK_SHADOWED;
+    s->n = s->n_committed;
+    s->cd_len = s->cd_committed_len;
+    s->n_pending_live = s->n_shadowed = s->n_dead = 0;
+    s->open_reservations = 0;
+    s->pending_end = s->data_end;
+    s->bytes_since_commit = 0;
+    s->batch = 0;
+    st = mz_table_rebuild(s);
+    pthread_rwlock_unlock(&s->rw);
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}

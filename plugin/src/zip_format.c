@@ -1,0 +1,179 @@
+/*
+ * zip_format.c - the byte layouts of the records mmzip writes (docs/format.md is the specification).
+ *
+ * Every entry we write is stored, ZIP64 in both headers, UTF-8, with deterministic time stamps, and with its
+ * data aligned by a 0xA11E "Data Stream Alignment" extra field in the local header only: the central
+ * directory never carries padding, because Python's zipfile insists on well-formed central extras and
+ * copies them around.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+
+uint32_t mz_align_padding(uint64_t lfh_off, size_t name_len, uint32_t alignment) {
+    if (alignment <= 1) return 0;
+    uint64_t data = lfh_off + MZ_OUR_LFH_OVERHEAD + name_len;
+    return (uint32_t)((alignment - (data % alignment)) % alignment);
+}
+
+size_t mz_our_lfh_size(size_t name_len, uint32_t padding) { return MZ_OUR_LFH_OVERHEAD + name_len + padding; }
+
+void mz_write_lfh_ex(uint8_t *p, const mz_header_fields *f, const char *name, size_t name_len,
+                     uint32_t alignment, uint32_t padding) {
+    size_t extra_len = MZ_LFH_ZIP64_EXTRA + MZ_ALIGN_EXTRA_MIN + padding;
+    mz_put32(p + 0, MZ_SIG_LFH);
+    mz_put16(p + 4, MZ_VERSION_NEEDED);
+    mz_put16(p + 6, f->flags);
+    mz_put16(p + 8, f->method);
+    mz_put16(p + 10, f->dos_time);
+    mz_put16(p + 12, f->dos_date);
+    mz_put32(p + 14, f->crc);
+    mz_put32(p + 18, 0xFFFFFFFFu);         /* sizes live in the ZIP64 field ... */
+    mz_put32(p + 22, 0xFFFFFFFFu);         /* ... which in a local header must hold both */
+    mz_put16(p + 26, (uint16_t)name_len);
+    mz_put16(p + 28, (uint16_t)extra_len);
+    memcpy(p + 30, name, name_len);
+    uint8_t *x = p + 30 + name_len;
+    mz_put16(x + 0, MZ_EXTRA_ZIP64);
+    mz_put16(x + 2, 16);
+    mz_put64(x + 4, f->usize);             /* original size */
+    mz_put64(x + 12, f->csize);            /* compressed size */
+    x += MZ_LFH_ZIP64_EXTRA;
+    mz_put16(x + 0, MZ_EXTRA_ALIGN);
+    mz_put16(x + 2, (uint16_t)(2 + padding));
+    mz_put16(x + 4, (uint16_t)(alignment & 0x7FFFu)); /* bit 15 (allowMethodChange) clear */
+    memset(x + 6, 0, padding);
+}
+
+void mz_write_lfh(uint8_t *p, const char *name, size_t name_len, uint32_t crc, uint64_t size,
+                  uint32_t alignment, uint32_t padding) {
+    mz_header_fields f = {MZ_FLAG_UTF8, 0, MZ_DOS_TIME, MZ_DOS_DATE, crc, size, size, MZ_EXTERNAL_ATTR};
+    mz_write_lfh_ex(p, &f, name, name_len, alignment, padding);
+}
+
+size_t mz_our_cdh_size(size_t name_len) { return MZ_OUR_CDH_OVERHEAD + name_len; }
+
+void mz_write_cdh_ex(uint8_t *p, const mz_header_fields *f, const char *name, size_t name_len,
+                     uint64_t lfh_off) {
+    mz_put32(p + 0, MZ_SIG_CDH);
+    mz_put16(p + 4, MZ_VERSION_MADE_BY);
+    mz_put16(p + 6, MZ_VERSION_NEEDED);
+    mz_put16(p + 8, f->flags);
+    mz_put16(p + 10, f->method);
+    mz_put16(p + 12, f->dos_time);
+    mz_put16(p + 14, f->dos_date);
+    mz_put32(p + 16, f->crc);
+    mz_put32(p + 20, 0xFFFFFFFFu);
+    mz_put32(p + 24, 0xFFFFFFFFu);
+    mz_put16(p + 28, (uint16_t)name_len);
+    mz_put16(p + 30, MZ_CDH_ZIP64_EXTRA);
+    mz_put16(p + 32, 0);                   /* comment */
+    mz_put16(p + 34, 0);                   /* disk 0: not a sentinel, so no disk field in the extra
+                                            * (7-Zip reports a header error otherwise) */
+    mz_put16(p + 36, 0);
+    mz_put32(p + 38, f->external_attr);
+    mz_put32(p + 42, 0xFFFFFFFFu);
+    memcpy(p + 46, name, name_len);
+    uint8_t *x = p + 46 + name_len;
+    mz_put16(x + 0, MZ_EXTRA_ZIP64);
+    mz_put16(x + 2, 24);
+    mz_put64(x + 4, f->usize);
+    mz_put64(x + 12, f->csize);
+    mz_put64(x + 20, lfh_off);
+}
+
+void mz_write_cdh(uint8_t *p, const char *name, size_t name_len, uint32_t crc, uint64_t size, uint64_t lfh_off) {
+    mz_header_fields f = {MZ_FLAG_UTF8, 0, MZ_DOS_TIME, MZ_DOS_DATE, crc, size, size, MZ_EXTERNAL_ATTR};
+    mz_write_cdh_ex(p, &f, name, name_len, lfh_off);
+}
+
+void mz_patch_our_cdh(uint8_t *rec, uint32_t crc, uint64_t size) {
+    uint16_t name_len = mz_get16(rec + 28);
+    mz_put32(rec + 16, crc);
+    uint8_t *x = rec + 46 + name_len;
+    mz_put64(x + 4, size);
+    mz_put64(x + 12, size);
+}
+
+size_t mz_trailer_len(size_t comment_len) { return MZ_TRAILER_FIXED + comment_len; }
+
+void mz_write_trailer(uint8_t *p, uint64_t entries, uint64_t cd_size, uint64_t cd_off, uint64_t z64_off,
+                      const uint8_t *comment, size_t comment_len) {
+    mz_put32(p + 0, MZ_SIG_Z64_EOCD);
+    mz_put64(p + 4, MZ_Z64_EOCD_FIXED - 12);  /* size of the rest of the record: 44, no extensible data */
+    mz_put16(p + 12, MZ_VERSION_MADE_BY);
+    mz_put16(p + 14, MZ_VERSION_NEEDED);
+    mz_put32(p + 16, 0);
+    mz_put32(p + 20, 0);
+    mz_put64(p + 24, entries);
+    mz_put64(p + 32, entries);
+    mz_put64(p + 40, cd_size);
+    mz_put64(p + 48, cd_off);                 /* MZ_TRAILER_CD_OFF_FIELD: the commit protocol's switch */
+    uint8_t *l = p + MZ_Z64_EOCD_FIXED;
+    mz_put32(l + 0, MZ_SIG_Z64_LOC);
+    mz_put32(l + 4, 0);
+    mz_put64(l + 8, z64_off);
+    mz_put32(l + 16, 1);
+    uint8_t *e = l + MZ_Z64_LOC_FIXED;
+    mz_put32(e + 0, MZ_SIG_EOCD);
+    mz_put16(e + 4, 0);
+    mz_put16(e + 6, 0);
+    mz_put16(e + 8, 0xFFFFu);
+    mz_put16(e + 10, 0xFFFFu);
+    mz_put32(e + 12, 0xFFFFFFFFu);
+    mz_put32(e + 16, 0xFFFFFFFFu);
+    mz_put16(e + 20, (uint16_t)comment_len);
+    if (comment_len) memcpy(e + 22, comment, comment_len);
+}
+
+/*
+ * A foreign record whose offsets were relative to a shifted archive start (prepended data) is rewritten
+ * with absolute offsets, so that every directory we publish describes the file as it lies. Its sizes,
+ * times, attributes and other extra fields are kept; only the ZIP64 field is rebuilt as the values need.
+ */
+uint8_t *mz_reencode_cdh(const uint8_t *rec, size_t rec_len, uint64_t lfh_off, uint64_t csize, uint64_t usize,
+                         size_t *out_len) {
+    (void)rec_len;
+    uint16_t name_len = mz_get16(rec + 28), extra_len = mz_get16(rec + 30), comment_len = mz_get16(rec + 32);
+    const uint8_t *extra = rec + 46 + name_len;
+    int need_u = usize >= 0xFFFFFFFFu, need_c = csize >= 0xFFFFFFFFu, need_o = lfh_off >= 0xFFFFFFFFu;
+    size_t z64_len = (need_u || need_c || need_o) ? 4u + 8u * (unsigned)(need_u + need_c + need_o) : 0;
+    /* Keep every extra field but the old ZIP64 one. */
+    size_t kept = 0;
+    for (size_t i = 0; i + 4 <= extra_len;) {
+        uint16_t id = mz_get16(extra + i), len = mz_get16(extra + i + 2);
+        if (i + 4 + len > extra_len) break;
+        if (id != MZ_EXTRA_ZIP64) kept += 4u + len;
+        i += 4u + len;
+    }
+    size_t new_extra = kept + z64_len;
+    if (new_extra > 0xFFFF) return NULL;
+    size_t total = 46 + name_len + new_extra + comment_len;
+    uint8_t *out = malloc(total);
+    if (!out) return NULL;
+    memcpy(out, rec, 46 + name_len);
+    mz_put32(out + 20, need_c ? 0xFFFFFFFFu : (uint32_t)csize);
+    mz_put32(out + 24, need_u ? 0xFFFFFFFFu : (uint32_t)usize);
+    mz_put32(out + 42, need_o ? 0xFFFFFFFFu : (uint32_t)lfh_off);
+    if (z64_len && mz_get16(out + 6) < MZ_VERSION_NEEDED) mz_put16(out + 6, MZ_VERSION_NEEDED);
+    mz_put16(out + 30, (uint16_t)new_extra);
+    uint8_t *x = out + 46 + name_len;
+    if (z64_len) {
+        mz_put16(x, MZ_EXTRA_ZIP64);
+        mz_put16(x + 2, (uint16_t)(z64_len - 4));
+        uint8_t *f = x + 4;
+        if (need_u) { mz_put64(f, usize); f += 8; }
+        if (need_c) { mz_put64(f, csize); f += 8; }
+        if (need_o) { mz_put64(f, lfh_off); f += 8; }
+        x += z64_len;
+    }
+    for (size_t i = 0; i + 4 <= extra_len;) {
+        uint16_t id = mz_get16(extra + i), len = mz_get16(extra + i + 2);
+        if (i + 4 + len > extra_len) break;
+        if (id != MZ_EXTRA_ZIP64) { memcpy(x, extra + i, 4u + len); x += 4u + len; }
+        i += 4u + len;
+    }
+    memcpy(x, rec + 46 + name_len + extra_len, comment_len);
+    *out_len = total;
+    return out;
+}
