@@ -1,1 +1,229 @@
-"""mmzip: placeholder until the helper is written."""
+"""mmzip - Python helper for the mmzip ZIP store.
+
+Three things:
+
+* ``mmzip.enable_netcdf()`` makes netCDF-C, and so netCDF4-python, open ``.zarr.zip`` archives in place
+  (bare paths ending in ``.zip``, ``file:///...#mode=nczarr,zip``, ``#mode=zarr,zip``). Call it before
+  ``import netCDF4``: the plugin must be loaded before libnetcdf to take its place.
+* ``mmzip.register_h5py()`` registers the HDF5 driver ``"mmzip"`` with h5py:
+  ``h5py.File("a.zip", "r", driver="mmzip", member="x.h5")``.
+* ``mmzip.Archive`` opens an archive directly: ``Archive("a.zip")["key"]`` is a zero-copy, read-only
+  ``memoryview`` into the shared mapping (``numpy.frombuffer`` turns it into an array without a copy).
+"""
+import ctypes
+import os
+import sys
+
+from ._paths import LIBDIR as _BUILT_LIBDIR
+
+__all__ = ["enable_netcdf", "register_h5py", "Archive", "MmzipError", "libdir"]
+
+
+class MmzipError(OSError):
+    """An mmzip call failed. ``code`` is the mmzip_status (negative), ``str()`` the library's message."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def libdir():
+    """Where the mmzip libraries are: $MMZIP_LIBDIR, else where this package was built or installed."""
+    return os.environ.get("MMZIP_LIBDIR") or _BUILT_LIBDIR
+
+
+def _lib_path(name):
+    path = os.path.join(libdir(), name)
+    if not os.path.exists(path):
+        raise MmzipError(-12, "mmzip: %s not found in %s (set MMZIP_LIBDIR to the directory that has it)"
+                         % (name, libdir()))
+    return path
+
+
+_netcdf_plugin = None
+
+
+def _netcdf_already_loaded():
+    try:
+        with open("/proc/self/maps") as f:
+            return any("libnetcdf.so" in line for line in f)
+    except OSError:
+        return "netCDF4" in sys.modules
+
+
+def enable_netcdf():
+    """Loads the mmzip storage map for netCDF-C. Must run before netCDF4 (or anything that loads
+    libnetcdf) is imported; raises RuntimeError otherwise, since netCDF-C binds its storage-map calls when
+    it is loaded. Returns the loaded library. Calling it twice is harmless."""
+    global _netcdf_plugin
+    if _netcdf_plugin is not None:
+        return _netcdf_plugin
+    if _netcdf_already_loaded():
+        raise RuntimeError("mmzip.enable_netcdf() must be called before netCDF4 (libnetcdf) is imported: "
+                           "netCDF-C resolves its storage-map functions when it is loaded")
+    _netcdf_plugin = ctypes.CDLL(_lib_path("libmmzip_nczarr.so"), mode=ctypes.RTLD_GLOBAL)
+    return _netcdf_plugin
+
+
+_h5_plugin = None
+
+
+def register_h5py():
+    """Registers the HDF5 virtual file driver "mmzip" with h5py. Then
+    ``h5py.File("a.zip", mode, driver="mmzip", member="x.h5")`` opens the member x.h5 of a.zip in place
+    (``member`` may be omitted when the archive holds a single HDF5 member, or given in the path as
+    ``"a.zip#/x.h5"``). Modes r, r+, a, w."""
+    global _h5_plugin
+    import h5py
+    if _h5_plugin is None:
+        lib = ctypes.CDLL(_lib_path("libmmzip_h5fd.so"), mode=ctypes.RTLD_GLOBAL)
+        lib.H5Pset_fapl_mmzip.argtypes = [ctypes.c_int64, ctypes.c_char_p, ctypes.c_uint]
+        lib.H5Pset_fapl_mmzip.restype = ctypes.c_int
+        _h5_plugin = lib
+
+    def set_fapl(plist, member=None, flags=0, **kwds):
+        if kwds:
+            raise TypeError("unexpected arguments for driver 'mmzip': %s" % ", ".join(sorted(kwds)))
+        m = member.encode() if isinstance(member, str) else member
+        if _h5_plugin.H5Pset_fapl_mmzip(plist.id, m, flags) < 0:
+            raise MmzipError(-4, "H5Pset_fapl_mmzip failed")
+
+    h5py.register_driver("mmzip", set_fapl)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Direct access to the core library.
+
+class _EntryInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("name_len", ctypes.c_size_t), ("size", ctypes.c_uint64),
+                ("compressed_size", ctypes.c_uint64), ("header_offset", ctypes.c_uint64),
+                ("data_offset", ctypes.c_uint64), ("crc32", ctypes.c_uint32), ("method", ctypes.c_uint16),
+                ("flags", ctypes.c_uint16), ("alignment", ctypes.c_uint32), ("pending", ctypes.c_int)]
+
+
+_LIST_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_EntryInfo), ctypes.c_void_p)
+_core = None
+
+
+def _lib():
+    global _core
+    if _core is None:
+        c = ctypes.CDLL(_lib_path("libmmzip.so"))
+        vp, cp, u64, i = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_int
+        c.mmzip_open.argtypes = [cp, cp, vp, ctypes.POINTER(vp)]
+        c.mmzip_close.argtypes = [vp]
+        c.mmzip_get.argtypes = [vp, cp, ctypes.POINTER(vp), ctypes.POINTER(u64)]
+        c.mmzip_put.argtypes = [vp, cp, cp, u64, ctypes.c_uint32]
+        c.mmzip_remove.argtypes = [vp, cp]
+        c.mmzip_begin.argtypes = [vp]
+        c.mmzip_commit.argtypes = [vp]
+        c.mmzip_rollback.argtypes = [vp]
+        c.mmzip_refresh.argtypes = [vp]
+        c.mmzip_exists.argtypes = [vp, cp]
+        c.mmzip_list.argtypes = [vp, cp, _LIST_FN, vp]
+        c.mmzip_last_error.restype = cp
+        c.mmzip_version.restype = cp
+        for f in (c.mmzip_open, c.mmzip_close, c.mmzip_get, c.mmzip_put, c.mmzip_remove, c.mmzip_begin,
+                  c.mmzip_commit, c.mmzip_rollback, c.mmzip_refresh, c.mmzip_exists, c.mmzip_list):
+            f.restype = i
+        _core = c
+    return _core
+
+
+def _check(rc):
+    if rc != 0:
+        raise MmzipError(rc, _lib().mmzip_last_error().decode("utf-8", "replace"))
+
+
+class Archive:
+    """An open archive. ``mode`` is "r", "r+", "w+" or "w" as in mmzip_open(). Use as a context manager.
+
+    ``a[key]`` returns a read-only memoryview of the entry (zero-copy for stored entries), valid while
+    the archive is open. ``a[key] = bytes`` appends (committed at once unless inside ``with a.batch():``).
+    """
+
+    def __init__(self, path, mode="r"):
+        self._h = ctypes.c_void_p()
+        self.path = os.fspath(path)
+        _check(_lib().mmzip_open(self.path.encode(), mode.encode(), None, ctypes.byref(self._h)))
+
+    def close(self):
+        if self._h:
+            h, self._h = self._h, ctypes.c_void_p()
+            _check(_lib().mmzip_close(h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __getitem__(self, key):
+        p, n = ctypes.c_void_p(), ctypes.c_uint64()
+        rc = _lib().mmzip_get(self._h, key.encode(), ctypes.byref(p), ctypes.byref(n))
+        if rc == -1:
+            raise KeyError(key)
+        _check(rc)
+        if n.value == 0:
+            return memoryview(b"")
+        return memoryview((ctypes.c_char * n.value).from_address(p.value)).cast("B").toreadonly()
+
+    def __setitem__(self, key, data):
+        data = bytes(data)
+        _check(_lib().mmzip_put(self._h, key.encode(), data, len(data), 0))
+
+    def __delitem__(self, key):
+        rc = _lib().mmzip_remove(self._h, key.encode())
+        if rc == -1:
+            raise KeyError(key)
+        _check(rc)
+
+    def __contains__(self, key):
+        return bool(_lib().mmzip_exists(self._h, key.encode()))
+
+    def keys(self, prefix=""):
+        names = []
+
+        def cb(info, ctx):
+            i = info.contents
+            names.append(ctypes.string_at(i.name, i.name_len).decode("utf-8", "replace"))
+            return 0
+
+        _check(_lib().mmzip_list(self._h, prefix.encode() if prefix else None, _LIST_FN(cb), None))
+        return names
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return len(self.keys())
+
+    def commit(self):
+        _check(_lib().mmzip_commit(self._h))
+
+    def refresh(self):
+        _check(_lib().mmzip_refresh(self._h))
+
+    class _Batch:
+        def __init__(self, a):
+            self.a = a
+
+        def __enter__(self):
+            _check(_lib().mmzip_begin(self.a._h))
+            return self.a
+
+        def __exit__(self, exc_type, *rest):
+            if exc_type is None:
+                self.a.commit()
+            else:
+                _lib().mmzip_rollback(self.a._h)
+
+    def batch(self):
+        """``with a.batch(): ...`` commits every put inside at once at the end (rolls back on error)."""
+        return Archive._Batch(self)
