@@ -157,16 +157,16 @@ static int settle_table(mz_store *s, uint8_t *img, uint64_t img_len) {
 }
 
 int mz_commit_locked(mz_store *s, int force_compact) {
-    int changes = s->n_pending_live || s->n_shadowed || s->n_dead;
-    if (!changes && (s->compact || !force_compact)) {
-        s->pending_end = s->data_end;
-        return MMZIP_OK;
-    }
     if (s->open_reservations) {
         for (uint32_t i = s->n_committed; i < s->n; i++)
             if (s->e[i].mark & MZ_MARK_RESERVED)
                 return mz_fail(MMZIP_EBUSY, "%s: entry '%.*s' is reserved but not patched; patch or roll back "
                                "before committing", s->path, (int)s->e[i].name_len, mz_name(s, &s->e[i]));
+    }
+    int changes = s->n_pending_live || s->n_shadowed || s->n_dead;
+    if (!changes && (s->compact || !force_compact)) {
+        s->pending_end = s->data_end;
+        return MMZIP_OK;
     }
     uint8_t *img = NULL;
     uint64_t img_len = 0;
@@ -174,7 +174,14 @@ int mz_commit_locked(mz_store *s, int force_compact) {
     int st = build_image(s, &img, &img_len, &count);
     if (st) return st;
     const uint8_t *dir = img ? img : s->cd;
-    uint64_t x = s->pending_end;
+    /* Dead pending entries at the end of the pending region (dropped reservations, removals) are cut off:
+     * the directory goes right after the last live byte. */
+    uint64_t x = s->data_end;
+    for (uint32_t i = s->n_committed; i < s->n; i++) {
+        mz_entry *e = &s->e[i];
+        if (!(e->mark & MZ_MARK_DEAD) && e->data_off + e->csize > x) x = e->data_off + e->csize;
+    }
+    s->pending_end = x;
     uint64_t tlen = s->trailer_len;
     uint64_t eof1 = x + img_len + tlen;
     st = mz_ensure_room(s, eof1);

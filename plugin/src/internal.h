@@ -268,6 +268,7 @@ typedef struct mz_store {
     dev_t dev;
     ino_t ino;
     int fd;
+    pid_t owner;                   /* the process that opened it (a forked child must not reuse it) */
     int writable;
     int refs;
     int writer_handles;
@@ -290,7 +291,7 @@ typedef struct mz_store {
     int cd_adjacent;               /* the directory ends where the end records begin */
     uint64_t concat;               /* bytes prepended after the archive was written */
     int old_fd;                    /* publish-on-commit over an existing file: its writer lock, or -1 */
-    uint64_t prefix;               /* bytes before the first entry */
+    uint64_t prefix;               /* bytes prepended to the archive after it was written */
     uint64_t data_end;             /* end of the last committed entry's bytes */
     uint64_t pending_end;          /* end of the last pending entry's bytes */
     uint64_t free_limit;           /* [pending_end, free_limit) is ours to write */

@@ -46,12 +46,11 @@ static int compute_layout(mz_store *s) {
         if (last == MZ_NONE || s->e[i].lfh_off > s->e[last].lfh_off) last = i;
         if (s->e[i].lfh_off < first) first = s->e[i].lfh_off;
     }
+    (void)first;
     if (last == MZ_NONE) {
         s->data_end = s->cd_pos;
-        s->prefix = s->cd_pos;
         return MMZIP_OK;
     }
-    s->prefix = first;
     uint64_t end;
     int st = mz_data_end_of(s, &s->e[last], &end);
     if (st) return st;
@@ -84,6 +83,7 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     uint64_t records = t->zip64 ? t->z64_pos : t->eocd_pos;
     s->cd_adjacent = s->cd_pos + s->cd_size == records;
     s->concat = t->concat;
+    s->prefix = t->concat; /* bytes prepended to the archive: neither live nor dead */
     s->compact = s->cd_pos == s->data_end && s->cd_adjacent && t->end == s->file_size && t->concat == 0;
     s->pending_end = s->data_end;
     s->free_limit = s->cd_pos;
@@ -154,6 +154,7 @@ static mz_store *store_new(const char *path, const mmzip_options *o, int writabl
         return NULL;
     }
     s->fd = s->old_fd = -1;
+    s->owner = getpid();
     s->opts = *o;
     s->writable = writable;
     s->locks_supported = 1;
@@ -312,7 +313,7 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
     mz_store *s = NULL;
     if (exists) {
         for (s = registry; s; s = s->next)
-            if (s->dev == st.st_dev && s->ino == st.st_ino && !s->unpublished) break;
+            if (s->dev == st.st_dev && s->ino == st.st_ino && !s->unpublished && s->owner == getpid()) break;
     }
     if (s) {
         const char *why = NULL;
@@ -363,7 +364,8 @@ int mmzip_close(mmzip_t *h) {
     if (!h) return MMZIP_OK;
     mz_store *s = h->s;
     int r = MMZIP_OK;
-    if (h->writable) {
+    /* In a forked child an inherited handle is only let go of: the parent owns the pending state. */
+    if (h->writable && s->owner == getpid()) {
         pthread_mutex_lock(&s->wmu);
         if (s->open_reservations) {
             /* An unpatched reservation holds no promised data: drop it, keep the rest. */

@@ -12,10 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 static int check_writer(mmzip_t *h, const char *key, const char *fn) {
     if (!h) return mz_fail(MMZIP_EINVAL, "%s: NULL handle", fn);
     if (!h->writable) return mz_fail(MMZIP_EREADONLY, "%s: opened read-only; cannot %s", h->s->path, fn + 6);
+    if (h->s->owner != getpid())
+        return mz_fail(MMZIP_EBUSY, "%s: this handle was opened by another process and inherited across fork(); "
+                       "open the archive again in this process", h->s->path);
     if (key && !mz_name_ok(key, strlen(key)))
         return mz_fail(MMZIP_EINVAL, "%s: invalid entry name '%s' (empty, too long, absolute, or with '..')",
                        h->s->path, key);

@@ -1,0 +1,534 @@
+/*
+ * test_store.c - the core store's contract: modes, put/get/list/exists/size, pointer stability across
+ * growth, typed views, replacement, identical rewrites, batches, reservations, removal, alignment, the one-
+ * writer rule, shared stores, refresh, and bounded dead space.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mmzip.h"
+#include "mmzip_ctest.h"
+
+static char dir[256];
+
+static const char *path_of(const char *name) {
+    static char p[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
+    return p[k];
+}
+
+static uint64_t file_size(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++) b[i] = (uint8_t)((i * 2654435761u) >> 13 ^ seed);
+}
+
+static void test_modes(void) {
+    const char *p = path_of("modes.zip");
+    mmzip_t *h;
+    FAILS_WITH(mmzip_open(p, "r", NULL, &h), MMZIP_ENOENT, "modes.zip");
+    FAILS_WITH(mmzip_open(p, "r+", NULL, &h), MMZIP_ENOENT, "no such archive");
+    FAILS_WITH(mmzip_open(p, "a", NULL, &h), MMZIP_EINVAL, "unknown mode");
+    OK(mmzip_open(p, "w+", NULL, &h));
+    CHECK(mmzip_writable(h));
+    CHECK_EQ_U64(mmzip_count(h), 0);
+    OK(mmzip_put(h, "a", "alpha", 5, 0));
+    OK(mmzip_close(h));
+    /* w+ on an existing archive keeps it. */
+    OK(mmzip_open(p, "w+", NULL, &h));
+    CHECK(mmzip_exists(h, "a"));
+    OK(mmzip_close(h));
+    /* r refuses writes. */
+    OK(mmzip_open(p, "r", NULL, &h));
+    CHECK(!mmzip_writable(h));
+    FAILS_WITH(mmzip_put(h, "b", "x", 1, 0), MMZIP_EREADONLY, "read-only");
+    OK(mmzip_close(h));
+    /* w discards. */
+    OK(mmzip_open(p, "w", NULL, &h));
+    CHECK(!mmzip_exists(h, "a"));
+    CHECK_EQ_U64(mmzip_count(h), 0);
+    OK(mmzip_close(h));
+    CHECK_EQ_U64(file_size(p), 98); /* an empty archive is just the ZIP64 end records */
+    /* A file that is not an archive is refused, named, and left alone. */
+    const char *junk = path_of("junk.zip");
+    FILE *f = fopen(junk, "w");
+    fputs("this is not a zip archive at all", f);
+    fclose(f);
+    FAILS_WITH(mmzip_open(junk, "r+", NULL, &h), MMZIP_ENOTZIP, "junk.zip");
+    CHECK_EQ_U64(file_size(junk), 32);
+}
+
+static void test_put_get_list(void) {
+    const char *p = path_of("basic.zip");
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    OK(mmzip_put(h, "grp/.zgroup", "{\"zarr_format\": 2}", 18, 0));
+    OK(mmzip_put(h, "grp/v/0", "\x01\x02\x03", 3, 0));
+    OK(mmzip_put(h, "empty", "", 0, 0));
+    OK(mmzip_put(h, "z", "zz", 2, 0));
+    CHECK_EQ_U64(mmzip_count(h), 4);
+    CHECK(mmzip_exists(h, "grp/v/0"));
+    CHECK(!mmzip_exists(h, "grp/v"));
+    CHECK(!mmzip_exists(h, "grp/v/1"));
+    uint64_t n;
+    OK(mmzip_size(h, "grp/.zgroup", &n));
+    CHECK_EQ_U64(n, 18);
+    FAILS_WITH(mmzip_size(h, "nope", &n), MMZIP_ENOTFOUND, "nope");
+    const void *d;
+    OK(mmzip_get(h, "empty", &d, &n));
+    CHECK(d != NULL);
+    CHECK_EQ_U64(n, 0);
+    OK(mmzip_close(h));
+
+    OK(mmzip_open(p, "r", NULL, &h));
+    OK(mmzip_get(h, "grp/v/0", &d, &n));
+    CHECK_EQ_U64(n, 3);
+    CHECK(memcmp(d, "\x01\x02\x03", 3) == 0);
+    char buf[8];
+    size_t got;
+    OK(mmzip_read(h, "grp/.zgroup", 1, buf, 5, &got));
+    CHECK_EQ_U64(got, 5);
+    CHECK(memcmp(buf, "\"zarr", 5) == 0);
+    OK(mmzip_read(h, "grp/.zgroup", 16, buf, 8, &got));
+    CHECK_EQ_U64(got, 2);
+    mmzip_entry_info info;
+    OK(mmzip_stat(h, "grp/v/0", &info));
+    CHECK_EQ_U64(info.method, 0);
+    CHECK_EQ_U64(info.data_offset % 64, 0);
+    CHECK_EQ_U64(info.alignment >= 64, 1);
+    OK(mmzip_close(h));
+}
+
+typedef struct {
+    char names[16][64];
+    int n;
+} listing;
+
+static int collect(const mmzip_entry_info *info, void *ctx) {
+    listing *l = ctx;
+    if (l->n < 16) snprintf(l->names[l->n++], 64, "%.*s", (int)info->name_len, info->name);
+    return 0;
+}
+
+static void test_list_prefix(void) {
+    const char *p = path_of("list.zip");
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    const char *keys[] = {"b/2", "a", "b/1", "c/x", "b/10", "bb"};
+    for (int i = 0; i < 6; i++) OK(mmzip_put(h, keys[i], keys[i], strlen(keys[i]), 0));
+    listing l = {0};
+    OK(mmzip_list(h, NULL, collect, &l));
+    CHECK_EQ_U64(l.n, 6);
+    CHECK(strcmp(l.names[0], "a") == 0 && strcmp(l.names[1], "b/1") == 0 && strcmp(l.names[2], "b/10") == 0 &&
+          strcmp(l.names[3], "b/2") == 0 && strcmp(l.names[4], "bb") == 0 && strcmp(l.names[5], "c/x") == 0);
+    listing m = {0};
+    OK(mmzip_list(h, "b/", collect, &m));
+    CHECK_EQ_U64(m.n, 3);
+    CHECK(strcmp(m.names[0], "b/1") == 0 && strcmp(m.names[2], "b/2") == 0);
+    OK(mmzip_close(h));
+}
+
+/* A pointer handed out stays valid and unmoved while later appends grow the file by far more than a page. */
+static void test_pointer_stability(void) {
+    const char *p = path_of("stable.zip");
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    uint8_t first[1000];
+    fill(first, sizeof first, 7);
+    OK(mmzip_put(h, "first", first, sizeof first, 0));
+    const void *d0;
+    uint64_t n0;
+    OK(mmzip_get(h, "first", &d0, &n0));
+    size_t big = 3u << 20;
+    uint8_t *chunk = malloc(big);
+    for (int i = 0; i < 24; i++) { /* 72 MiB of growth: thousands of pages, many relocations */
+        fill(chunk, big, (unsigned)i);
+        char k[32];
+        snprintf(k, sizeof k, "chunk/%d", i);
+        OK(mmzip_put(h, k, chunk, big, 4096));
+        const void *d;
+        uint64_t n;
+        OK(mmzip_get(h, "first", &d, &n));
+        CHECK(d == d0);
+        CHECK(memcmp(d0, first, sizeof first) == 0);
+    }
+    CHECK(file_size(p) > 70u << 20);
+    /* Every chunk still reads back, from its own stable address. */
+    for (int i = 0; i < 24; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "chunk/%d", i);
+        const void *d;
+        uint64_t n;
+        OK(mmzip_get(h, k, &d, &n));
+        fill(chunk, big, (unsigned)i);
+        CHECK_EQ_U64(n, big);
+        CHECK(memcmp(d, chunk, big) == 0);
+        CHECK_EQ_U64((uintptr_t)d % 4096, 0);
+    }
+    free(chunk);
+    OK(mmzip_close(h));
+}
+
+/* Views are read-only memory: a stray write through one faults instead of corrupting the archive. */
+static void test_views_read_only(void) {
+    const char *p = path_of("ro.zip");
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    OK(mmzip_put(h, "k", "precious", 8, 0));
+    const void *d;
+    uint64_t n;
+    OK(mmzip_get(h, "k", &d, &n));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        ((volatile char *)d)[0] = 'X';
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status) && (WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS));
+    CHECK(memcmp(d, "precious", 8) == 0);
+    OK(mmzip_close(h));
+}
+
+static void test_typed_view(void) {
+    const char *p = path_of("typed.zip");
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    double v[100];
+    for (int i = 0; i < 100; i++) v[i] = i * 0.5;
+    OK(mmzip_put(h, "f8", v, sizeof v, 64));
+    OK(mmzip_put(h, "odd", v, 7, 1)); /* alignment 1: data may land on any byte */
+    const double *t = mmzip_get_typed(h, "f8", sizeof(double), 8, 100);
+    CHECK(t != NULL);
+    if (t) CHECK(t[99] == 49.5);
+    CHECK(mmzip_get_typed(h, "f8", sizeof(double), 8, 99) == NULL);   /* wrong size */
+    CHECK(mmzip_get_typed(h, "f8", 4, 4, 200) != NULL);               /* same bytes as float32 */
+    CHECK(mmzip_get_typed(h, "f8", 3, 4, 0) == NULL);                 /* size mismatch */
+    CHECK(mmzip_get_typed(h, "missing", 8, 8, 1) == NULL);
+    CHECK(mmzip_get_typed(h, "f8", 8, 3, 100) == NULL);               /* alignment not a power of two */
+    /* An entry whose data is not 8-aligned gives NULL for doubles, a pointer for bytes. */
+    mmzip_entry_info info;
+    OK(mmzip_stat(h, "odd", &info));
+    if (info.data_offset % 8) CHECK(mmzip_get_typed(h, "odd", 7, 8, 1) == NULL);
+    CHECK(mmzip_get_typed(h, "odd", 1, 1, 7) != NULL);
+    OK(mmzip_close(h));
+}
+
+static void test_alignment(void) {
+    const char *p = path_of("align.zip");
+    mmzip_options o;
+    mmzip_options_init(&o);
+    o.alignment = 256;
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", &o, &h));
+    uint32_t aligns[] = {0, 1, 8, 512, 4096};
+    for (int i = 0; i < 5; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "e%d", i);
+        OK(mmzip_put(h, k, "abcdefghij", 3 + (uint64_t)i, aligns[i]));
+        mmzip_entry_info info;
+        OK(mmzip_stat(h, k, &info));
+        uint32_t want = aligns[i] ? aligns[i] : 256;
+        CHECK_EQ_U64(info.data_offset % want, 0);
+    }
+    FAILS_WITH(mmzip_put(h, "bad", "x", 1, 48), MMZIP_EINVAL, "alignment 48");
+    FAILS_WITH(mmzip_put(h, "bad", "x", 1, 1u << 16), MMZIP_EINVAL, "power of two");
+    OK(mmzip_close(h));
+    o.alignment = 3;
+    FAILS_WITH(mmzip_open(path_of("bad-align.zip"), "w", &o, &h), MMZIP_EINVAL, "alignment 3");
+}
+
+static void test_replace_and_identical(void) {
+    const char *p = path_of("replace.zip");
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    OK(mmzip_put(h, "k", "version one", 11, 0));
+    OK(mmzip_put(h, "other", "o", 1, 0));
+    uint64_t before = file_size(p);
+    OK(mmzip_put(h, "k", "version one", 11, 0)); /* identical: no byte written */
+    CHECK_EQ_U64(file_size(p), before);
+    OK(mmzip_put(h, "k", "version two!", 12, 0));
+    CHECK_EQ_U64(mmzip_count(h), 2);
+    listing l = {0};
+    OK(mmzip_list(h, NULL, collect, &l));
+    CHECK_EQ_U64(l.n, 2); /* listed once */
+    const void *d;
+    uint64_t n;
+    OK(mmzip_get(h, "k", &d, &n));
+    CHECK(n == 12 && memcmp(d, "version two!", 12) == 0);
+    OK(mmzip_close(h));
+    /* The central directory holds one record per name: Python's zipfile and unzip see one "k". */
+    OK(mmzip_open(p, "r", NULL, &h));
+    mmzip_info info;
+    OK(mmzip_get_info(h, &info));
+    CHECK_EQ_U64(info.entries, 2);
+    CHECK(info.dead_bytes > 0); /* the first version's bytes, until pack */
+    OK(mmzip_close(h));
+    OK(mmzip_pack(p, NULL, NULL));
+    OK(mmzip_open(p, "r", NULL, &h));
+    OK(mmzip_get_info(h, &info));
+    CHECK_EQ_U64(info.dead_bytes, 0);
+    OK(mmzip_get(h, "k", &d, &n));
+    CHECK(n == 12 && memcmp(d, "version two!", 12) == 0);
+    OK(mmzip_close(h));
+}
+
+static void test_batch_and_rollback(void) {
+    const char *p = path_of("batch.zip");
+    mmzip_t *w, *r;
+    OK(mmzip_open(p, "w", NULL, &w));
+    OK(mmzip_put(w, "base", "b", 1, 0));
+    OK(mmzip_open(p, "r", NULL, &r)); /* a reader sharing the writer's store */
+    OK(mmzip_begin(w));
+    FAILS_WITH(mmzip_begin(w), MMZIP_EINVAL, "already open");
+    OK(mmzip_put(w, "p1", "one", 3, 0));
+    OK(mmzip_put(w, "base", "B2", 2, 0));
+    OK(mmzip_remove(w, "p1"));
+    OK(mmzip_put(w, "p2", "two", 3, 0));
+    /* The writer sees its pending state; the reader sees the last commit. */
+    CHECK(mmzip_exists(w, "p2") && !mmzip_exists(r, "p2"));
+    const void *d;
+    uint64_t n;
+    OK(mmzip_get(r, "base", &d, &n));
+    CHECK(n == 1 && memcmp(d, "b", 1) == 0);
+    OK(mmzip_get(w, "base", &d, &n));
+    CHECK(n == 2 && memcmp(d, "B2", 2) == 0);
+    OK(mmzip_rollback(w));
+    CHECK(!mmzip_exists(w, "p2"));
+    OK(mmzip_get(w, "base", &d, &n));
+    CHECK(n == 1 && memcmp(d, "b", 1) == 0);
+    OK(mmzip_begin(w));
+    OK(mmzip_put(w, "p3", "three", 5, 0));
+    OK(mmzip_remove(w, "base"));
+    OK(mmzip_commit(w));
+    CHECK(mmzip_exists(r, "p3") && !mmzip_exists(r, "base"));
+    OK(mmzip_close(r));
+    OK(mmzip_close(w));
+    OK(mmzip_open(p, "r", NULL, &r));
+    CHECK_EQ_U64(mmzip_count(r), 1);
+    FAILS_WITH(mmzip_get(r, "base", &d, &n), MMZIP_ENOTFOUND, "base");
+    OK(mmzip_close(r));
+}
+
+static void test_manual_policy_commits_at_close(void) {
+    const char *p = path_of("manual.zip");
+    mmzip_options o;
+    mmzip_options_init(&o);
+    o.commit_policy = MMZIP_COMMIT_MANUAL;
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", &o, &h));
+    for (int i = 0; i < 100; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "k%03d", i);
+        OK(mmzip_put(h, k, k, 4, 0));
+    }
+    OK(mmzip_close(h));
+    OK(mmzip_open(p, "r", NULL, &h));
+    CHECK_EQ_U64(mmzip_count(h), 100);
+    OK(mmzip_close(h));
+}
+
+static void test_reserve_patch(void) {
+    const char *p = path_of("reserve.zip");
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    OK(mmzip_put(h, "before", "b", 1, 0));
+    void *v;
+    OK(mmzip_reserve(h, "big", 1u << 20, 4096, &v));
+    CHECK_EQ_U64((uintptr_t)v % 4096, 0);
+    CHECK(!mmzip_exists(h, "big")); /* invisible until patched */
+    uint8_t *b = v;
+    for (size_t i = 0; i < (1u << 20); i++) CHECK(b[i] == 0 || (fprintf(stderr, "byte %zu\n", i), 0));
+    OK(mmzip_reserve_resize(h, "big", 3u << 20, &v));
+    CHECK(v == (void *)b);
+    fill(b, 3u << 20, 42);
+    FAILS_WITH(mmzip_commit(h), MMZIP_EBUSY, "reserved but not patched");
+    OK(mmzip_patch(h, "big", (3u << 20) - 5));
+    const void *d;
+    uint64_t n;
+    OK(mmzip_get(h, "big", &d, &n));
+    CHECK_EQ_U64(n, (3u << 20) - 5);
+    CHECK(memcmp(d, b, (size_t)n) == 0);
+    OK(mmzip_close(h));
+    OK(mmzip_open(p, "r", NULL, &h));
+    OK(mmzip_check(h, NULL, NULL));
+    OK(mmzip_get(h, "big", &d, &n));
+    uint8_t *want = malloc(3u << 20);
+    fill(want, 3u << 20, 42);
+    CHECK(n == (3u << 20) - 5 && memcmp(d, want, (size_t)n) == 0);
+    free(want);
+    OK(mmzip_close(h));
+    /* Closing with an unpatched reservation drops it and keeps everything else. */
+    OK(mmzip_open(p, "r+", NULL, &h));
+    OK(mmzip_reserve(h, "abandoned", 4096, 0, &v));
+    memset(v, 0xAB, 4096);
+    OK(mmzip_close(h));
+    OK(mmzip_open(p, "r", NULL, &h));
+    CHECK(!mmzip_exists(h, "abandoned") && mmzip_exists(h, "big") && mmzip_exists(h, "before"));
+    mmzip_info info;
+    OK(mmzip_get_info(h, &info));
+    CHECK_EQ_U64(info.dead_bytes, 0);
+    OK(mmzip_close(h));
+}
+
+static void test_one_writer(void) {
+    const char *p = path_of("lock.zip");
+    mmzip_t *w, *w2, *r;
+    OK(mmzip_open(p, "w", NULL, &w));
+    OK(mmzip_put(w, "x", "1", 1, 0));
+    FAILS_WITH(mmzip_open(p, "r+", NULL, &w2), MMZIP_EBUSY, "already open for writing in this process");
+    OK(mmzip_open(p, "r", NULL, &r));
+    /* Shared store: the same entry is the same memory. */
+    const void *a, *b;
+    uint64_t n;
+    OK(mmzip_get(w, "x", &a, &n));
+    OK(mmzip_get(r, "x", &b, &n));
+    CHECK(a == b);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* Another process: the writer lock refuses at once, a reader is welcome. */
+        mmzip_t *c;
+        int st = mmzip_open(p, "r+", NULL, &c);
+        int ok = st == MMZIP_EBUSY && strstr(mmzip_last_error(), "another process");
+        st = mmzip_open(p, "r", NULL, &c);
+        ok = ok && st == MMZIP_OK && mmzip_exists(c, "x");
+        if (st == MMZIP_OK) {
+            mmzip_info info;
+            mmzip_get_info(c, &info);
+            ok = ok && info.writer_locked;
+            mmzip_close(c);
+        }
+        _exit(ok ? 0 : 1);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    OK(mmzip_close(r));
+    OK(mmzip_close(w));
+    /* Released: a new writer may open; a read-only store in this process blocks an upgrade. */
+    OK(mmzip_open(p, "r", NULL, &r));
+    FAILS_WITH(mmzip_open(p, "r+", NULL, &w2), MMZIP_EBUSY, "read-only in this process");
+    OK(mmzip_close(r));
+    OK(mmzip_open(p, "r+", NULL, &w2));
+    OK(mmzip_close(w2));
+}
+
+/* A reader in another process picks up new commits with refresh, and old pointers stay valid. */
+static void test_refresh_across_processes(void) {
+    const char *p = path_of("refresh.zip");
+    mmzip_t *w;
+    OK(mmzip_open(p, "w", NULL, &w));
+    OK(mmzip_put(w, "a", "AAAA", 4, 0));
+    int go[2], done[2];
+    CHECK(pipe(go) == 0 && pipe(done) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        mmzip_t *c;
+        int ok = mmzip_open(p, "r", NULL, &c) == MMZIP_OK;
+        const void *d0 = NULL;
+        uint64_t n;
+        ok = ok && mmzip_get(c, "a", &d0, &n) == MMZIP_OK && !mmzip_exists(c, "b");
+        char ch = 'g';
+        ok = ok && write(done[1], &ch, 1) == 1 && read(go[0], &ch, 1) == 1;
+        ok = ok && !mmzip_exists(c, "b") && mmzip_refresh(c) == MMZIP_OK && mmzip_exists(c, "b");
+        const void *d;
+        ok = ok && mmzip_get(c, "b", &d, &n) == MMZIP_OK && n == 1 << 20 && ((const char *)d)[100] == 'b';
+        ok = ok && memcmp(d0, "AAAA", 4) == 0;
+        mmzip_close(c);
+        _exit(ok ? 0 : 1);
+    }
+    char ch;
+    CHECK(read(done[0], &ch, 1) == 1);
+    char *big = malloc(1 << 20);
+    memset(big, 'b', 1 << 20);
+    OK(mmzip_put(w, "b", big, 1 << 20, 0));
+    free(big);
+    CHECK(write(go[1], "g", 1) == 1);
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    OK(mmzip_close(w));
+}
+
+/* 10,000 single-entry commits leave no dead space: the file is exactly its entries, directory and end
+ * records, whatever the number of commits. */
+static void test_dead_space_bounded(void) {
+    const char *p = path_of("many.zip");
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    for (int i = 0; i < 10000; i++) {
+        char k[32], v[64];
+        snprintf(k, sizeof k, "arr/%d", i);
+        int len = snprintf(v, sizeof v, "value %d", i * 7);
+        OK(mmzip_put(h, k, v, (uint64_t)len, 0));
+        if (i % 2500 == 2499) {
+            mmzip_info info;
+            OK(mmzip_get_info(h, &info));
+            CHECK_EQ_U64(info.dead_bytes, 0);
+            CHECK_EQ_U64(info.entries, (uint64_t)i + 1);
+            CHECK_EQ_U64(info.file_size, info.live_bytes + info.directory_bytes);
+        }
+    }
+    OK(mmzip_close(h));
+    OK(mmzip_open(p, "r", NULL, &h));
+    CHECK_EQ_U64(mmzip_count(h), 10000);
+    OK(mmzip_check(h, NULL, NULL));
+    mmzip_info info;
+    OK(mmzip_get_info(h, &info));
+    CHECK_EQ_U64(info.dead_bytes, 0);
+    OK(mmzip_close(h));
+}
+
+static void test_names(void) {
+    const char *p = path_of("names.zip");
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    FAILS_WITH(mmzip_put(h, "/abs", "x", 1, 0), MMZIP_EINVAL, "/abs");
+    FAILS_WITH(mmzip_put(h, "a/../b", "x", 1, 0), MMZIP_EINVAL, "a/../b");
+    FAILS_WITH(mmzip_put(h, "", "x", 1, 0), MMZIP_EINVAL, "invalid entry name");
+    OK(mmzip_put(h, "ünïcödé/ключ", "u", 1, 0));
+    OK(mmzip_put(h, "a..b/.hidden", "ok", 2, 0));
+    CHECK(mmzip_exists(h, "ünïcödé/ключ"));
+    OK(mmzip_close(h));
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/mmzip-core-XXXXXX");
+    if (!mkdtemp(dir)) return 2;
+    RUN(test_modes);
+    RUN(test_put_get_list);
+    RUN(test_list_prefix);
+    RUN(test_pointer_stability);
+    RUN(test_views_read_only);
+    RUN(test_typed_view);
+    RUN(test_alignment);
+    RUN(test_replace_and_identical);
+    RUN(test_batch_and_rollback);
+    RUN(test_manual_policy_commits_at_close);
+    RUN(test_reserve_patch);
+    RUN(test_one_writer);
+    RUN(test_refresh_across_processes);
+    RUN(test_dead_space_bounded);
+    RUN(test_names);
+    if (!getenv("MMZIP_KEEP_TMP")) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    }
+    return ctest_result();
+}
