@@ -89,7 +89,8 @@ typedef enum mmzip_status {
     MMZIP_EREADONLY = -10,    /* write through a read-only handle */
     MMZIP_ETOOBIG = -11,      /* the archive would grow past max_file_size, or a size limit was hit */
     MMZIP_ENOENT = -12,       /* the archive file does not exist (and the mode does not create it) */
-    MMZIP_ESTALE = -13        /* the archive was replaced on disk (e.g. by pack); reopen it */
+    MMZIP_ESTALE = -13,       /* the archive was replaced on disk (e.g. by pack); reopen it */
+    MMZIP_EEXIST = -14        /* a new archive could not be published: another process created the file */
 } mmzip_status;
 
 /* Flags for mmzip_options.flags. */

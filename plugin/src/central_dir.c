@@ -178,6 +178,23 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
             for (uint32_t i = 0; i < n; i++) order[i] = i;
             qsort_r(order, n, sizeof *order, cmp_by_offset, ents);
         }
+        /* The lowest entry's local header must be where the directory says. This is what tells a genuine
+         * archive with bytes prepended from a torn trailer that merely happens to point, after adjustment,
+         * at a copy of a directory; only the physically last entries can be legitimately torn. */
+        if (n > 0) {
+            mz_entry *first = &ents[order ? order[0] : 0];
+            uint8_t hdr[MZ_LFH_FIXED + 65535];
+            size_t want = MZ_LFH_FIXED + first->name_len;
+            if (first->lfh_off + want > src->size || src->read(src->ctx, hdr, want, first->lfh_off) != 0 ||
+                mz_get32(hdr) != MZ_SIG_LFH || mz_get16(hdr + 26) != first->name_len ||
+                memcmp(hdr + MZ_LFH_FIXED, img + first->cd_rec + MZ_CDH_FIXED, first->name_len) != 0) {
+                quote_name(qn, sizeof qn, img + first->cd_rec + MZ_CDH_FIXED, first->name_len);
+                st = mz_fail(MMZIP_ECORRUPT, "%s: entry '%s': no local header at offset %llu where the central "
+                             "directory puts it", src->name, qn, (unsigned long long)first->lfh_off);
+                free(order);
+                goto fail;
+            }
+        }
         for (uint32_t k = 0; k < n; k++) {
             mz_entry *e = &ents[order ? order[k] : k];
             uint64_t next = k + 1 < n ? ents[order ? order[k + 1] : k + 1].lfh_off : t->cd_pos;

@@ -47,7 +47,7 @@ int mz_ensure_room(mz_store *s, uint64_t end) {
     uint64_t gap = used > MZ_MIN_GAP ? used : MZ_MIN_GAP;
     uint64_t bmin = end + gap;
     if (bmin < s->file_size) bmin = s->file_size;
-    uint64_t tlen = s->trailer_len;
+    uint64_t tlen = mz_trailer_len(s->comment_len); /* relocations always write ZIP64 end records */
     uint64_t cdl = s->cd_committed_len;
     uint64_t t0 = trailer_slot(bmin + cdl, tlen);
     uint64_t b = t0 - cdl, s1 = t0 + tlen;
@@ -156,6 +156,45 @@ static int settle_table(mz_store *s, uint8_t *img, uint64_t img_len) {
     return st;
 }
 
+/*
+ * When entries at the very start of the archive have been replaced or removed, their local headers stay there
+ * as dead bytes. 7-Zip takes everything before the first live entry for a self-extractor stub, parses the
+ * local headers it finds in it, and reports "Headers Error". Clearing the signatures of those dead headers
+ * makes the stub opaque to it. Readers of an older snapshot that still lists such an entry keep working:
+ * mmzip accepts a cleared signature when the name still matches (read.c); a Python zipfile opened before
+ * the commit fails on that one superseded entry. Dead headers after the first live entry are left alone.
+ */
+int mz_neutralize_dead_start(mz_store *s) {
+    uint64_t first_live = s->cd_pos;
+    for (uint32_t i = 0; i < s->n; i++)
+        if (s->e[i].lfh_off < first_live) first_live = s->e[i].lfh_off;
+    uint64_t pos = s->neutralized_to > s->prefix ? s->neutralized_to : s->prefix;
+    while (pos + MZ_LFH_FIXED <= first_live) {
+        const uint8_t *h = s->map.base + pos;
+        if (!mz_lfh_sig_or_cleared(h)) break;
+        uint32_t sig = mz_get32(h);
+        uint16_t nlen = mz_get16(h + 26), xlen = mz_get16(h + 28), flags = mz_get16(h + 6);
+        if (nlen == 0 || (flags & MZ_FLAG_DATA_DESCRIPTOR) || pos + MZ_LFH_FIXED + nlen + xlen > first_live) break;
+        uint64_t csize = mz_get32(h + 18);
+        const uint8_t *x = h + MZ_LFH_FIXED + nlen;
+        for (uint32_t k = 0; csize == 0xFFFFFFFFu && k + 4 <= xlen;) {
+            uint16_t id = mz_get16(x + k), len = mz_get16(x + k + 2);
+            if (id == MZ_EXTRA_ZIP64 && len >= 16) csize = mz_get64(x + k + 12);
+            k += 4u + len;
+        }
+        uint64_t next = pos + MZ_LFH_FIXED + nlen + xlen + csize;
+        if (next > first_live || next <= pos) break;
+        if (sig != 0) {
+            static const uint8_t zero[4];
+            int st = mz_io_write(s, zero, 4, pos, "commit.neutralize_dead_start");
+            if (st) return st;
+        }
+        pos = next;
+        s->neutralized_to = pos;
+    }
+    return MMZIP_OK;
+}
+
 int mz_commit_locked(mz_store *s, int force_compact) {
     if (s->open_reservations) {
         for (uint32_t i = s->n_committed; i < s->n; i++)
@@ -182,7 +221,7 @@ int mz_commit_locked(mz_store *s, int force_compact) {
         if (!(e->mark & MZ_MARK_DEAD) && e->data_off + e->csize > x) x = e->data_off + e->csize;
     }
     s->pending_end = x;
-    uint64_t tlen = s->trailer_len;
+    uint64_t tlen = mz_end_len(count, s->comment_len);
     uint64_t eof1 = x + img_len + tlen;
     st = mz_ensure_room(s, eof1);
     if (st) goto fail;
@@ -193,7 +232,7 @@ int mz_commit_locked(mz_store *s, int force_compact) {
         goto fail;
     }
     memcpy(buf, dir, img_len);
-    mz_write_trailer(buf + img_len, count, img_len, x, x + img_len, s->comment, s->comment_len);
+    mz_write_end(buf + img_len, count, img_len, x, s->comment, s->comment_len);
     st = mz_io_write(s, buf, img_len + tlen, x, "commit.directory");
     free(buf);
     if (st) goto fail;
@@ -206,6 +245,8 @@ int mz_commit_locked(mz_store *s, int force_compact) {
     if (st) goto fail;
     st = mz_io_barrier(s, 1, "commit.sync_truncate");
     s->file_size = eof1;
+    s->trailer_len = tlen;
+    s->zip64 = count > 0;
     s->cd_pos = x;
     s->cd_size = img_len;
     s->data_end = s->pending_end = s->free_limit = s->zero_from = x;
@@ -213,6 +254,8 @@ int mz_commit_locked(mz_store *s, int force_compact) {
     s->bytes_since_commit = 0;
     {
         int st2 = settle_table(s, img, img_len);
+        if (!st) st = st2;
+        st2 = mz_neutralize_dead_start(s);
         if (!st) st = st2;
     }
     if (s->unpublished) {
@@ -227,8 +270,7 @@ fail:
 
 int mz_write_empty(mz_store *s) {
     uint8_t tr[MZ_TRAILER_FIXED + 65535];
-    size_t tlen = mz_trailer_len(s->comment_len);
-    mz_write_trailer(tr, 0, 0, 0, 0, s->comment, s->comment_len);
+    size_t tlen = mz_write_end(tr, 0, 0, 0, s->comment, s->comment_len);
     int st = mz_io_write(s, tr, tlen, 0, "create.trailer");
     if (st) return st;
     st = mz_io_barrier(s, 1, "create.sync");
@@ -238,7 +280,7 @@ int mz_write_empty(mz_store *s) {
     s->cd_pos = s->cd_size = 0;
     s->data_end = s->pending_end = s->free_limit = s->zero_from = 0;
     s->compact = 1;
-    s->zip64 = 1;
+    s->zip64 = 0;
     return mz_map_cover(&s->map, s->fd, s->file_size, s->path);
 }
 
@@ -263,14 +305,27 @@ static int fsync_dir_of(const char *path) {
 int mz_publish(mz_store *s) {
     mz_crashpoint("publish.link");
     if (s->tmp_is_named) {
-        if (rename(s->tmp_path, s->path) != 0)
+        if (!s->publish_replace) {
+            /* link() fails if the name exists, where rename() would silently replace someone else's archive. */
+            if (link(s->tmp_path, s->path) != 0) {
+                int err = errno;
+                unlink(s->tmp_path);
+                if (err == EEXIST)
+                    return mz_fail(MMZIP_EEXIST, "%s: another process created this archive meanwhile", s->path);
+                return mz_fail_errno(MMZIP_EIO, err, "%s: cannot give the new archive its name", s->path);
+            }
+            unlink(s->tmp_path);
+        } else if (rename(s->tmp_path, s->path) != 0) {
             return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot move the new archive into place", s->path);
+        }
     } else {
         char proc[64];
         snprintf(proc, sizeof proc, "/proc/self/fd/%d", s->fd);
         if (linkat(AT_FDCWD, proc, AT_FDCWD, s->path, AT_SYMLINK_FOLLOW) != 0) {
             if (errno != EEXIST)
                 return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot give the new archive its name", s->path);
+            if (!s->publish_replace)
+                return mz_fail(MMZIP_EEXIST, "%s: another process created this archive meanwhile", s->path);
             /* Replacing an existing archive ("w"): link under a temporary name, then rename over it. */
             char tmp[PATH_MAX];
             snprintf(tmp, sizeof tmp, "%s.mmzip-publish-%ld", s->path, (long)getpid());

@@ -47,6 +47,7 @@ const char *mmzip_strerror(int status) {
     case MMZIP_ETOOBIG: return "MMZIP_ETOOBIG: size limit exceeded";
     case MMZIP_ENOENT: return "MMZIP_ENOENT: archive file does not exist";
     case MMZIP_ESTALE: return "MMZIP_ESTALE: archive replaced on disk";
+    case MMZIP_EEXIST: return "MMZIP_EEXIST: archive created by another process meanwhile";
     default: return "unknown mmzip status";
     }
 }

@@ -89,6 +89,14 @@ static inline void mz_put16(uint8_t *p, uint16_t v) { v = MZ_LE16(v); memcpy(p, 
 static inline void mz_put32(uint8_t *p, uint32_t v) { v = MZ_LE32(v); memcpy(p, &v, 4); }
 static inline void mz_put64(uint8_t *p, uint64_t v) { v = MZ_LE64(v); memcpy(p, &v, 8); }
 
+/* A local-header signature, whole or cleared (wholly or in part) by commit.c's neutralize_dead_start. */
+static inline int mz_lfh_sig_or_cleared(const uint8_t *p) {
+    static const uint8_t sig[4] = {0x50, 0x4b, 0x03, 0x04};
+    for (int i = 0; i < 4; i++)
+        if (p[i] != sig[i] && p[i] != 0) return 0;
+    return 1;
+}
+
 /* zip_format.c: what we write. */
 typedef struct mz_header_fields {
     uint16_t flags, method, dos_time, dos_date;
@@ -113,7 +121,11 @@ void mz_patch_our_cdh(uint8_t *rec, uint32_t crc, uint64_t size);
 size_t mz_trailer_len(size_t comment_len);
 void mz_write_trailer(uint8_t *out, uint64_t entries, uint64_t cd_size, uint64_t cd_off, uint64_t z64_off,
                       const uint8_t *comment, size_t comment_len);
-#define MZ_TRAILER_CD_OFF_FIELD 48u /* offset of the 8-byte CD offset inside our trailer */
+#define MZ_TRAILER_CD_OFF_FIELD 48u
+/* End records of a committed state (ZIP64 if there are entries, plain if none); returns the length. */
+size_t mz_end_len(uint64_t entries, size_t comment_len);
+size_t mz_write_end(uint8_t *out, uint64_t entries, uint64_t cd_size, uint64_t cd_off, const uint8_t *comment,
+                    size_t comment_len); /* offset of the 8-byte CD offset inside our trailer */
 
 /* Re-encodes a foreign central-directory record so that its local header offset is `lfh_off` (absolute),
  * adding or extending a ZIP64 field if needed. Returns a malloc'ed record and its length, or NULL. */
@@ -283,7 +295,7 @@ typedef struct mz_store {
     /* On-disk state. */
     uint64_t file_size;
     uint64_t cd_pos, cd_size;      /* the committed directory, where the trailer at EOF points */
-    uint64_t trailer_len;
+    uint64_t trailer_len;          /* length of the end records at EOF (a relocation writes ZIP64 ones) */
     uint8_t *comment;
     uint16_t comment_len;
     int zip64;
@@ -296,6 +308,7 @@ typedef struct mz_store {
     uint64_t pending_end;          /* end of the last pending entry's bytes */
     uint64_t free_limit;           /* [pending_end, free_limit) is ours to write */
     uint64_t zero_from;            /* [zero_from, free_limit) is known to read as zeros */
+    uint64_t neutralized_to;       /* dead local headers before this offset have had their signature cleared */
     uint64_t trailer_key[2];       /* read-only stores: fingerprint of the trailer, for refresh */
 
     /* Entries. entries[0, n_committed) are the committed directory in order; pending ones follow. */
@@ -317,6 +330,7 @@ typedef struct mz_store {
 
     /* Publish-on-commit creation. */
     int unpublished;
+    int publish_replace;           /* mode "w": replace an existing archive at publication */
     int tmp_is_named;              /* fallback when O_TMPFILE is unavailable */
     char *tmp_path;
 
@@ -356,6 +370,8 @@ int mz_ensure_room(mz_store *s, uint64_t end);
 int mz_commit_locked(mz_store *s, int force_compact);
 int mz_write_empty(mz_store *s);
 int mz_publish(mz_store *s);
+/* Clears the signature of a superseded local header at the very start of the archive (see commit.c). */
+int mz_neutralize_dead_start(mz_store *s);
 
 /* recovery.c */
 int mz_recover_locked(mz_store *s);

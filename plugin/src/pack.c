@@ -157,13 +157,12 @@ int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts
     st = copy_entries(s, &of, alignment, &cd, &cd_len, &count);
     pthread_rwlock_unlock(&s->rw);
     if (!st) {
-        size_t tlen = mz_trailer_len(s->comment_len);
-        uint8_t *tr = malloc(tlen);
+        uint8_t *tr = malloc(mz_trailer_len(s->comment_len));
         if (!tr) st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", path);
         else {
             uint64_t cd_off = of.off;
             st = out_write(&of, cd, cd_len);
-            mz_write_trailer(tr, count, cd_len, cd_off, cd_off + cd_len, s->comment, s->comment_len);
+            size_t tlen = mz_write_end(tr, count, cd_len, cd_off, s->comment, s->comment_len);
             if (!st) st = out_write(&of, tr, tlen);
             free(tr);
         }

@@ -38,10 +38,14 @@ int mz_resolve_data(mz_store *s, mz_entry *e) {
         return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': local header at %llu is past the end of the file",
                        s->path, ENAME(e), (unsigned long long)e->lfh_off);
     const uint8_t *h = s->map.base + e->lfh_off;
-    if (mz_get32(h) != MZ_SIG_LFH)
+    uint32_t sig = mz_get32(h);
+    uint16_t nlen = mz_get16(h + 26), xlen = mz_get16(h + 28), method = mz_get16(h + 8);
+    /* A cleared signature marks a superseded first entry (commit.c: neutralize_dead_start); it is still
+     * valid for a reader whose snapshot predates that commit, provided the name matches exactly. */
+    if (sig != MZ_SIG_LFH && !(mz_lfh_sig_or_cleared(h) && nlen == e->name_len && nlen > 0 &&
+                               memcmp(h + MZ_LFH_FIXED, mz_name(s, e), nlen) == 0))
         return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': no local header at offset %llu (torn or overwritten)",
                        s->path, ENAME(e), (unsigned long long)e->lfh_off);
-    uint16_t nlen = mz_get16(h + 26), xlen = mz_get16(h + 28), method = mz_get16(h + 8);
     uint64_t data = e->lfh_off + MZ_LFH_FIXED + nlen + xlen;
     if (data > e->limit || e->csize > e->limit - data)
         return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': its data (%llu bytes at %llu) overlaps what follows at "

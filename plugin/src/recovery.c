@@ -42,7 +42,7 @@ static uint32_t roll_back_torn_tail(mz_store *s) {
             e->mark &= (uint8_t)~MZ_MARK_VERIFY;
             break;
         }
-        e->mark |= MZ_MARK_SHADOWED;
+        e->mark = (uint8_t)((e->mark | MZ_MARK_SHADOWED) & ~MZ_MARK_BAD);
         s->n_shadowed++;
         rolled++;
         lowest = e->lfh_off;
@@ -104,7 +104,8 @@ int mz_recover_locked(mz_store *s) {
     }
     uint32_t rolled = roll_back_torn_tail(s);
     s->rolled_back = rolled;
-    if (!rolled && !torn && s->compact) return MMZIP_OK;
+    /* A writer killed right after its commit point may not have neutralized a dead first header. */
+    if (!rolled && !torn && s->compact) return mz_neutralize_dead_start(s);
     uint64_t before = s->file_size;
     if (!rolled && torn && s->cd_adjacent && s->cd_pos == s->data_end) {
         /* [entries][directory][trailer][debris]: cutting the debris off is the whole repair. */
@@ -114,6 +115,8 @@ int mz_recover_locked(mz_store *s) {
         if (st) return st;
         s->file_size = trailer_end;
         s->compact = 1;
+        st = mz_neutralize_dead_start(s);
+        if (st) return st;
     } else {
         st = mz_commit_locked(s, 1);
         if (st) return st;

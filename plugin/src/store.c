@@ -38,25 +38,37 @@ static int check_options(const char *path, mmzip_options *o) {
     return MMZIP_OK;
 }
 
-/* Finds the end of the bytes of the physically last committed entry, and the first entry's offset. */
+/*
+ * Finds the end of the bytes of the physically last committed entry. An entry whose local header is missing
+ * there (the torn tail of a writer that publishes the directory before the data, as the seed protocol
+ * does) is hidden from every handle: it was never committed in any useful sense, and a writable open rolls
+ * it back. The last intact stored entry gets its CRC checked on first read, for the same reason.
+ */
 static int compute_layout(mz_store *s) {
-    uint32_t last = MZ_NONE;
-    uint64_t first = UINT64_MAX;
-    for (uint32_t i = 0; i < s->n; i++) {
-        if (last == MZ_NONE || s->e[i].lfh_off > s->e[last].lfh_off) last = i;
-        if (s->e[i].lfh_off < first) first = s->e[i].lfh_off;
-    }
-    (void)first;
-    if (last == MZ_NONE) {
-        s->data_end = s->cd_pos;
+    for (;;) {
+        uint32_t last = MZ_NONE;
+        for (uint32_t i = 0; i < s->n; i++) {
+            if (s->e[i].mark & MZ_MARK_BAD) continue;
+            if (last == MZ_NONE || s->e[i].lfh_off > s->e[last].lfh_off) last = i;
+        }
+        if (last == MZ_NONE) {
+            /* No entries: new ones start where the archive starts. Our end records for an empty archive are
+             * plain; ZIP64 ones with no entries come from a relocation that a crash interrupted, and the
+             * bytes before them are its debris, not a stub to keep. */
+            s->data_end = s->zip64 ? s->prefix : s->cd_pos;
+            return MMZIP_OK;
+        }
+        uint64_t end;
+        if (mz_data_end_of(s, &s->e[last], &end) != MMZIP_OK) {
+            s->e[last].mark |= MZ_MARK_BAD;
+            s->sorted_valid = 0;
+            continue;
+        }
+        s->data_end = end;
+        if (s->e[last].method == 0) s->e[last].mark |= MZ_MARK_VERIFY;
+        mz_clear_error();
         return MMZIP_OK;
     }
-    uint64_t end;
-    int st = mz_data_end_of(s, &s->e[last], &end);
-    if (st) return st;
-    s->data_end = end;
-    if (s->e[last].method == 0) s->e[last].mark |= MZ_MARK_VERIFY;
-    return MMZIP_OK;
 }
 
 int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
@@ -71,10 +83,11 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     free(s->comment);
     s->comment = t->comment;
     s->comment_len = t->comment_len;
-    s->trailer_len = mz_trailer_len(t->comment_len);
+    s->trailer_len = t->end - (t->zip64 ? t->z64_pos : t->eocd_pos);
     s->cd_pos = t->cd_pos;
     s->cd_size = t->cd_size;
     s->zip64 = t->zip64;
+    s->prefix = t->concat; /* bytes prepended to the archive: neither live nor dead */
     s->n_pending_live = s->n_shadowed = s->n_dead = 0;
     int st = mz_table_rebuild(s);
     if (st) return st;
@@ -83,7 +96,6 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     uint64_t records = t->zip64 ? t->z64_pos : t->eocd_pos;
     s->cd_adjacent = s->cd_pos + s->cd_size == records;
     s->concat = t->concat;
-    s->prefix = t->concat; /* bytes prepended to the archive: neither live nor dead */
     s->compact = s->cd_pos == s->data_end && s->cd_adjacent && t->end == s->file_size && t->concat == 0;
     s->pending_end = s->data_end;
     s->free_limit = s->cd_pos;
@@ -244,15 +256,24 @@ static int store_open(mz_store *s, char mode, int path_exists) {
         mz_unlock_commit(s->fd);
         return r;
     }
-    int create = mode == 'w' || mode == 'W';
-    if ((s->opts.flags & MMZIP_PUBLISH_ON_COMMIT) && (mode == 'w' || (mode == 'W' && !path_exists))) {
+    /* A new archive is built unnamed and linked into place (over the old one for "w"), so that a crash
+     * during creation leaves no file, or the previous archive - never a half-written one. */
+    if (mode == 'w' || (mode == 'W' && !path_exists)) {
+        s->publish_replace = mode == 'w';
         r = open_unpublished(s, path_exists);
         if (r) return r;
         r = mz_map_init(&s->map, s->fd, 0, s->opts.max_file_size, s->path);
-        if (r) return r;
-        return mz_write_empty(s);
+        if (!r) r = mz_write_empty(s);
+        if (r || (s->opts.flags & MMZIP_PUBLISH_ON_COMMIT)) return r;
+        r = mz_publish(s);
+        if (r != MMZIP_EEXIST) return r;
+        /* Another process created it first: open theirs instead. */
+        mz_map_free(&s->map);
+        close(s->fd);
+        s->fd = -1;
+        s->unpublished = 0;
     }
-    r = open_locked(s, O_RDWR | (create ? O_CREAT : 0), &s->fd);
+    r = open_locked(s, O_RDWR, &s->fd);
     if (r) return r;
     struct stat st;
     if (fstat(s->fd, &st) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
@@ -261,12 +282,8 @@ static int store_open(mz_store *s, char mode, int path_exists) {
                        (unsigned long long)st.st_size, (unsigned long long)s->opts.max_file_size);
     r = mz_map_init(&s->map, s->fd, 0, s->opts.max_file_size, s->path);
     if (r) return r;
-    if (mode == 'w') {
-        r = mz_io_truncate(s, 0, "create.discard");
-        if (r) return r;
-        return mz_write_empty(s);
-    }
     if (st.st_size == 0) {
+        /* Left by a crash of another program, or by an older mmzip: "w+" may start afresh in it. */
         if (mode == 'W') return mz_write_empty(s);
         return mz_fail(MMZIP_ENOTZIP, "%s: the file is empty (an archive whose creation was interrupted?); "
                        "open it with mode \"w+\" to start a new archive", s->path);

@@ -154,6 +154,9 @@ static int load_candidate(const mz_source *src, candidate *c, mz_trailer *t, mz_
 }
 
 static int at_eof(const mz_source *src, mz_trailer *t, mz_cd *cd) {
+    if (src->size == 0)
+        return mz_fail(MMZIP_ENOTZIP, "%s: the file is empty, not a ZIP archive (was its creation interrupted? "
+                       "mode \"w+\" starts a new archive in it)", src->name);
     if (src->size < MZ_EOCD_FIXED)
         return mz_fail(MMZIP_ENOTZIP, "%s: not a ZIP archive (%llu bytes is too short for an end record)",
                        src->name, (unsigned long long)src->size);

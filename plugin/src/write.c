@@ -55,7 +55,7 @@ static int maybe_autocommit(mz_store *s) {
 
 /* Room a commit after this write will need: the entry, the directory grown by one record, the trailer. */
 static uint64_t room_for(mz_store *s, uint64_t entry_end, size_t name_len) {
-    return entry_end + s->cd_len + mz_our_cdh_size(name_len) + s->trailer_len;
+    return entry_end + s->cd_len + mz_our_cdh_size(name_len) + mz_trailer_len(s->comment_len);
 }
 
 /*

@@ -177,3 +177,30 @@ uint8_t *mz_reencode_cdh(const uint8_t *rec, size_t rec_len, uint64_t lfh_off, u
     *out_len = total;
     return out;
 }
+
+size_t mz_end_len(uint64_t entries, size_t comment_len) {
+    return (entries ? MZ_TRAILER_FIXED : MZ_EOCD_FIXED) + comment_len;
+}
+
+/*
+ * The end records of a committed state: ZIP64 whenever there are entries (always, whatever the sizes), and
+ * the plain 22-byte record for an archive with none - 7-Zip refuses to open an empty archive that has only
+ * ZIP64 end records.
+ */
+size_t mz_write_end(uint8_t *p, uint64_t entries, uint64_t cd_size, uint64_t cd_off, const uint8_t *comment,
+                    size_t comment_len) {
+    if (entries) {
+        mz_write_trailer(p, entries, cd_size, cd_off, cd_off + cd_size, comment, comment_len);
+        return MZ_TRAILER_FIXED + comment_len;
+    }
+    mz_put32(p + 0, MZ_SIG_EOCD);
+    mz_put16(p + 4, 0);
+    mz_put16(p + 6, 0);
+    mz_put16(p + 8, 0);
+    mz_put16(p + 10, 0);
+    mz_put32(p + 12, 0);
+    mz_put32(p + 16, (uint32_t)cd_off);
+    mz_put16(p + 20, (uint16_t)comment_len);
+    if (comment_len) memcpy(p + 22, comment, comment_len);
+    return MZ_EOCD_FIXED + comment_len;
+}

@@ -60,7 +60,7 @@ static void test_modes(void) {
     CHECK(!mmzip_exists(h, "a"));
     CHECK_EQ_U64(mmzip_count(h), 0);
     OK(mmzip_close(h));
-    CHECK_EQ_U64(file_size(p), 98); /* an empty archive is just the ZIP64 end records */
+    CHECK_EQ_U64(file_size(p), 22); /* an empty archive is just the plain end record (7-Zip refuses ZIP64 ones) */
     /* A file that is not an archive is refused, named, and left alone. */
     const char *junk = path_of("junk.zip");
     FILE *f = fopen(junk, "w");

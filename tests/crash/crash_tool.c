@@ -1,0 +1,156 @@
+/*
+ * crash_tool.c - the process the crash tests kill, and the checks they run afterwards.
+ *
+ *   crash_tool write    SCENARIO ARCHIVE LOG [durable]  run the scenario, appending "k" to LOG after commit k
+ *   crash_tool verify   SCENARIO ARCHIVE K              read-only open (no repair): state K or K+1, exactly
+ *   crash_tool recover  SCENARIO ARCHIVE K              writable open (repairs): state K or K+1, exactly
+ *   crash_tool reader   SCENARIO ARCHIVE SECONDS        open and refresh in a loop while a writer runs; every
+ *                                                       snapshot must be exactly a committed state
+ * Linked with the test build of the library (crash points from MMZIP_CRASH_AT, see plugin/src/io.c).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "scenario.h"
+
+static int fail(const char *what) {
+    fprintf(stderr, "crash_tool: %s: %s\n", what, mmzip_last_error());
+    return 2;
+}
+
+static int do_write(const char *name, const char *archive, const char *log, int durable) {
+    mmzip_options o;
+    mmzip_options_init(&o);
+    if (durable) o.flags |= MMZIP_DURABLE;
+    mmzip_t *h;
+    if (mmzip_open(archive, "w+", &o, &h) != MMZIP_OK) return fail("open");
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return 2;
+    int n = scenario_steps(name);
+    for (int k = 1; k <= n; k++) {
+        if (scenario_apply(h, name, k) != MMZIP_OK) return fail("apply");
+        char line[32];
+        int len = snprintf(line, sizeof line, "%d\n", k);
+        if (write(fd, line, (size_t)len) != len) return 2;
+    }
+    close(fd);
+    if (mmzip_close(h) != MMZIP_OK) return fail("close");
+    return 0;
+}
+
+/* The archive must hold exactly state k or state k+1 (the commit in flight may have reached its commit
+ * point before the kill). */
+static int do_verify(const char *name, const char *archive, int k, const char *mode) {
+    mmzip_t *h;
+    int st = mmzip_open(archive, mode, NULL, &h);
+    if (st != MMZIP_OK) {
+        fprintf(stderr, "crash_tool: open(%s) failed: %s\n", mode, mmzip_last_error());
+        return 1;
+    }
+    int n = scenario_steps(name);
+    for (int j = k; j <= k + 1 && j <= n; j++) {
+        state s;
+        scenario_state(name, j, &s);
+        int ok = scenario_matches(h, &s, 0);
+        free(s.items);
+        if (ok) {
+            printf("state %d\n", j);
+            return mmzip_close(h) == MMZIP_OK ? 0 : fail("close");
+        }
+    }
+    fprintf(stderr, "crash_tool: %s holds neither state %d nor %d; against state %d:\n", archive, k, k + 1, k);
+    state s;
+    scenario_state(name, k, &s);
+    scenario_matches(h, &s, 1);
+    free(s.items);
+    mmzip_close(h);
+    return 1;
+}
+
+/* Which step the snapshot claims (the highest step marker), then a full comparison with that state. */
+static int snapshot_state(mmzip_t *h, const char *name, int from) {
+    int n = scenario_steps(name), at = -1;
+    char key[48];
+    for (int j = from; j <= n; j++) {
+        snprintf(key, sizeof key, "step/%d", j);
+        if (mmzip_exists(h, key)) at = j;
+        else if (j > from) break;
+    }
+    if (at < 0) {
+        snprintf(key, sizeof key, "step/%d", 1);
+        if (!mmzip_exists(h, key)) at = 0;
+        else return -1;
+    }
+    state s;
+    scenario_state(name, at, &s);
+    int ok = scenario_matches(h, &s, 1);
+    free(s.items);
+    return ok ? at : -1;
+}
+
+static int do_reader(const char *name, const char *archive, double seconds) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int last = 0, snapshots = 0, opens = 0;
+    ino_t ino = 0;
+    mmzip_t *h = NULL;
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 > seconds) break;
+        if (!h || snapshots % 7 == 0) {
+            if (h) mmzip_close(h);
+            int st = mmzip_open(archive, "r", NULL, &h);
+            if (st == MMZIP_ENOENT) { h = NULL; continue; } /* the writer has not created it yet */
+            if (st != MMZIP_OK) return fail("reader open");
+            struct stat sb;
+            if (stat(archive, &sb) == 0 && sb.st_ino != ino) { /* a new archive: a new history */
+                ino = sb.st_ino;
+                last = 0;
+            }
+            opens++;
+        } else {
+            int st = mmzip_refresh(h);
+            if (st == MMZIP_ESTALE) { /* the test recreated the archive: a new history starts */
+                mmzip_close(h);
+                h = NULL;
+                last = 0;
+                continue;
+            }
+            if (st != MMZIP_OK) return fail("reader refresh");
+        }
+        int at = snapshot_state(h, name, last);
+        if (at < 0) {
+            fprintf(stderr, "crash_tool: a reader saw a state that was never committed (after %d)\n", last);
+            return 1;
+        }
+        if (at < last) {
+            fprintf(stderr, "crash_tool: a reader went back from state %d to %d\n", last, at);
+            return 1;
+        }
+        last = at;
+        snapshots++;
+    }
+    if (h) mmzip_close(h);
+    printf("reader: %d snapshots (%d opens), last state %d, every one exactly committed\n", snapshots, opens, last);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 5) {
+        fprintf(stderr, "usage: crash_tool write|verify|recover|reader SCENARIO ARCHIVE ARG [durable]\n");
+        return 2;
+    }
+    const char *cmd = argv[1], *name = argv[2], *archive = argv[3];
+    if (scenario_steps(name) < 0) return 2;
+    if (strcmp(cmd, "write") == 0) return do_write(name, archive, argv[4], argc > 5 && strcmp(argv[5], "durable") == 0);
+    if (strcmp(cmd, "verify") == 0) return do_verify(name, archive, atoi(argv[4]), "r");
+    if (strcmp(cmd, "recover") == 0) return do_verify(name, archive, atoi(argv[4]), "r+");
+    if (strcmp(cmd, "reader") == 0) return do_reader(name, archive, atof(argv[4]));
+    return 2;
+}

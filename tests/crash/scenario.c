@@ -1,0 +1,244 @@
+/* scenario.c - see scenario.h. */
+#include "scenario.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOOP_STEPS 4000
+
+static uint64_t mix(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+void scenario_content(const char *key, uint32_t version, uint8_t *buf, uint32_t len) {
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = key; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    uint64_t x = mix(h ^ ((uint64_t)version << 32) ^ len);
+    for (uint32_t i = 0; i < len; i++) {
+        if ((i & 7) == 0) x = mix(x + i);
+        buf[i] = (uint8_t)(x >> ((i & 7) * 8));
+    }
+}
+
+int scenario_steps(const char *name) {
+    if (strcmp(name, "basic") == 0) return 10;
+    if (strcmp(name, "loop") == 0) return LOOP_STEPS;
+    return -1;
+}
+
+static void put(step *s, const char *key, uint32_t version, uint32_t len) {
+    action *a = &s->act[s->n++];
+    a->kind = ACT_PUT;
+    snprintf(a->key, sizeof a->key, "%s", key);
+    a->version = version;
+    a->len = len;
+}
+
+static void rm(step *s, const char *key) {
+    action *a = &s->act[s->n++];
+    a->kind = ACT_REMOVE;
+    snprintf(a->key, sizeof a->key, "%s", key);
+}
+
+static void reserve(step *s, const char *key, uint32_t version, uint32_t capacity, uint32_t len) {
+    action *a = &s->act[s->n++];
+    a->kind = ACT_RESERVE;
+    snprintf(a->key, sizeof a->key, "%s", key);
+    a->version = version;
+    a->capacity = capacity;
+    a->len = len;
+}
+
+/* "basic": every kind of change once, sizes from zero to hundreds of KiB. */
+static void basic_step(int k, step *s) {
+    char key[48];
+    switch (k) {
+    case 1: put(s, "a", 1, 100); break;
+    case 2: put(s, "b", 1, 5000); break;
+    case 3: put(s, "c", 1, 300000); break;
+    case 4: put(s, "a", 2, 120); break;            /* replace */
+    case 5: rm(s, "b"); break;                      /* remove */
+    case 6:                                         /* a batch of twenty */
+        s->batched = 1;
+        for (int i = 0; i < 20; i++) {
+            snprintf(key, sizeof key, "d/%d", i);
+            put(s, key, 1, 50 + (uint32_t)i * 13);
+        }
+        break;
+    case 7: reserve(s, "e", 1, 200000, 150000); break; /* reserve, fill, patch */
+    case 8:
+        s->batched = 1;
+        put(s, "a", 3, 100);
+        put(s, "f", 1, 10);
+        break;
+    case 9: put(s, "g", 1, 0); break;               /* an empty entry */
+    case 10:
+        s->batched = 1;
+        rm(s, "c");
+        put(s, "h", 1, 70000);
+        put(s, "d/3", 2, 33);
+        break;
+    }
+}
+
+/* "loop": thousands of small commits with the odd replacement, removal, batch and large entry; every step
+ * also writes a marker "step/<k>" so that a reader can tell which state it sees. */
+static void loop_step(int k, step *s) {
+    uint64_t r = mix((uint64_t)k * 7919);
+    char key[48];
+    int kind = (int)(r % 16);
+    if (kind < 10) {
+        snprintf(key, sizeof key, "k/%d", k);
+        put(s, key, 1, (uint32_t)(r >> 8) % 3000);
+    } else if (kind < 12 && k > 10) {
+        snprintf(key, sizeof key, "k/%d", (int)((r >> 20) % (uint64_t)(k - 1)) + 1);
+        put(s, key, (uint32_t)k, (uint32_t)(r >> 8) % 500);
+    } else if (kind < 13 && k > 10) {
+        snprintf(key, sizeof key, "k/%d", (int)((r >> 20) % (uint64_t)(k - 1)) + 1);
+        rm(s, key);
+    } else if (kind < 15) {
+        s->batched = 1;
+        int n = 1 + (int)((r >> 12) % 8);
+        for (int i = 0; i < n; i++) {
+            snprintf(key, sizeof key, "b/%d/%d", k, i);
+            put(s, key, 1, (uint32_t)((r >> (16 + i)) % 700));
+        }
+    } else {
+        snprintf(key, sizeof key, "big/%d", k);
+        put(s, key, 1, 100000 + (uint32_t)(r >> 30) % 200000);
+    }
+    snprintf(key, sizeof key, "step/%d", k);
+    s->batched = 1; /* the marker is published by the same commit as the step's change */
+    put(s, key, 1, 4);
+}
+
+void scenario_step(const char *name, int k, step *out) {
+    memset(out, 0, sizeof *out);
+    if (strcmp(name, "basic") == 0) basic_step(k, out);
+    else loop_step(k, out);
+}
+
+static int find(const state *st, const char *key) {
+    for (int i = 0; i < st->n; i++)
+        if (strcmp(st->items[i].key, key) == 0) return i;
+    return -1;
+}
+
+void scenario_state(const char *name, int k, state *st) {
+    int cap = 64;
+    st->n = 0;
+    st->items = malloc((size_t)cap * sizeof *st->items);
+    for (int s = 1; s <= k; s++) {
+        step sp;
+        scenario_step(name, s, &sp);
+        for (int i = 0; i < sp.n; i++) {
+            action *a = &sp.act[i];
+            int at = find(st, a->key);
+            if (a->kind == ACT_REMOVE) {
+                if (at >= 0) st->items[at] = st->items[--st->n];
+                continue;
+            }
+            if (at < 0) {
+                if (st->n == cap) {
+                    cap *= 2;
+                    st->items = realloc(st->items, (size_t)cap * sizeof *st->items);
+                }
+                at = st->n++;
+                snprintf(st->items[at].key, sizeof st->items[at].key, "%s", a->key);
+            }
+            st->items[at].version = a->version;
+            st->items[at].len = a->len;
+        }
+    }
+}
+
+int scenario_apply(mmzip_t *h, const char *name, int k) {
+    step sp;
+    scenario_step(name, k, &sp);
+    int st;
+    if (sp.batched && (st = mmzip_begin(h)) != MMZIP_OK) return st;
+    for (int i = 0; i < sp.n; i++) {
+        action *a = &sp.act[i];
+        if (a->kind == ACT_REMOVE) {
+            st = mmzip_remove(h, a->key);
+            if (st == MMZIP_ENOTFOUND) st = MMZIP_OK; /* the loop may pick a key already gone */
+        } else if (a->kind == ACT_PUT) {
+            uint8_t *buf = malloc(a->len ? a->len : 1);
+            scenario_content(a->key, a->version, buf, a->len);
+            st = mmzip_put(h, a->key, buf, a->len, 0);
+            free(buf);
+        } else {
+            void *view;
+            st = mmzip_reserve(h, a->key, a->capacity, 4096, &view);
+            if (st == MMZIP_OK) {
+                uint8_t *buf = malloc(a->capacity);
+                scenario_content(a->key, a->version, buf, a->len);
+                memset(buf + a->len, 0xEE, a->capacity - a->len); /* junk past the final size */
+                memcpy(view, buf, a->capacity);
+                free(buf);
+                st = mmzip_patch(h, a->key, a->len);
+            }
+        }
+        if (st != MMZIP_OK) return st;
+    }
+    return sp.batched ? mmzip_commit(h) : MMZIP_OK;
+}
+
+typedef struct {
+    const state *st;
+    int seen, bad, verbose;
+} match_ctx;
+
+static int check_entry(const mmzip_entry_info *info, void *p) {
+    match_ctx *m = p;
+    char key[64];
+    snprintf(key, sizeof key, "%.*s", (int)info->name_len, info->name);
+    m->seen++;
+    int at = find(m->st, key);
+    if (at < 0) {
+        if (m->verbose) fprintf(stderr, "unexpected entry '%s'\n", key);
+        m->bad = 1;
+        return 1;
+    }
+    if (info->size != m->st->items[at].len) {
+        if (m->verbose)
+            fprintf(stderr, "entry '%s': %llu bytes, want %u\n", key, (unsigned long long)info->size,
+                    m->st->items[at].len);
+        m->bad = 1;
+        return 1;
+    }
+    return 0;
+}
+
+int scenario_matches(mmzip_t *h, const state *st, int verbose) {
+    match_ctx m = {st, 0, 0, verbose};
+    if (mmzip_list(h, NULL, check_entry, &m) != 0 || m.bad) return 0;
+    if (m.seen != st->n) {
+        if (verbose) fprintf(stderr, "%d entries, want %d\n", m.seen, st->n);
+        return 0;
+    }
+    for (int i = 0; i < st->n; i++) {
+        const void *d;
+        uint64_t n;
+        int r = mmzip_get(h, st->items[i].key, &d, &n);
+        if (r != MMZIP_OK) {
+            if (verbose) fprintf(stderr, "get '%s': %s\n", st->items[i].key, mmzip_last_error());
+            return 0;
+        }
+        uint8_t *want = malloc(st->items[i].len ? st->items[i].len : 1);
+        scenario_content(st->items[i].key, st->items[i].version, want, st->items[i].len);
+        int same = n == st->items[i].len && memcmp(d, want, (size_t)n) == 0;
+        free(want);
+        if (!same) {
+            if (verbose) fprintf(stderr, "entry '%s': bytes differ from version %u\n", st->items[i].key,
+                                 st->items[i].version);
+            return 0;
+        }
+    }
+    return 1;
+}

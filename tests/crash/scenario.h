@@ -1,0 +1,52 @@
+/*
+ * scenario.h - deterministic write scenarios for the crash tests. Every step is one commit; the state after
+ * step k (which keys exist, with which bytes) can be recomputed by any process, so a verifier can tell whether
+ * an archive left by a killed writer is exactly a committed state.
+ */
+#ifndef MMZIP_CRASH_SCENARIO_H
+#define MMZIP_CRASH_SCENARIO_H
+
+#include <stdint.h>
+
+#include "mmzip.h"
+
+typedef enum { ACT_PUT, ACT_REMOVE, ACT_RESERVE } act_kind;
+
+typedef struct {
+    act_kind kind;
+    char key[48];
+    uint32_t version;
+    uint32_t len;       /* bytes (for a reservation: the final size) */
+    uint32_t capacity;  /* reservations only */
+} action;
+
+typedef struct {
+    int batched;        /* several actions published by one explicit commit */
+    int n;
+    action act[24];
+} step;
+
+typedef struct {
+    char key[48];
+    uint32_t version, len;
+} item;
+
+typedef struct {
+    int n;
+    item *items;
+} state;
+
+/* Number of steps in a scenario ("basic", "loop"), or -1 if unknown. */
+int scenario_steps(const char *name);
+/* Step k (1-based). */
+void scenario_step(const char *name, int k, step *out);
+/* The state after steps 1..k (k = 0: empty). Caller frees st->items. */
+void scenario_state(const char *name, int k, state *st);
+/* The bytes of version `version` of key: deterministic, `len` bytes. */
+void scenario_content(const char *key, uint32_t version, uint8_t *buf, uint32_t len);
+/* Applies step k to an open handle (committing it). Returns an mmzip status. */
+int scenario_apply(mmzip_t *h, const char *name, int k);
+/* 1 if the archive seen through h holds exactly state st (prints the first difference if verbose). */
+int scenario_matches(mmzip_t *h, const state *st, int verbose);
+
+#endif
