@@ -248,6 +248,7 @@ struct mz_store;
 int mz_io_write(struct mz_store *s, const void *buf, size_t len, uint64_t off, const char *what);
 int mz_io_writev(struct mz_store *s, const struct mmzip_iovec *iov, int n, uint64_t off, const char *what);
 int mz_io_zero(struct mz_store *s, uint64_t off, uint64_t len, const char *what);
+void mz_io_trace_mapped(struct mz_store *s, uint64_t off, uint64_t len, const char *what);
 int mz_io_truncate(struct mz_store *s, uint64_t size, const char *what);
 /* Durable mode only: data (fdatasync) or full (fsync) barrier. A no-op otherwise. */
 int mz_io_barrier(struct mz_store *s, int full, const char *what);

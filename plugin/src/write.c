@@ -372,6 +372,7 @@ int mmzip_patch(mmzip_t *h, const char *key, uint64_t size) {
         goto out;
     }
     uint32_t crc = mz_crc32(0, s->map.base + e->data_off, (size_t)size);
+    mz_io_trace_mapped(s, e->data_off, size, "reserve.fill");
     uint32_t pad = (uint32_t)(e->data_off - e->lfh_off - MZ_OUR_LFH_OVERHEAD - nlen);
     size_t hlen = mz_our_lfh_size(nlen, pad);
     uint8_t *hdr = malloc(hlen);
