@@ -84,6 +84,11 @@ int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {
     mz_store *s = h->s;
     checker c = {report, ctx, 0, 0};
     pthread_rwlock_rdlock(&s->rw);
+    if (!s->writable && s->trailer_key[0] < s->file_size) {
+        mz_fail(MMZIP_ECORRUPT, "%s: %llu bytes follow the last commit's end records (an interrupted write); "
+                "'mmzip recover' removes them", s->path, (unsigned long long)(s->file_size - s->trailer_key[0]));
+        problem(&c, MMZIP_ECORRUPT);
+    }
     for (uint32_t i = 0; i < s->n_committed; i++) {
         mz_entry *e = &s->e[i];
         if (mz_resolve_data(s, e) != MMZIP_OK) {

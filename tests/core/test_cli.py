@@ -1,0 +1,167 @@
+"""The mmzip command: every subcommand's --help, its exit codes (0 success, 1 failure, 2 usage, 3 busy), and
+what it prints and writes, checked against Python's zipfile and the bytes put in."""
+import os
+import struct
+import subprocess
+import time
+
+from mmzip_testlib import MMZIP, TempDir, check_equal, ls_entries, main, mmzip, zip_tools_ok
+
+COMMANDS = ["ls", "cat", "put", "check", "recover", "pack", "info", "run"]
+
+
+def test_help_and_usage():
+    for c in COMMANDS:
+        p = mmzip(c, "--help")
+        assert p.stdout.startswith("usage: mmzip " + c), "%s --help: %r" % (c, p.stdout[:80])
+    p = mmzip("--help")
+    for c in COMMANDS:
+        assert "\n  %s " % c in p.stdout, "mmzip --help does not list %s" % c
+    check_equal(mmzip("--version").stdout.strip(), "mmzip 0.1.0", "version")
+    for args in (["frobnicate"], ["ls"], ["cat", "x.zip"], ["put"], ["ls", "--bogus", "a.zip"], []):
+        p = mmzip(*args, check=False)
+        check_equal(p.returncode, 2, "exit status of mmzip %s" % " ".join(args))
+        assert p.stderr, "no message for a usage error"
+
+
+def test_put_cat_ls():
+    with TempDir() as d:
+        a = os.path.join(d, "a.zip")
+        src = os.path.join(d, "blob")
+        data = os.urandom(300000)
+        open(src, "wb").write(data)
+        mmzip("put", a, "dir/blob", src)
+        mmzip("put", "--align", "4096", a, "aligned", "-", input="from stdin\n")
+        p = subprocess.run([MMZIP, "cat", a, "dir/blob"], capture_output=True)
+        check_equal(p.returncode, 0, "cat exit")
+        check_equal(p.stdout, data, "cat bytes")
+        ents = ls_entries(a)
+        check_equal(sorted(ents), ["aligned", "dir/blob"], "ls names")
+        check_equal(ents["dir/blob"]["size"], 300000, "ls size")
+        check_equal(ents["dir/blob"]["offset"] % 64, 0, "default alignment")
+        check_equal(ents["aligned"]["offset"] % 4096, 0, "--align 4096")
+        check_equal(ents["aligned"]["method"], "stored", "method")
+        import zipfile, zlib
+        with zipfile.ZipFile(a) as z:
+            check_equal(z.read("aligned"), b"from stdin\n", "zipfile reads the entry")
+            check_equal(ents["aligned"]["crc"], "%08x" % zlib.crc32(b"from stdin\n"), "ls crc")
+        check_equal(mmzip("ls", "-1", a, "dir/").stdout, "dir/blob\n", "ls -1 with a prefix")
+        p = mmzip("cat", a, "missing", check=False)
+        check_equal(p.returncode, 1, "cat of a missing entry")
+        assert "missing" in p.stderr and "a.zip" in p.stderr, p.stderr
+        p = mmzip("ls", os.path.join(d, "nope.zip"), check=False)
+        check_equal(p.returncode, 1, "ls of a missing archive")
+        assert "no such archive" in p.stderr, p.stderr
+
+
+def test_put_dir_is_one_commit():
+    with TempDir() as d:
+        src = os.path.join(d, "tree")
+        for rel in ("x/.zarray", "x/0.0", "x/0.1", ".zgroup", "deep/er/file"):
+            os.makedirs(os.path.dirname(os.path.join(src, rel)), exist_ok=True)
+            open(os.path.join(src, rel), "w").write("content of " + rel)
+        a = os.path.join(d, "t.zarr.zip")
+        mmzip("put", a, "--dir", src)
+        import zipfile
+        with zipfile.ZipFile(a) as z:
+            check_equal(sorted(z.namelist()), [".zgroup", "deep/er/file", "x/.zarray", "x/0.0", "x/0.1"], "names")
+            for n in z.namelist():
+                check_equal(z.read(n), ("content of " + n).encode(), n)
+        mmzip("put", a, "--dir", src, "copy/")
+        check_equal(len(ls_entries(a)), 10, "second tree under a prefix")
+        zip_tools_ok(a)
+
+
+def test_check_finds_corruption():
+    with TempDir() as d:
+        a = os.path.join(d, "c.zip")
+        mmzip("put", a, "good", "-", input="good bytes")
+        mmzip("put", a, "victim", "-", input="these bytes will be damaged")
+        p = mmzip("check", a)
+        assert "OK, 2 entries" in p.stdout, p.stdout
+        off = ls_entries(a)["victim"]["offset"]
+        with open(a, "r+b") as f:
+            f.seek(off + 3)
+            f.write(b"X")
+        p = mmzip("check", a, check=False)
+        check_equal(p.returncode, 1, "check of a damaged archive")
+        assert "victim" in p.stderr and "CRC-32 mismatch" in p.stderr, p.stderr
+        assert "good" not in p.stderr.replace("c.zip", ""), p.stderr
+
+
+def test_recover_reports():
+    with TempDir() as d:
+        a = os.path.join(d, "r.zip")
+        mmzip("put", a, "k", "-", input="kept")
+        out = mmzip("recover", a).stdout
+        assert "nothing to recover" in out, out
+        # An interrupted commit: debris after the end records.
+        size = os.path.getsize(a)
+        with open(a, "ab") as f:
+            f.write(b"\0" * 5000 + b"PK\x05\x06garbage")
+        p = mmzip("check", a, check=False)
+        check_equal(p.returncode, 1, "check of an archive with debris after its last commit")
+        assert "follow the last commit" in p.stderr, p.stderr
+        check_equal(mmzip("cat", a, "k").stdout, "kept", "read-only access before recovery")
+        out = mmzip("recover", a).stdout
+        assert "recovered to its last commit" in out and "discarded" in out, out
+        check_equal(os.path.getsize(a), size, "size after recovery")
+        check_equal(mmzip("cat", a, "k").stdout, "kept", "entry after recovery")
+
+
+def test_pack_and_info():
+    with TempDir() as d:
+        a = os.path.join(d, "p.zip")
+        for i in range(5):
+            mmzip("put", a, "same", "-", input="version %d " % i * 100)
+        info = dict(l.split(":", 1) for l in mmzip("info", a).stdout.splitlines())
+        check_equal(int(info["entries"]), 1, "entries")
+        assert int(info["dead_bytes"]) > 4 * 500, info
+        check_equal(info["writer_lock"].strip(), "free", "writer lock")
+        out = mmzip("pack", a).stdout
+        assert "packed" in out, out
+        info = dict(l.split(":", 1) for l in mmzip("info", a).stdout.splitlines())
+        check_equal(int(info["dead_bytes"]), 0, "dead bytes after pack")
+        check_equal(mmzip("cat", a, "same").stdout, "version 4 " * 100, "content after pack")
+        out_path = os.path.join(d, "copy.zip")
+        mmzip("pack", a, out_path)
+        zip_tools_ok(out_path)
+
+
+def test_busy_exit_code():
+    """A second writer gets exit status 3 at once, while the first holds the archive."""
+    with TempDir() as d:
+        a = os.path.join(d, "b.zip")
+        mmzip("put", a, "x", "-", input="x")
+        # The first writer: a put reading from a pipe we keep open, so it holds the writer lock.
+        w = subprocess.Popen([MMZIP, "put", a, "slow", "-"], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+        w.stdin.write(b"partial")
+        w.stdin.flush()
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            info = mmzip("info", a).stdout
+            if "held" in info:
+                break
+            time.sleep(0.05)
+        assert "held" in info, info
+        t0 = time.time()
+        p = mmzip("put", a, "y", "-", input="y", check=False)
+        check_equal(p.returncode, 3, "exit status of a second writer")
+        assert "another process" in p.stderr, p.stderr
+        assert time.time() - t0 < 10, "the second writer waited instead of failing at once"
+        w.stdin.write(b" and the rest")
+        w.stdin.close()
+        check_equal(w.wait(), 0, "first writer")
+        check_equal(mmzip("cat", a, "slow").stdout, "partial and the rest", "first writer's entry")
+
+
+def test_run_without_command():
+    p = mmzip("run", check=False)
+    check_equal(p.returncode, 2, "run with no command")
+    p = mmzip("run", "--", "/nonexistent/program", check=False)
+    assert p.returncode in (1, 127), p
+
+
+if __name__ == "__main__":
+    main([test_help_and_usage, test_put_cat_ls, test_put_dir_is_one_commit, test_check_finds_corruption,
+          test_recover_reports, test_pack_and_info, test_busy_exit_code, test_run_without_command])
