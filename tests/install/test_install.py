@@ -62,8 +62,9 @@ def build_with_pkg_config(prefix, workdir):
     libs = run(["pkg-config", "--libs", "mmzip"], env=env).stdout.split()
     libdir = run(["pkg-config", "--variable=libdir", "mmzip"], env=env).stdout.strip()
     check_equal(os.path.realpath(libdir), os.path.realpath(os.path.join(prefix, "lib")), "pkg-config libdir")
-    assert "-I" + os.path.join(prefix, "include") in cflags, "pkg-config --cflags does not point into %s: %s" \
-        % (prefix, cflags)
+    includes = [os.path.realpath(f[2:]) for f in cflags if f.startswith("-I")]
+    assert os.path.realpath(os.path.join(prefix, "include")) in includes, \
+        "pkg-config --cflags does not point into %s: %s" % (prefix, cflags)
     exe = os.path.join(workdir, "consumer-pkgconfig")
     cc = os.environ.get("CC", "cc")
     run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", os.path.join(CONSUMER, "consumer.c"), "-o", exe] + cflags
