@@ -1,0 +1,30 @@
+/*
+ * forward.h - finding the definitions we interpose on, to forward everything that is not ours.
+ *
+ * The plugin defines netCDF-C functions (nczmap_open, nc_open, nc_put_vara, ...) so that the dynamic
+ * linker binds callers to it. Calls it does not serve go on to the next definition in lookup order:
+ * dlsym(RTLD_NEXT) finds it when libnetcdf (or another plugin preloaded after us, such as the HDF5 driver's
+ * nc_open) is in the global scope. When libnetcdf sits in a dlopen()ed RTLD_LOCAL scope instead (an
+ * LD_PRELOADed plugin in a Python process that imported netCDF4), RTLD_NEXT finds nothing, and the symbol
+ * is looked up in the libnetcdf that is already loaded.
+ */
+#ifndef MZN_FORWARD_H
+#define MZN_FORWARD_H
+
+/*
+ * Returns the next definition of the function `name` after this library, or NULL if there is none (for
+ * example nczmap_truncate in netCDF-C 4.9.0). Thread-safe. Slow (a dlsym): callers cache the result with
+ * MZN_NEXT.
+ */
+void *mzn_next_symbol(const char *name);
+
+/* Caches mzn_next_symbol(name) in *slot (thread-safe, lock-free); returns it. */
+void *mzn_next_symbol_cached(void **slot, const char *name);
+
+/* Declares `fn` as a pointer of `type` (a function pointer type, e.g. int (*)(int)) to the next
+ * definition of `name`. */
+#define MZN_NEXT(type, fn, name)                                                                          \
+    static void *fn##_slot;                                                                               \
+    __typeof__(type) fn = (type)mzn_next_symbol_cached(&fn##_slot, name)
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * layout.h - where in an archive the Zarr dataset lives.
+ *
+ * Two layouts exist in the wild:
+ *   - keys at the archive root (".zgroup", "temp/0.0"): zarr-python's ZipStore, DataAxesFormats, OME, and
+ *     every archive this plugin creates;
+ *   - NCZarr's own: everything under one top directory ("foo.zarr/.zgroup", "foo.zarr/temp/0.0"), which
+ *     netCDF-C's libzip map and `zip -r foo.zarr.zip foo.zarr` produce. netCDF-C takes the directory from
+ *     the first path segment of entry #0, whatever the archive's file name.
+ */
+#ifndef MZN_LAYOUT_H
+#define MZN_LAYOUT_H
+
+#include "mmzip.h"
+
+typedef struct mzn_layout {
+    char *prefix;  /* entry-name prefix of the dataset: "" (root) or "dir/"; malloc'ed */
+    int has_zarr;  /* Zarr metadata (.zgroup, .zarray, .zattrs, .zmetadata) was found at the prefix */
+} mzn_layout;
+
+/*
+ * Detects the layout of an open archive. Keys at the root win. Otherwise the dataset directory is the
+ * first segment of the entry stored first in the file (netCDF-C's "entry #0" rule) if Zarr metadata is
+ * directly under it, else the only top directory with Zarr metadata directly under it. An archive with
+ * neither gets prefix "" and has_zarr 0 (a new or empty archive, or one holding no Zarr data).
+ * Returns 0, or a negative mmzip status (out of memory, a failed listing).
+ */
+int mzn_layout_detect(mmzip_t *archive, mzn_layout *out);
+
+void mzn_layout_clear(mzn_layout *layout);
+
+#endif

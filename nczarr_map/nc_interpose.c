@@ -1,0 +1,105 @@
+/*
+ * nc_interpose.c - the public netCDF functions through which datasets are opened, created, synced and
+ * aborted: nc_open, nc__open, nc_create, nc__create, nc_sync, nc_abort.
+ *
+ * Open and create rewrite the names this plugin serves into the URLs NCZarr needs (path_routing.h), and
+ * bind the session NCZarr opens during the call to the ncid (registry.h). After an NC_WRITE open of a
+ * served dataset, every attribute is loaded (attr_preload.h). nc_sync publishes the session after the real
+ * sync (publish.h); nc_abort makes the session discard its writes. Calls for other datasets go to the next
+ * definition unchanged: the HDF5 driver's interposer (preloaded after this plugin) or libnetcdf.
+ */
+#include <netcdf.h>
+#include <stdlib.h>
+
+#include "attr_preload.h"
+#include "diag.h"
+#include "forward.h"
+#include "path_routing.h"
+#include "publish.h"
+#include "registry.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Binds the session opened during the call; after an NC_WRITE open, loads every attribute. */
+static void after_open(mzn_open_call *call, int status, const int *ncidp, int mode) {
+    mzn_session *s = mzn_registry_end_call(call, status, status == NC_NOERR && ncidp ? *ncidp : -1);
+    if (!s || !(mode & NC_WRITE) || s->created) return;
+    int rc = mzn_preload_attributes(*ncidp);
+    if (rc != NC_NOERR)
+        mzn_diag("%s: could not load every attribute after opening for writing (%s); attributes that were not "
+                 "loaded are still protected by merging at close",
+                 s->archive_path, nc_strerror(rc));
+}
+
+static void trace_route(const char *path, const char *routed) {
+    if (routed) mzn_trace("'%s' opened as '%s'", path, routed);
+}
+
+EXPORT int nc_open(const char *path, int mode, int *ncidp) {
+    MZN_NEXT(int (*)(const char *, int, int *), next, "nc_open");
+    if (!next) return NC_EINTERNAL;
+    char *routed = mzn_route_path(path, MZN_ROUTE_OPEN);
+    trace_route(path, routed);
+    mzn_open_call call;
+    mzn_registry_begin_call(&call);
+    int rc = next(routed ? routed : path, mode, ncidp);
+    after_open(&call, rc, ncidp, mode);
+    free(routed);
+    return rc;
+}
+
+EXPORT int nc__open(const char *path, int mode, size_t *chunksizehintp, int *ncidp) {
+    MZN_NEXT(int (*)(const char *, int, size_t *, int *), next, "nc__open");
+    if (!next) return NC_EINTERNAL;
+    char *routed = mzn_route_path(path, MZN_ROUTE_OPEN);
+    trace_route(path, routed);
+    mzn_open_call call;
+    mzn_registry_begin_call(&call);
+    int rc = next(routed ? routed : path, mode, chunksizehintp, ncidp);
+    after_open(&call, rc, ncidp, mode);
+    free(routed);
+    return rc;
+}
+
+EXPORT int nc_create(const char *path, int cmode, int *ncidp) {
+    MZN_NEXT(int (*)(const char *, int, int *), next, "nc_create");
+    if (!next) return NC_EINTERNAL;
+    char *routed = mzn_route_path(path, MZN_ROUTE_CREATE);
+    trace_route(path, routed);
+    mzn_open_call call;
+    mzn_registry_begin_call(&call);
+    int rc = next(routed ? routed : path, cmode, ncidp);
+    mzn_registry_end_call(&call, rc, rc == NC_NOERR && ncidp ? *ncidp : -1);
+    free(routed);
+    return rc;
+}
+
+EXPORT int nc__create(const char *path, int cmode, size_t initialsz, size_t *chunksizehintp, int *ncidp) {
+    MZN_NEXT(int (*)(const char *, int, size_t, size_t *, int *), next, "nc__create");
+    if (!next) return NC_EINTERNAL;
+    char *routed = mzn_route_path(path, MZN_ROUTE_CREATE);
+    trace_route(path, routed);
+    mzn_open_call call;
+    mzn_registry_begin_call(&call);
+    int rc = next(routed ? routed : path, cmode, initialsz, chunksizehintp, ncidp);
+    mzn_registry_end_call(&call, rc, rc == NC_NOERR && ncidp ? *ncidp : -1);
+    free(routed);
+    return rc;
+}
+
+EXPORT int nc_sync(int ncid) {
+    MZN_NEXT(int (*)(int), next, "nc_sync");
+    if (!next) return NC_EINTERNAL;
+    int rc = next(ncid);
+    mzn_session *s = rc == NC_NOERR ? mzn_registry_find(ncid) : NULL;
+    if (s) rc = mzn_publish(s, MZN_PUBLISH_SYNC);
+    return rc;
+}
+
+EXPORT int nc_abort(int ncid) {
+    MZN_NEXT(int (*)(int), next, "nc_abort");
+    if (!next) return NC_EINTERNAL;
+    mzn_session *s = mzn_registry_find(ncid);
+    if (s) s->discard = 1;
+    return next(ncid);
+}

@@ -1,0 +1,24 @@
+/*
+ * path_routing.h - which names given to nc_open/nc_create this plugin serves, and as what URL.
+ *
+ * Served (rewritten to "file:///abs/path#mode=nczarr,zip" or kept with a corrected mode list):
+ *   - a local path ending in ".zip": for nc_create always; for nc_open only if the archive holds Zarr
+ *     metadata (layout.h), so that archives holding HDF5/netCDF-4 members reach the HDF5 driver's own
+ *     interposer, which comes after this plugin;
+ *   - "x.zip#mode=..." (a fragment without the file:// scheme);
+ *   - file:// URLs whose mode selects zip (mzn_url_fix_zip_mode makes the mode list safe for netCDF-C 4.9.0).
+ * Everything else, including "archive.zip#/member.h5", is passed on unchanged.
+ */
+#ifndef MZN_PATH_ROUTING_H
+#define MZN_PATH_ROUTING_H
+
+typedef enum mzn_route_kind { MZN_ROUTE_OPEN = 0, MZN_ROUTE_CREATE = 1 } mzn_route_kind;
+
+/*
+ * Returns the malloc'ed name to hand to netCDF-C instead of path, or NULL to pass path on unchanged (not
+ * ours, or out of memory). Thread-safe; for MZN_ROUTE_OPEN it opens the archive read-only to look for
+ * Zarr metadata.
+ */
+char *mzn_route_path(const char *path, mzn_route_kind kind);
+
+#endif

@@ -1,0 +1,176 @@
+/* publish.c - flushing buffered metadata and committing, with self-consistent intermediate commits. */
+#include "publish.h"
+
+#include <netcdf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "json.h"
+#include "status.h"
+
+typedef struct pending_object {
+    const char *key;
+    mzn_blob *blob;
+    int held;  /* not published this time */
+} pending_object;
+
+static int compare_keys(const void *a, const void *b) {
+    return strcmp(((const pending_object *)a)->key, ((const pending_object *)b)->key);
+}
+
+/* The group listing in a group's .zgroup (4.9.0-4.9.2) or .zattrs (4.9.3+), or NULL. */
+static mzn_json *group_listing(const mzn_json *doc) {
+    mzn_json *g = mzn_json_member(doc, "_NCZARR_GROUP");
+    if (!g) g = mzn_json_member(doc, "_nczarr_group");
+    return g && g->kind == MZN_JSON_OBJECT ? g : NULL;
+}
+
+static int is_group_object(const char *key) {
+    const char *last = strrchr(key, '/');
+    return last && (strcmp(last, "/.zgroup") == 0 || strcmp(last, "/.zattrs") == 0);
+}
+
+static pending_object *find_pending(pending_object *objs, size_t n, const char *key) {
+    pending_object probe = {key, NULL, 0};
+    return bsearch(&probe, objs, n, sizeof *objs, compare_keys);
+}
+
+/* Will the object `key` be in the archive after this publish? */
+static int will_exist(mzn_session *s, pending_object *objs, size_t n, const char *key) {
+    pending_object *p = find_pending(objs, n, key);
+    if (p) return !p->held;
+    char *name = mzn_session_entry_name(s, key);
+    int found = name && mmzip_exists(s->archive, name);
+    free(name);
+    return found;
+}
+
+/* Every name in listing[field] has <group>/<name>/<object> (or the array is absent or malformed). */
+static int members_complete(mzn_session *s, pending_object *objs, size_t n, const char *group_key,
+                            size_t group_len, const mzn_json *listing, const char *field, const char *object) {
+    const mzn_json *names = mzn_json_member(listing, field);
+    if (!names || names->kind != MZN_JSON_ARRAY) return 1;
+    for (size_t i = 0; i < names->count; i++) {
+        const mzn_json *nm = names->items[i];
+        if (nm->kind != MZN_JSON_STRING) continue;
+        size_t len = group_len + 1 + nm->text_len + strlen(object) + 1;
+        char *key = malloc(len);
+        if (!key) return 0;
+        memcpy(key, group_key, group_len);
+        key[group_len] = '/';
+        memcpy(key + group_len + 1, nm->text, nm->text_len);
+        strcpy(key + group_len + 1 + nm->text_len, object);
+        int ok = will_exist(s, objs, n, key);
+        free(key);
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
+/* 1 if the object is a group listing naming something that would be missing after the commit. */
+static int listing_incomplete(mzn_session *s, pending_object *objs, size_t n, const pending_object *o) {
+    if (!is_group_object(o->key)) return 0;
+    mzn_json *doc = mzn_json_parse((const char *)o->blob->bytes, o->blob->len);
+    const mzn_json *listing = group_listing(doc);
+    int incomplete = 0;
+    if (listing) {
+        /* "/.zgroup" belongs to the root group (key prefix ""), "/g/.zgroup" to "/g". */
+        size_t group_len = (size_t)(strrchr(o->key, '/') - o->key);
+        incomplete = !members_complete(s, objs, n, o->key, group_len, listing, "vars", "/.zarray") ||
+                     !members_complete(s, objs, n, o->key, group_len, listing, "groups", "/.zgroup");
+    }
+    mzn_json_free(doc);
+    return incomplete;
+}
+
+/* Holding one listing can make another incomplete (a parent listing a held subgroup): iterate. */
+static void hold_incomplete_listings(mzn_session *s, pending_object *objs, size_t n) {
+    int changed;
+    do {
+        changed = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (objs[i].held || !listing_incomplete(s, objs, n, &objs[i])) continue;
+            objs[i].held = 1;
+            changed = 1;
+            mzn_trace("sync: %s held back until its members' metadata exists", objs[i].key);
+        }
+    } while (changed);
+}
+
+/* 1 if the archive already holds this object, byte for byte or in meaning. */
+static int already_archived(mzn_session *s, const char *name, const mzn_blob *b) {
+    const void *data;
+    uint64_t len;
+    if (mmzip_get(s->archive, name, &data, &len) != MMZIP_OK) return 0;
+    if (len == b->len && memcmp(data, b->bytes, b->len) == 0) return 1;
+    mzn_json *x = mzn_json_parse(data, (size_t)len);
+    mzn_json *y = x ? mzn_json_parse((const char *)b->bytes, b->len) : NULL;
+    int same = x && y && mzn_json_equal(x, y);
+    mzn_json_free(x);
+    mzn_json_free(y);
+    return same;
+}
+
+static int write_objects(mzn_session *s, pending_object *objs, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (objs[i].held) continue;
+        char *name = mzn_session_entry_name(s, objs[i].key);
+        if (!name) return NC_ENOMEM;
+        int st = MMZIP_OK;
+        if (!already_archived(s, name, objs[i].blob)) {
+            st = mmzip_put(s->archive, name, objs[i].blob->bytes, objs[i].blob->len, 0);
+            mzn_trace("publish %s (%zu bytes)", objs[i].key, objs[i].blob->len);
+        }
+        free(name);
+        if (st != MMZIP_OK) {
+            mzn_diag("%s", mmzip_last_error());
+            return mzn_nc_error(st);
+        }
+    }
+    return NC_NOERR;
+}
+
+int mzn_publish(mzn_session *s, mzn_publish_kind kind) {
+    if (!s->writable) return NC_NOERR;
+    size_t n = s->pending_metadata.count;
+    pending_object *objs = n ? calloc(n, sizeof *objs) : NULL;
+    if (n && !objs) return NC_ENOMEM;
+    const char *key;
+    void *value;
+    size_t k = 0;
+    for (size_t i = 0; mzn_keymap_next(&s->pending_metadata, &i, &key, &value);) {
+        objs[k].key = key;
+        objs[k++].blob = value;
+    }
+    /* Sorted: deterministic archives, and bsearch for the consistency check. */
+    if (n) qsort(objs, n, sizeof *objs, compare_keys);
+    if (kind == MZN_PUBLISH_SYNC) hold_incomplete_listings(s, objs, n);
+    int rc = write_objects(s, objs, n);
+    if (rc == NC_NOERR) {
+        mmzip_info info;
+        int pending = mmzip_get_info(s->archive, &info) == MMZIP_OK && info.pending > 0;
+        int st = mmzip_commit(s->archive);
+        if (st != MMZIP_OK) {
+            mzn_diag("%s", mmzip_last_error());
+            rc = mzn_nc_error(st);
+        } else if (pending) {
+            s->published = 1;
+        }
+    }
+    if (rc == NC_NOERR) {
+        /* Published objects leave the buffer; reads now find them in the archive. */
+        for (size_t i = 0; i < n; i++) {
+            if (objs[i].held) continue;
+            char *copy = strdup(objs[i].key);
+            if (!copy) {
+                rc = NC_ENOMEM;
+                break;
+            }
+            free(mzn_keymap_remove(&s->pending_metadata, copy));
+            free(copy);
+        }
+    }
+    free(objs);
+    return rc;
+}

@@ -1,0 +1,314 @@
+/* session.c - opening and closing a dataset session, and the read side of the storage map. */
+#include "session.h"
+
+#include <errno.h>
+#include <netcdf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "diag.h"
+#include "layout.h"
+#include "publish.h"
+#include "registry.h"
+#include "status.h"
+#include "url.h"
+
+mzn_blob *mzn_blob_new(const void *bytes, size_t len) {
+    mzn_blob *b = malloc(sizeof *b + (len ? len : 1));
+    if (!b) return NULL;
+    b->len = len;
+    if (len) memcpy(b->bytes, bytes, len);
+    return b;
+}
+
+char *mzn_session_entry_name(const mzn_session *s, const char *key) {
+    if (!key || key[0] != '/') return NULL;
+    size_t klen = strlen(key + 1);
+    char *name = malloc(s->prefix_len + klen + 1);
+    if (!name) return NULL;
+    memcpy(name, s->prefix, s->prefix_len);
+    memcpy(name + s->prefix_len, key + 1, klen + 1);
+    return name;
+}
+
+/* The user switched the compatibility view off for all datasets of the process. */
+static int view_disabled_by_env(void) {
+    const char *v = getenv("MMZIP_NCZARR_VIEW");
+    return v && strcmp(v, "raw") == 0;
+}
+
+static void free_session(mzn_session *s) {
+    if (!s) return;
+    mzn_keymap_clear(&s->pending_metadata, free);
+    mzn_keymap_clear(&s->attrs_read, NULL);
+    free(s->base.url);
+    free(s->archive_path);
+    free(s->prefix);
+    free(s);
+}
+
+static int open_archive(mzn_session *s, int mode, int create) {
+    mmzip_options opts;
+    mmzip_options_init(&opts);
+    opts.commit_policy = MMZIP_COMMIT_MANUAL;
+    const char *how;
+    if (create) {
+        if ((mode & NC_NOCLOBBER) && access(s->archive_path, F_OK) == 0) {
+            mzn_diag("%s: cannot create the dataset: the file exists and NC_NOCLOBBER was given",
+                     s->archive_path);
+            return NC_EEXIST;
+        }
+        /* Nothing appears on disk before the first commit: an nccopy killed midway leaves no archive, or
+         * leaves the previous one untouched. */
+        opts.flags |= MMZIP_PUBLISH_ON_COMMIT;
+        how = "w";
+    } else {
+        how = (mode & NC_WRITE) ? "r+" : "r";
+    }
+    int st = mmzip_open(s->archive_path, how, &opts, &s->archive);
+    if (st != MMZIP_OK) {
+        mzn_diag("%s", mmzip_last_error());
+        return mzn_nc_error(st);
+    }
+    s->writable = create || (mode & NC_WRITE);
+    s->created = create;
+    return NC_NOERR;
+}
+
+int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, int create, mzn_session **out) {
+    *out = NULL;
+    mzn_url parsed;
+    int rc = mzn_url_parse(url, &parsed);
+    if (rc != NC_NOERR) {
+        mzn_diag("cannot open '%s': a zip dataset must be named by a file:// URL or a local path", url);
+        return rc;
+    }
+    mzn_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        mzn_url_clear(&parsed);
+        return NC_ENOMEM;
+    }
+    s->base.format = MZN_IMPL_ZIP;
+    s->base.mode = mode;
+    s->base.flags = flags;
+    s->abi = abi;
+    s->archive_path = parsed.path;
+    s->base.url = strdup(url);
+    if (!s->base.url) {
+        rc = NC_ENOMEM;
+        goto fail;
+    }
+    if ((rc = open_archive(s, mode, create)) != NC_NOERR) goto fail;
+
+    mzn_layout layout;
+    int st = mzn_layout_detect(s->archive, &layout);
+    if (st != MMZIP_OK) {
+        mzn_diag("%s: cannot list the archive: %s", s->archive_path, mmzip_last_error());
+        rc = mzn_nc_error(st);
+        goto fail;
+    }
+    if (!create && !layout.has_zarr && mmzip_count(s->archive) > 0)
+        mzn_diag("%s: the archive holds no Zarr dataset (no .zgroup, .zarray or .zattrs at its root or under "
+                 "one top directory)", s->archive_path);
+    s->prefix = layout.prefix;
+    s->prefix_len = strlen(s->prefix);
+
+    rc = mzv_open(s->archive, s->prefix, !parsed.view_raw && !view_disabled_by_env(), &s->view);
+    if (rc != NC_NOERR) {
+        mzn_diag("%s: the compatibility view cannot present this archive (netCDF error %d); "
+                 "MMZIP_NCZARR_VIEW=raw opens it untranslated", s->archive_path, rc);
+        goto fail;
+    }
+    mzn_trace("%s %s (mode 0x%x, dataset prefix '%s')", create ? "create" : "open", s->archive_path,
+              (unsigned)mode, s->prefix);
+    mzn_registry_note_opened(s);
+    *out = s;
+    return NC_NOERR;
+fail:
+    if (s->archive) {
+        if (s->writable) mmzip_rollback(s->archive);
+        mmzip_close(s->archive);
+    }
+    free_session(s);
+    return rc;
+}
+
+int mzn_session_close(mzn_session *s, int deleteit) {
+    int rc = NC_NOERR;
+    mzn_registry_forget(s);
+    int discard = deleteit || s->discard;
+    if (s->writable && !discard) rc = mzn_publish(s, MZN_PUBLISH_FINAL);
+    if (s->writable && (discard || rc != NC_NOERR)) mmzip_rollback(s->archive);
+    mzv_close(s->view);
+    int st = mmzip_close(s->archive);
+    if (st != MMZIP_OK && rc == NC_NOERR) {
+        mzn_diag("%s", mmzip_last_error());
+        rc = mzn_nc_error(st);
+    }
+    /* An aborted create removes what it made; an archive it never published is still the previous one. */
+    if (deleteit && s->created && s->published && unlink(s->archive_path) != 0 && errno != ENOENT)
+        mzn_diag("%s: cannot remove the aborted dataset: %s", s->archive_path, strerror(errno));
+    mzn_trace("close %s (deleteit %d) -> %d", s->archive_path, deleteit, rc);
+    free_session(s);
+    return rc;
+}
+
+/* The view's answer for key: 1 with data, 0 if the view does not translate it, or a netCDF error. */
+static int from_view(mzn_session *s, const char *key, const void **data, size_t *len) {
+    int r = mzv_get(s->view, key, data, len);
+    if (r < 0) mzn_diag("%s: %s: the compatibility view cannot present this object (netCDF error %d)",
+                        s->archive_path, key, r);
+    return r;
+}
+
+int mzn_session_peek(mzn_session *s, const char *key, const void **data, size_t *len) {
+    if (!key || key[0] != '/') return NC_EEMPTY;
+    int r = from_view(s, key, data, len);
+    if (r != 0) return r < 0 ? r : NC_NOERR;
+    mzn_blob *b = mzn_keymap_get(&s->pending_metadata, key);
+    if (b) {
+        *data = b->bytes;
+        *len = b->len;
+        return NC_NOERR;
+    }
+    char *name = mzn_session_entry_name(s, key);
+    if (!name) return NC_ENOMEM;
+    uint64_t size = 0;
+    int st = mmzip_get(s->archive, name, data, &size);
+    if (st != MMZIP_OK && st != MMZIP_ENOTFOUND) mzn_diag("%s", mmzip_last_error());
+    free(name);
+    *len = (size_t)size;
+    return mzn_nc_error(st);
+}
+
+int mzn_session_len(mzn_session *s, const char *key, mzn_size64 *size) {
+    *size = 0;
+    if (!key || key[0] != '/') return NC_EEMPTY;
+    const void *data;
+    size_t len;
+    int r = from_view(s, key, &data, &len);
+    if (r < 0) return r;
+    if (r == 0) {
+        mzn_blob *b = mzn_keymap_get(&s->pending_metadata, key);
+        if (b) {
+            len = b->len;
+        } else {
+            char *name = mzn_session_entry_name(s, key);
+            if (!name) return NC_ENOMEM;
+            uint64_t n = 0;
+            int st = mmzip_size(s->archive, name, &n);
+            free(name);
+            if (st != MMZIP_OK) return mzn_nc_error(st);
+            len = (size_t)n;
+        }
+    }
+    *size = len;
+    return NC_NOERR;
+}
+
+int mzn_session_exists(mzn_session *s, const char *key) {
+    mzn_size64 ignored;
+    return mzn_session_len(s, key, &ignored);
+}
+
+static int is_zattrs_key(const char *key) {
+    size_t n = strlen(key);
+    return n >= 8 && strcmp(key + n - 8, "/.zattrs") == 0;
+}
+
+int mzn_session_read(mzn_session *s, const char *key, mzn_size64 start, mzn_size64 count, void *content) {
+    const void *data;
+    size_t len;
+    int rc = mzn_session_peek(s, key, &data, &len);
+    if (rc != NC_NOERR) return rc;
+    if (start > len || count > len - start) {
+        mzn_diag("%s: %s: read of bytes %llu..%llu past the end of the %zu-byte object", s->archive_path, key,
+                 start, start + count, len);
+        return NC_EEDGE;
+    }
+    if (count) memcpy(content, (const unsigned char *)data + start, (size_t)count);
+    /* Once NCZarr has seen a .zattrs, its later rewrite of it is deliberate (see attribute_merge.h). */
+    if (s->writable && is_zattrs_key(key) && mzn_keymap_put(&s->attrs_read, key, s, NULL) != 0) return NC_ENOMEM;
+    return NC_NOERR;
+}
+
+/* Collects the distinct child names below a directory of the archive or of the pending metadata. */
+typedef struct child_names {
+    const char *dir;   /* entry-name prefix of the directory, ending in '/' (or "" for the root) */
+    size_t dir_len;
+    mzn_keymap seen;
+    int failed;
+} child_names;
+
+static void add_child(child_names *c, const char *rest, size_t rest_len) {
+    const char *slash = memchr(rest, '/', rest_len);
+    size_t n = slash ? (size_t)(slash - rest) : rest_len;
+    if (n == 0 || c->failed) return; /* the directory's own entry ("dir/") */
+    char *name = strndup(rest, n);
+    if (!name || mzn_keymap_put(&c->seen, name, NULL, NULL) != 0) c->failed = 1;
+    free(name);
+}
+
+static int collect_entry(const mmzip_entry_info *info, void *ctx) {
+    child_names *c = ctx;
+    if (info->name_len >= c->dir_len) add_child(c, info->name + c->dir_len, info->name_len - c->dir_len);
+    return c->failed ? MMZIP_ENOMEM : 0;
+}
+
+static int compare_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int mzn_session_search(mzn_session *s, const char *prefix, void *nclist) {
+    if (!prefix || prefix[0] != '/') return NC_NOERR;
+    /* "/" is the dataset root; "/a/b" has the children "a/b/..." */
+    size_t plen = strlen(prefix);
+    while (plen > 1 && prefix[plen - 1] == '/') plen--;
+    int root = plen == 1;
+    char *dir = malloc(s->prefix_len + plen + 1);
+    if (!dir) return NC_ENOMEM;
+    memcpy(dir, s->prefix, s->prefix_len);
+    size_t dlen = s->prefix_len;
+    if (!root) {
+        memcpy(dir + dlen, prefix + 1, plen - 1);
+        dlen += plen - 1;
+        dir[dlen++] = '/';
+    }
+    dir[dlen] = '\0';
+    child_names c = {dir, dlen, MZN_KEYMAP_INIT, 0};
+    int st = mmzip_list(s->archive, dir, collect_entry, &c);
+    int rc = NC_NOERR;
+    if (st != MMZIP_OK && !c.failed) {
+        mzn_diag("%s", mmzip_last_error());
+        rc = mzn_nc_error(st);
+    }
+    /* Metadata written in this session is not in the archive yet. */
+    const char *key;
+    for (size_t i = 0; rc == NC_NOERR && mzn_keymap_next(&s->pending_metadata, &i, &key, NULL);) {
+        if (root) add_child(&c, key + 1, strlen(key + 1));
+        else if (strncmp(key, prefix, plen) == 0 && key[plen] == '/')
+            add_child(&c, key + plen + 1, strlen(key + plen + 1));
+    }
+    if (c.failed) rc = NC_ENOMEM;
+    char **names = NULL;
+    size_t n = 0;
+    if (rc == NC_NOERR && c.seen.count) {
+        names = malloc(c.seen.count * sizeof *names);
+        if (!names) rc = NC_ENOMEM;
+        for (size_t i = 0; names && mzn_keymap_next(&c.seen, &i, &key, NULL);) names[n++] = (char *)key;
+    }
+    if (names) qsort(names, n, sizeof *names, compare_names);
+    for (size_t i = 0; rc == NC_NOERR && i < n; i++) {
+        char *copy = strdup(names[i]);
+        if (!copy || !nclistpush(nclist, copy)) {
+            free(copy);
+            rc = NC_ENOMEM;
+        }
+    }
+    free(names);
+    mzn_keymap_clear(&c.seen, NULL);
+    free(dir);
+    return rc;
+}

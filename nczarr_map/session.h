@@ -1,0 +1,103 @@
+/*
+ * session.h - one open NCZarr dataset in one archive: the storage map the plugin hands to netCDF-C.
+ *
+ * A session lives from nczmap_open/nczmap_create to the map's close. It owns an mmzip handle on the
+ * archive ("r" for read-only opens, "r+" for NC_WRITE, "w" with MMZIP_PUBLISH_ON_COMMIT for create, all with
+ * MMZIP_COMMIT_MANUAL) and the compatibility view (view/view.h).
+ *
+ * Keys are NCZarr keys ("/grp/var/.zarray"); the archive entry of a key is the dataset prefix (layout.h)
+ * followed by the key without its leading '/'.
+ *
+ * Reads are served, in this order, by the view (translated objects), by the metadata written earlier in
+ * this session, and by the archive (committed entries, and chunks written earlier in this session, which
+ * the writer's handle sees while they are pending).
+ *
+ * Writes: NCZarr rewrites group and array metadata at every enddef, sync and close, so metadata objects
+ * (names starting with '.') are held in memory, the latest write winning, and written to the archive only
+ * when the session publishes (publish.h); chunks go to the archive at once, as pending entries. Nothing a
+ * session writes is visible to other handles before it publishes, and a process that dies first leaves
+ * the archive at its previous commit (or, for a create, leaves no archive).
+ *
+ * Not thread-safe: netCDF-C calls a map from one thread at a time.
+ */
+#ifndef MZN_SESSION_H
+#define MZN_SESSION_H
+
+#include <stddef.h>
+
+#include "abi_version.h"
+#include "keymap.h"
+#include "mmzip.h"
+#include "view.h"
+#include "zmap_abi.h"
+
+typedef struct mzn_session {
+    mzn_zmap base;            /* first member: netCDF-C holds a pointer to it as its NCZMAP */
+    mzn_abi abi;
+    mmzip_t *archive;
+    char *archive_path;
+    char *prefix;             /* dataset prefix of entry names: "" or "dir/" */
+    size_t prefix_len;
+    int writable;
+    int created;              /* made by nczmap_create */
+    int discard;              /* nc_abort(): roll back instead of publishing at close */
+    int published;            /* at least one commit happened in this session */
+    mzv_view *view;
+    mzn_keymap pending_metadata; /* key -> mzn_blob*: metadata written this session, not yet published */
+    mzn_keymap attrs_read;       /* .zattrs keys read this session (to recognise blind rewrites) */
+} mzn_session;
+
+/* An owned byte string. */
+typedef struct mzn_blob {
+    size_t len;
+    unsigned char bytes[];
+} mzn_blob;
+
+/* A copy of len bytes, or NULL if out of memory. */
+mzn_blob *mzn_blob_new(const void *bytes, size_t len);
+
+/*
+ * Opens (create == 0) or creates (create == 1) the session for the URL NCZarr passes to the map, with the
+ * netCDF mode flags and NCZarr control flags it passes. Returns NC_NOERR and sets *out, or a netCDF error
+ * (after printing what went wrong): NC_EURL, ENOENT, EBUSY (another writer), NC_EEXIST (NC_NOCLOBBER),
+ * NC_ENOTNC (not a ZIP archive), NC_ENCZARR, NC_ENOMEM. The session registers itself with the registry
+ * (registry.h) so that the interposed nc_open/nc_create can bind it to the ncid.
+ */
+int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, int create, mzn_session **out);
+
+/*
+ * Publishes everything (unless discarding), closes the archive and frees the session. deleteit != 0 (an
+ * aborted create) discards the session's writes and removes the archive if this session published it.
+ * Returns NC_NOERR or the netCDF error of a failed publish, in which case nothing of this session after
+ * its last publish reaches the archive.
+ */
+int mzn_session_close(mzn_session *s, int deleteit);
+
+/* The five read operations of the storage map. Return NC_NOERR, NC_EEMPTY (absent, or a directory), or a
+ * netCDF error. */
+int mzn_session_exists(mzn_session *s, const char *key);
+int mzn_session_len(mzn_session *s, const char *key, mzn_size64 *size);
+int mzn_session_read(mzn_session *s, const char *key, mzn_size64 start, mzn_size64 count, void *content);
+/* Appends (with nclistpush) the malloc'ed names of the children of prefix ("/" or "/a/b"): objects and
+ * directories, each once. A prefix with no children gives an empty list and NC_NOERR. */
+int mzn_session_search(mzn_session *s, const char *prefix, void *nclist);
+
+/*
+ * Zero-copy access to the current bytes of key (view, then this session's metadata, then the archive),
+ * valid until the next write or publish of the session. NC_EEMPTY if absent.
+ */
+int mzn_session_peek(mzn_session *s, const char *key, const void **data, size_t *len);
+
+/*
+ * Stores a whole object. Refused with NC_EPERM on a read-only session, and with the view's error if the
+ * view refuses it (a write to a translated array). A write the view reports as unchanged is dropped.
+ * Metadata objects are buffered (see above); a .zattrs rewritten without having been read in this session
+ * is merged with the archive's version (attribute_merge.h). Chunks are appended to the archive as pending
+ * entries.
+ */
+int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t len);
+
+/* The archive entry name of key (malloc'ed), or NULL if key does not start with '/' or out of memory. */
+char *mzn_session_entry_name(const mzn_session *s, const char *key);
+
+#endif

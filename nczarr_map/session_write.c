@@ -1,0 +1,109 @@
+/* session_write.c - the write operation of the storage map: buffered metadata, appended chunks. */
+#include <netcdf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attribute_merge.h"
+#include "diag.h"
+#include "session.h"
+#include "status.h"
+
+/* Metadata objects (.zgroup, .zarray, .zattrs, .zmetadata, .nczarr) are named with a leading '.'; chunk
+ * names never are. */
+static int is_metadata_key(const char *key) {
+    const char *last = strrchr(key, '/');
+    return last && last[1] == '.';
+}
+
+static int is_zattrs_key(const char *key) {
+    size_t n = strlen(key);
+    return n >= 8 && strcmp(key + n - 8, "/.zattrs") == 0;
+}
+
+/*
+ * The bytes to buffer for a metadata write: the incoming ones, or for a blind .zattrs rewrite, their
+ * merge with the archived attributes. Sets *owned when *bytes was allocated here.
+ */
+static int metadata_bytes(mzn_session *s, const char *key, const void *data, size_t len, const void **bytes,
+                          size_t *out_len, char **owned) {
+    *bytes = data;
+    *out_len = len;
+    *owned = NULL;
+    if (!is_zattrs_key(key) || mzn_keymap_has(&s->attrs_read, key)) return NC_NOERR;
+    char *name = mzn_session_entry_name(s, key);
+    if (!name) return NC_ENOMEM;
+    const void *archived;
+    uint64_t archived_len;
+    int st = mmzip_get(s->archive, name, &archived, &archived_len);
+    free(name);
+    if (st == MMZIP_ENOTFOUND) return NC_NOERR; /* a new object: nothing to lose */
+    if (st != MMZIP_OK) {
+        mzn_diag("%s", mmzip_last_error());
+        return mzn_nc_error(st);
+    }
+    size_t merged_len;
+    int m = mzn_merge_blind_attributes(archived, (size_t)archived_len, data, len, owned, &merged_len);
+    if (m < 0) return NC_ENOMEM;
+    if (m == 1) {
+        mzn_trace("%s: %s rewritten without being read: merged with the archived attributes",
+                  s->archive_path, key);
+        *bytes = *owned;
+        *out_len = merged_len;
+    }
+    return NC_NOERR;
+}
+
+static int buffer_metadata(mzn_session *s, const char *key, const void *data, size_t len) {
+    mzn_blob *b = mzn_blob_new(data, len);
+    if (!b) return NC_ENOMEM;
+    void *old = NULL;
+    if (mzn_keymap_put(&s->pending_metadata, key, b, &old) != 0) {
+        free(b);
+        return NC_ENOMEM;
+    }
+    free(old);
+    return NC_NOERR;
+}
+
+/* Asks the view whether the bytes may be stored: 0 store, 1 drop (unchanged), or its error. */
+static int view_allows(mzn_session *s, const char *key, const void *data, size_t len) {
+    int r = mzv_check_write(s->view, key, data, len);
+    if (r < 0)
+        mzn_diag("%s: %s: write refused: the object belongs to an array that is presented translated by the "
+                 "compatibility view, and the archive keeps its original form (netCDF error %d)",
+                 s->archive_path, key, r);
+    return r;
+}
+
+int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t len) {
+    if (!key || key[0] != '/') return NC_EINVAL;
+    if (!s->writable) {
+        mzn_diag("%s: %s: cannot write: the dataset is open read-only", s->archive_path, key);
+        return NC_EPERM;
+    }
+    mzn_trace("write %s (%zu bytes)", key, len);
+    if (is_metadata_key(key)) {
+        const void *bytes;
+        size_t n;
+        char *owned;
+        int rc = metadata_bytes(s, key, data, len, &bytes, &n, &owned);
+        if (rc == NC_NOERR) {
+            int r = view_allows(s, key, bytes, n);
+            if (r == 1) free(mzn_keymap_remove(&s->pending_metadata, key)); /* back to the presented form */
+            rc = r < 0 ? r : r == 1 ? NC_NOERR : buffer_metadata(s, key, bytes, n);
+        }
+        free(owned);
+        return rc;
+    }
+    int r = view_allows(s, key, data, len);
+    if (r != 0) return r < 0 ? r : NC_NOERR;
+    char *name = mzn_session_entry_name(s, key);
+    if (!name) return NC_ENOMEM;
+    int st = mmzip_put(s->archive, name, data, len, 0);
+    free(name);
+    if (st != MMZIP_OK) {
+        mzn_diag("%s", mmzip_last_error());
+        return mzn_nc_error(st);
+    }
+    return NC_NOERR;
+}
