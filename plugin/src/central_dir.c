@@ -18,15 +18,15 @@ void mz_cd_free(mz_cd *cd) {
 }
 
 int mz_name_ok(const char *name, size_t len) {
-    if (len == 0 || len > 0xFFFF) return 0;
+    if (len == 0 || len > 0xFFFF || name[0] == '/') return 0;
     if (memchr(name, '\0', len)) return 0;
-    if (name[0] == '/') return 0;
-    /* A '..' path component would escape the archive root when extracted. */
-    for (size_t i = 0; i < len;) {
-        size_t j = i;
-        while (j < len && name[j] != '/') j++;
-        if (j - i == 2 && name[i] == '.' && name[i + 1] == '.') return 0;
-        i = j + 1;
+    /* A '..' path component would escape the archive root when extracted. Names almost never contain two
+     * dots in a row, so look for those first and inspect the components only then. */
+    for (const char *p = name, *end = name + len; (p = memchr(p, '.', (size_t)(end - p))) != NULL; p++) {
+        if (p + 1 == end || p[1] != '.') continue;
+        int starts = p == name || p[-1] == '/';
+        int ends = p + 2 == end || p[2] == '/';
+        if (starts && ends) return 0;
     }
     return 1;
 }
@@ -96,8 +96,9 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
             goto fail;
         }
         const uint8_t *name = r + MZ_CDH_FIXED;
-        quote_name(qn, sizeof qn, name, nlen);
+#define QN() quote_name(qn, sizeof qn, name, nlen)
         if (!mz_name_ok((const char *)name, nlen)) {
+            QN();
             st = mz_fail(MMZIP_ECORRUPT, "%s: entry %u has an unsafe name '%s' (empty, NUL, absolute or '..')",
                          src->name, i, qn);
             goto fail;
@@ -109,6 +110,7 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
         for (uint32_t k = 0; k + 4 <= xlen;) {
             uint16_t id = mz_get16(x + k), len = mz_get16(x + k + 2);
             if (k + 4u + len > xlen) {
+                QN();
                 st = mz_fail(MMZIP_ECORRUPT, "%s: entry '%s' has a malformed extra field", src->name, qn);
                 goto fail;
             }
@@ -124,11 +126,13 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
         }
         if (need_o || need_d) {
         short_z64:
+            QN();
             st = mz_fail(MMZIP_ECORRUPT, "%s: entry '%s' lacks the ZIP64 field its sentinels require", src->name, qn);
             goto fail;
         }
         /* A size left at 0xFFFFFFFF with no ZIP64 field is a genuine 32-bit value (4 GiB - 1). */
         if (disk != 0) {
+            QN();
             st = mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%s' lives on disk %u: multi-disk archives are not "
                          "supported", src->name, qn, disk);
             goto fail;
@@ -136,12 +140,14 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
         uint64_t abs_lfh = lfh + t->concat;
         if (abs_lfh < lfh || abs_lfh > t->cd_pos || t->cd_pos - abs_lfh < (uint64_t)MZ_LFH_FIXED + nlen ||
             csize > t->cd_pos - abs_lfh - MZ_LFH_FIXED - nlen) {
+            QN();
             st = mz_fail(MMZIP_ECORRUPT, "%s: entry '%s' (header at %llu, %llu bytes) does not fit before the "
                          "central directory at %llu", src->name, qn, (unsigned long long)abs_lfh,
                          (unsigned long long)csize, (unsigned long long)t->cd_pos);
             goto fail;
         }
         if (method == 0 && csize != usize && !(flags & MZ_FLAG_ENCRYPTED)) {
+            QN();
             st = mz_fail(MMZIP_ECORRUPT, "%s: stored entry '%s' has compressed size %llu but size %llu", src->name,
                          qn, (unsigned long long)csize, (unsigned long long)usize);
             goto fail;

@@ -316,8 +316,9 @@ typedef struct mz_store {
     mz_entry *e;
     uint32_t n, cap, n_committed;
     uint32_t n_pending_live, n_shadowed, n_dead;
-    uint32_t *slots;
-    uint32_t slot_mask;            /* slots has slot_mask + 1 entries, each index + 1 or 0 */
+    uint64_t *slots;               /* name hash << 32 | (entry index + 1); 0 = empty. The hash beside the index
+                                    * lets a probe skip non-matching slots without touching the entries. */
+    uint32_t slot_mask;            /* slots has slot_mask + 1 entries */
     uint8_t *cd;                   /* directory image: committed records, then pending records */
     uint64_t cd_len, cd_cap, cd_committed_len;
     uint32_t *sorted;              /* visible entries sorted by name (lazy), for listing */
@@ -353,6 +354,8 @@ int mz_table_insert(mz_store *s, uint32_t idx);
 /* The entry visible under name: for the writer, its newest live version; for readers, the committed one. */
 mz_entry *mz_lookup(mz_store *s, const char *name, size_t len, int writer_view);
 uint32_t mz_lookup_head(mz_store *s, const char *name, size_t len); /* raw head index or MZ_NONE */
+/* The version of a name visible to a view, given its head index (MZ_NONE gives NULL). */
+mz_entry *mz_visible_version(mz_store *s, uint32_t head, int writer_view);
 int mz_visible(const mz_entry *e, int writer_view);
 int mz_sorted_index(mz_store *s, int writer_view);
 int mz_cd_reserve(mz_store *s, uint64_t extra);
@@ -378,6 +381,7 @@ int mz_neutralize_dead_start(mz_store *s);
 int mz_recover_locked(mz_store *s);
 
 /* store.c */
+pid_t mz_current_pid(void); /* getpid(), cached; reset in a forked child */
 int mz_load_state(mz_store *s, int allow_scan_back, mz_trailer *t_out);
 int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd);
 void mz_store_describe_layout(mz_store *s);

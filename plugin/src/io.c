@@ -119,20 +119,6 @@ void mz_crashpoint(const char *name) {
 void mz_crashpoint(const char *name) { (void)name; }
 #endif
 
-static int write_all(int fd, const uint8_t *p, size_t len, uint64_t off) {
-    while (len) {
-        ssize_t w = pwrite(fd, p, len, (off_t)off);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        len -= (size_t)w;
-        off += (uint64_t)w;
-    }
-    return 0;
-}
-
 int mz_io_write(mz_store *s, const void *buf, size_t len, uint64_t off, const char *what) {
     mmzip_iovec v = {buf, len};
     return mz_io_writev(s, &v, 1, off, what);
@@ -152,23 +138,49 @@ int mz_io_writev(mz_store *s, const mmzip_iovec *iov, int n, uint64_t off, const
         die();
     }
     if (mode == 2) total = total > 1 ? total / 2 : total;
-    uint64_t budget = total;
 #endif
-    uint64_t pos = off;
-    for (int i = 0; i < n; i++) {
-        uint64_t len = iov[i].len;
-#ifdef MMZIP_TESTING
-        if (len > budget) len = budget;
-        budget -= len;
-#endif
-        if (len == 0) continue;
-        /* Two iovecs per entry (header, data) would allow pwritev, but the data may be gigabytes in one
-         * buffer: a plain loop of pwrite is as fast and keeps the torn-write simulation simple. */
-        if (write_all(s->fd, iov[i].base, (size_t)len, pos) != 0)
+    /* One pwritev for a header and its data; the list is rebuilt as partial writes advance. */
+    struct iovec v[16];
+    int i = 0;
+    uint64_t in_first = 0, pos = off, left = total;
+    while (left) {
+        int k = 0;
+        uint64_t batch = 0;
+        for (int j = i; j < n && k < 16 && batch < left; j++) {
+            uint64_t skip = j == i ? in_first : 0, len = iov[j].len - skip;
+            if (len > left - batch) len = left - batch;
+            if (len == 0) continue;
+            v[k].iov_base = (uint8_t *)iov[j].base + skip;
+            v[k].iov_len = (size_t)len;
+            batch += len;
+            k++;
+        }
+        ssize_t w = pwritev(s->fd, v, k, (off_t)pos);
+        if (w < 0) {
+            if (errno == EINTR) continue;
             return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot write %s (%llu bytes at offset %llu)", s->path,
-                                 what, (unsigned long long)len, (unsigned long long)pos);
-        TRACE(MZ_OP_WRITE, pos, iov[i].base, len, what);
-        pos += len;
+                                 what, (unsigned long long)left, (unsigned long long)pos);
+        }
+#ifdef MMZIP_TESTING
+        for (int j = 0; j < k; j++) {
+            TRACE(MZ_OP_WRITE, pos, v[j].iov_base, (uint64_t)w < v[j].iov_len ? (uint64_t)w : v[j].iov_len, what);
+            if ((uint64_t)w <= v[j].iov_len) { pos += (uint64_t)w; left -= (uint64_t)w; w = 0; break; }
+            pos += v[j].iov_len;
+            left -= v[j].iov_len;
+            w -= (ssize_t)v[j].iov_len;
+        }
+#else
+        pos += (uint64_t)w;
+        left -= (uint64_t)w;
+#endif
+        /* Find where the next write resumes. */
+        uint64_t done = pos - off;
+        i = 0;
+        while (i < n && done >= iov[i].len) {
+            done -= iov[i].len;
+            i++;
+        }
+        in_first = done;
     }
 #ifdef MMZIP_TESTING
     if (mode == 2) die();

@@ -17,6 +17,22 @@
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static mz_store *registry;
 
+/* Every write checks that the store was opened by this process (fork safety); getpid() is a system call. */
+static pid_t cached_pid;
+static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
+static void forget_pid(void) { __atomic_store_n(&cached_pid, 0, __ATOMIC_RELAXED); }
+static void install_fork_handler(void) { pthread_atfork(NULL, NULL, forget_pid); }
+
+pid_t mz_current_pid(void) {
+    pthread_once(&pid_once, install_fork_handler);
+    pid_t p = __atomic_load_n(&cached_pid, __ATOMIC_RELAXED);
+    if (!p) {
+        p = getpid();
+        __atomic_store_n(&cached_pid, p, __ATOMIC_RELAXED);
+    }
+    return p;
+}
+
 void mmzip_options_init(mmzip_options *o) {
     memset(o, 0, sizeof *o);
     o->max_file_size = MZ_DEFAULT_MAX_FILE_SIZE;
@@ -166,7 +182,7 @@ static mz_store *store_new(const char *path, const mmzip_options *o, int writabl
         return NULL;
     }
     s->fd = s->old_fd = -1;
-    s->owner = getpid();
+    s->owner = mz_current_pid();
     s->opts = *o;
     s->writable = writable;
     s->locks_supported = 1;
@@ -330,7 +346,7 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
     mz_store *s = NULL;
     if (exists) {
         for (s = registry; s; s = s->next)
-            if (s->dev == st.st_dev && s->ino == st.st_ino && !s->unpublished && s->owner == getpid()) break;
+            if (s->dev == st.st_dev && s->ino == st.st_ino && !s->unpublished && s->owner == mz_current_pid()) break;
     }
     if (s) {
         const char *why = NULL;
@@ -382,7 +398,7 @@ int mmzip_close(mmzip_t *h) {
     mz_store *s = h->s;
     int r = MMZIP_OK;
     /* In a forked child an inherited handle is only let go of: the parent owns the pending state. */
-    if (h->writable && s->owner == getpid()) {
+    if (h->writable && s->owner == mz_current_pid()) {
         pthread_mutex_lock(&s->wmu);
         if (s->open_reservations) {
             /* An unpatched reservation holds no promised data: drop it, keep the rest. */

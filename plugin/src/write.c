@@ -17,7 +17,7 @@
 static int check_writer(mmzip_t *h, const char *key, const char *fn) {
     if (!h) return mz_fail(MMZIP_EINVAL, "%s: NULL handle", fn);
     if (!h->writable) return mz_fail(MMZIP_EREADONLY, "%s: opened read-only; cannot %s", h->s->path, fn + 6);
-    if (h->s->owner != getpid())
+    if (h->s->owner != mz_current_pid())
         return mz_fail(MMZIP_EBUSY, "%s: this handle was opened by another process and inherited across fork(); "
                        "open the archive again in this process", h->s->path);
     if (key && !mz_name_ok(key, strlen(key)))
@@ -62,7 +62,7 @@ static uint64_t room_for(mz_store *s, uint64_t entry_end, size_t name_len) {
  * Adds the table entry of a new pending entry whose bytes are on disk. The previous version of the name
  * is superseded: a committed one is shadowed (readers keep seeing it until the commit), a pending one dies.
  */
-static int add_pending(mz_store *s, mz_entry *ne, const char *key, int reserved) {
+static int add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, int reserved) {
     pthread_rwlock_wrlock(&s->rw);
     int st = mz_cd_reserve(s, ne->cd_rec_len);
     if (!st) st = mz_entries_reserve(s, 1);
@@ -73,7 +73,6 @@ static int add_pending(mz_store *s, mz_entry *ne, const char *key, int reserved)
     ne->cd_rec = s->cd_len;
     mz_write_cdh(s->cd + s->cd_len, key, ne->name_len, ne->crc, ne->csize, ne->lfh_off);
     ne->replaces = MZ_NONE;
-    uint32_t head = mz_lookup_head(s, key, ne->name_len);
     if (head != MZ_NONE) {
         mz_entry *o = &s->e[head];
         if (o->state == MZ_PENDING) {
@@ -102,10 +101,9 @@ static int add_pending(mz_store *s, mz_entry *ne, const char *key, int reserved)
     return st;
 }
 
-/* If the newest version of key is a pending entry at the very end of the pending region, its space can be
- * reused: it is about to be superseded anyway. */
-static uint64_t reusable_start(mz_store *s, const char *key, size_t len) {
-    uint32_t head = mz_lookup_head(s, key, len);
+/* If the newest version of a key (head) is a pending entry at the very end of the pending region, its space
+ * can be reused: it is about to be superseded anyway. */
+static uint64_t reusable_start(mz_store *s, uint32_t head) {
     if (head == MZ_NONE) return s->pending_end;
     mz_entry *o = &s->e[head];
     if (o->state != MZ_PENDING || (o->mark & MZ_MARK_RESERVED)) return s->pending_end;
@@ -135,7 +133,7 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
         return mz_fail(MMZIP_EBUSY, "%s: entry '%s' is reserved and not yet patched", s->path, key);
     }
     /* Rewriting a key with the bytes it already holds is a no-op: no byte is written. */
-    mz_entry *old = mz_lookup(s, key, nlen, 1);
+    mz_entry *old = mz_visible_version(s, head, 1);
     if (old && old->method == 0 && old->usize == total && old->crc == crc && mz_resolve_data(s, old) == MMZIP_OK) {
         const uint8_t *p = s->map.base + old->data_off;
         int same = 1;
@@ -148,7 +146,7 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
             return MMZIP_OK;
         }
     }
-    uint64_t lfh_off = reusable_start(s, key, nlen);
+    uint64_t lfh_off = reusable_start(s, head);
     uint32_t pad = mz_align_padding(lfh_off, nlen, alignment);
     size_t hlen = mz_our_lfh_size(nlen, pad);
     uint64_t end = lfh_off + hlen + total;
@@ -184,7 +182,7 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
     ne.gp_flags = MZ_FLAG_UTF8;
     ne.state = MZ_PENDING;
     ne.alignment = alignment;
-    st = add_pending(s, &ne, key, 0);
+    st = add_pending(s, &ne, key, head, 0);
     if (st) goto out;
     s->pending_end = end;
     s->bytes_since_commit += hlen + total + ne.cd_rec_len;
@@ -259,7 +257,8 @@ int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t align
     if (st) return st;
     size_t nlen = strlen(key);
     pthread_mutex_lock(&s->wmu);
-    if (find_reserved(s, key)) {
+    uint32_t head = mz_lookup_head(s, key, nlen);
+    if (head != MZ_NONE && (s->e[head].mark & MZ_MARK_RESERVED)) {
         pthread_mutex_unlock(&s->wmu);
         return mz_fail(MMZIP_EBUSY, "%s: entry '%s' is already reserved", s->path, key);
     }
@@ -295,7 +294,7 @@ int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t align
     ne.state = MZ_PENDING;
     ne.mark = MZ_MARK_RESERVED;
     ne.alignment = alignment;
-    st = add_pending(s, &ne, key, 1);
+    st = add_pending(s, &ne, key, head, 1);
     if (st) {
         mz_map_drop_writable(&s->map, data_off, capacity);
         goto out;
