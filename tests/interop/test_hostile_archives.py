@@ -17,6 +17,7 @@ ENOTZIP, ECORRUPT, EUNSUPPORTED, ECRC, ETOOBIG = -5, -6, -7, -8, -11
 
 A = zb.Entry("a.txt", b"alpha " * 20)
 B = zb.Entry("b.txt", b"bravo " * 30)
+M = zb.Entry("m.txt", b"mike " * 25)
 
 
 def overlapping_directory_records():
@@ -127,18 +128,24 @@ def bomb_understated_size():
 
 
 def local_name_differs():
+    return zb.archive([A, zb.Entry("m.txt", M.data, lfh_name=b"x.txt"), B])[0]
+
+
+def first_local_header_differs():
+    """The lowest local header must be where the directory says: it tells prepended bytes from debris."""
     return zb.archive([zb.Entry("a.txt", A.data, lfh_name=b"x.txt"), B])[0]
 
 
 def last_local_header_differs():
-    """The physically last entry's local header is wrong: it may be the torn tail of an interrupted writer,
-    so a read-only open refuses the archive rather than guess, naming the entry."""
+    """The physically last entry's local header is wrong: it may be the torn tail of an interrupted writer
+    (one that publishes the directory before the data), so readers do not list it, and mmzip check names
+    it."""
     return zb.archive([A, zb.Entry("b.txt", B.data, lfh_name=b"x.txt")])[0]
 
 
 def local_method_differs():
-    data, offs = zb.archive([A, B])
-    i = offs[0] + 8
+    data, offs = zb.archive([A, M, B])
+    i = offs[1] + 8
     return data[:i] + b"\x08\x00" + data[i + 2:]
 
 
@@ -163,8 +170,9 @@ def empty_file():
     return b""
 
 
-# (case, where it fails: "open", "get" (reading the entry) or "check" (only mmzip check), error code, the
-#  entry the error names (None: the archive), words the message must hold)
+# (case, where it fails: "open", "get" (reading the entry), "hidden" (not listed: a torn tail to readers) or
+#  "check" (only mmzip check), error code, the entry the error names (None: the archive), words the message
+#  must hold)
 CASES = [
     (overlapping_directory_records, "open", ECORRUPT, None, ["overlaps"]),
     (data_runs_into_next_header, "open", ECORRUPT, "a.txt", ["overlaps"]),
@@ -189,9 +197,10 @@ CASES = [
     (bomb_impossible_ratio, "get", ECORRUPT, "bomb.bin", ["claims", str(1 << 30)]),
     (bomb_past_decode_limit, "get", ETOOBIG, "bomb.bin", [str(1 << 40)]),
     (bomb_understated_size, "get", ECORRUPT, "bomb.bin", ["deflate stream"]),
-    (local_name_differs, "get", ECORRUPT, "a.txt", ["local header names a different entry"]),
-    (last_local_header_differs, "open", ECORRUPT, "b.txt", ["local header names a different entry"]),
-    (local_method_differs, "get", ECORRUPT, "a.txt", ["method 8"]),
+    (local_name_differs, "get", ECORRUPT, "m.txt", ["local header names a different entry"]),
+    (first_local_header_differs, "open", ECORRUPT, "a.txt", ["local header"]),
+    (last_local_header_differs, "hidden", ECORRUPT, "b.txt", ["local header"]),
+    (local_method_differs, "get", ECORRUPT, "m.txt", ["method 8"]),
     (stored_sizes_disagree, "open", ECORRUPT, "b.txt", ["compressed size"]),
     # Stored entries are handed out zero-copy, unverified (except the physically last one, which may be a
     # torn tail); a wrong CRC on another one is found by mmzip check.
@@ -238,10 +247,22 @@ def run_case(d, case, stage, code, entry, words):
             # An empty file (as mktemp leaves) is an empty archive to a writer.
             check_equal(mmzip_cli("cat", path, "new.txt").stdout, "x", "%s: entry put into it" % what)
             return
+    elif stage == "hidden":
+        check_equal(mmzip_cli("ls", "-1", path).stdout.split(), ["a.txt"], "%s: listed entries" % what)
+        p = mmzip_cli("cat", path, entry, check=False)
+        assert p.returncode == 1 and "no entry '%s'" % entry in p.stderr, "%s: %s" % (what, p.stderr)
     elif stage == "check":
         check_equal(mmzip_cli("cat", path, entry).stdout, A.data.decode(), "%s: zero-copy read" % what)
     else:
-        names = mmzip_cli("ls", "-1", path).stdout.split()
+        # A local-header problem may be found eagerly at open, or lazily at the first read of the entry;
+        # either way the error must name the entry and the problem.
+        p = mmzip_cli("ls", "-1", path, check=False)
+        if p.returncode != 0:
+            check_equal(p.returncode, 1, "%s: exit status of mmzip ls" % what)
+            expect_message(p.stderr, path, entry, words, what + " (mmzip ls)")
+            expect_cli_failure(["check", path], path, entry, words, what)
+            return
+        names = p.stdout.split()
         assert entry in names, "%s: %r not listed: %r" % (what, entry, names)
         expect_cli_failure(["cat", path, entry], path, entry, words, what)
         with mmzip.Archive(path) as a:
