@@ -1,0 +1,222 @@
+/*
+ * member_image.c - an HDF5 file that is one member of an archive: its committed version, its draft, and
+ * publishing the draft.
+ *
+ * HDF5 rewrites its metadata in place (superblock, object headers, B-trees, heaps) and gives no write
+ * ordering, so writing into the committed bytes would leave a half-updated file after a crash. Instead the
+ * first write after an open or a publish reserves a new entry for the member at the end of the archive
+ * (mmzip_reserve), copies the committed bytes into it, and from then on every write lands in that draft.
+ * A publish seals the draft with its final size and CRC (mmzip_patch) and makes it the member with one
+ * commit (mmzip_commit): the directory switches from the old version to the new one atomically. Until
+ * then the committed version is untouched and is what every other reader sees; a crash loses the draft
+ * and nothing else.
+ *
+ * The draft is reserved with room to grow, and grown in place (mmzip_reserve_resize keeps its address),
+ * so HDF5 appending to the file costs no copies beyond the first. Bytes of the draft at or past the end of
+ * file are kept zero, so growing the file never exposes stale bytes.
+ */
+#include "h5mz_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Page-aligned member data: HDF5 addresses map onto pages of the mapping one to one. */
+#define DRAFT_ALIGNMENT 4096u
+#define DRAFT_MIN_CAPACITY (1ull << 20)
+#define DRAFT_GRANULE (64ull << 10)
+
+/* Room for half as much again: HDF5 files grow in many small steps, and a reservation that must grow
+ * costs a directory relocation in the archive, so growth is geometric. */
+static uint64_t capacity_for(uint64_t need) {
+    uint64_t cap = need + need / 2;
+    if (cap < DRAFT_MIN_CAPACITY) cap = DRAFT_MIN_CAPACITY;
+    return (cap + DRAFT_GRANULE - 1) / DRAFT_GRANULE * DRAFT_GRANULE;
+}
+
+static mmzip_t *handle_of(const h5mz_member *m) { return h5mz_archive_handle(m->archive); }
+static const char *path_of(const h5mz_member *m) { return h5mz_archive_path(m->archive); }
+
+int h5mz_member_open(h5mz_member *m, h5mz_archive *archive, const char *name, unsigned how) {
+    memset(m, 0, sizeof *m);
+    mmzip_t *h = h5mz_archive_handle(archive);
+    const char *path = h5mz_archive_path(archive);
+    int writing = (how & H5MZ_OPEN_WRITE) != 0;
+    if (writing && !h5mz_archive_writable(archive))
+        return h5mz_fail(MMZIP_EREADONLY, "%s: member '%s': the archive is open read-only", path, name);
+    mmzip_entry_info info;
+    int st = mmzip_stat(h, name, &info);
+    if (st && st != MMZIP_ENOTFOUND) return h5mz_fail_core(st, "%s: member '%s'", path, name);
+    int exists = st == MMZIP_OK;
+    if (!exists && !(how & H5MZ_OPEN_CREATE))
+        return h5mz_fail(MMZIP_ENOTFOUND, "%s: the archive has no member '%s'", path, name);
+    if (exists && (how & H5MZ_OPEN_EXCLUSIVE))
+        return h5mz_fail(H5MZ_EEXIST, "%s: member '%s' already exists%s", path, name,
+                         info.method != 0 ? " (it is compressed, which the mmzip driver opens read-only)" : "");
+    int keep_bytes = exists && !(how & H5MZ_OPEN_TRUNCATE);
+    if (keep_bytes && writing && info.method != 0)
+        return h5mz_fail(MMZIP_EREADONLY, "%s: member '%s' is compressed (method %u); the mmzip driver reads "
+                         "compressed members (decoded once into memory) but cannot write them: open it "
+                         "read-only, or store it uncompressed (extract it, then `mmzip put %s %s FILE`)",
+                         path, name, (unsigned)info.method, path, name);
+    m->archive = archive;
+    m->how = how;
+    if (!(m->name = strdup(name))) return h5mz_fail(MMZIP_ENOMEM, "%s: out of memory", path);
+    if (keep_bytes) {
+        const void *data;
+        uint64_t size;
+        st = mmzip_get(h, name, &data, &size);
+        if (st) {
+            free(m->name);
+            memset(m, 0, sizeof *m);
+            return h5mz_fail_core(st, "%s: cannot read member '%s'", path, name);
+        }
+        m->committed = data;
+        m->committed_size = size;
+        m->eof = size;
+        m->deflated = info.method != 0;
+    } else {
+        /* A created or truncated member is a new version even if HDF5 writes nothing into it. */
+        m->unpublished = writing;
+    }
+    if (writing) {
+        st = h5mz_archive_claim_writer(archive, name);
+        if (st) {
+            free(m->name);
+            memset(m, 0, sizeof *m);
+            return st;
+        }
+        m->claimed = 1;
+    }
+    return MMZIP_OK;
+}
+
+void h5mz_member_read(const h5mz_member *m, uint64_t addr, size_t size, void *buf) {
+    const uint8_t *src = m->draft ? m->draft : m->committed;
+    uint64_t valid = m->draft ? m->eof : (m->eof < m->committed_size ? m->eof : m->committed_size);
+    size_t n = 0;
+    if (src && addr < valid) n = valid - addr < size ? (size_t)(valid - addr) : size;
+    if (n) memcpy(buf, src + addr, n);
+    if (n < size) memset((uint8_t *)buf + n, 0, size - n);
+}
+
+/* Reserves the draft, at least `need` bytes, and copies the committed bytes into it. */
+static int begin_draft(h5mz_member *m, uint64_t need) {
+    uint64_t keep = m->committed ? (m->eof < m->committed_size ? m->eof : m->committed_size) : 0;
+    uint64_t cap = capacity_for(need > m->eof ? need : m->eof);
+    void *view;
+    int st = mmzip_reserve(handle_of(m), m->name, cap, DRAFT_ALIGNMENT, &view);
+    if (st)
+        return h5mz_fail_core(st, "%s: member '%s': cannot reserve %llu bytes for its new version", path_of(m),
+                              m->name, (unsigned long long)cap);
+    if (keep) memcpy(view, m->committed, (size_t)keep);
+    m->draft = view;
+    m->draft_capacity = cap;
+    m->eof = keep;
+    return MMZIP_OK;
+}
+
+static int ensure_capacity(h5mz_member *m, uint64_t need) {
+    if (need <= m->draft_capacity) return MMZIP_OK;
+    uint64_t cap = capacity_for(need);
+    void *view;
+    int st = mmzip_reserve_resize(handle_of(m), m->name, cap, &view);
+    if (st)
+        return h5mz_fail_core(st, "%s: member '%s': cannot grow its new version to %llu bytes", path_of(m),
+                              m->name, (unsigned long long)cap);
+    if (view != m->draft)
+        return h5mz_fail(MMZIP_ECORRUPT, "%s: member '%s': the reservation moved when it grew", path_of(m),
+                         m->name);
+    m->draft_capacity = cap;
+    return MMZIP_OK;
+}
+
+int h5mz_member_write(h5mz_member *m, uint64_t addr, size_t size, const void *buf) {
+    if (!m->claimed)
+        return h5mz_fail(MMZIP_EREADONLY, "%s: member '%s' is open read-only", path_of(m), m->name);
+    if (size == 0) return MMZIP_OK;
+    if (addr > UINT64_MAX - size)
+        return h5mz_fail(MMZIP_EINVAL, "%s: member '%s': write past the largest address", path_of(m), m->name);
+    uint64_t end = addr + size;
+    int st;
+    if (!m->draft) {
+        /* HDF5 rewrites unchanged metadata (the superblock at close, for one): identical bytes need no new
+         * version of the member. */
+        if (m->committed && end <= m->eof && end <= m->committed_size &&
+            memcmp(m->committed + addr, buf, size) == 0)
+            return MMZIP_OK;
+        st = begin_draft(m, end);
+        if (st) return st;
+    }
+    st = ensure_capacity(m, end);
+    if (st) return st;
+    memcpy(m->draft + addr, buf, size);
+    if (end > m->eof) m->eof = end;
+    m->unpublished = 1;
+    return MMZIP_OK;
+}
+
+int h5mz_member_set_eof(h5mz_member *m, uint64_t eof) {
+    if (eof == m->eof) return MMZIP_OK;
+    if (!m->claimed)
+        return h5mz_fail(MMZIP_EREADONLY, "%s: member '%s' is open read-only", path_of(m), m->name);
+    int st;
+    if (!m->draft) {
+        /* Nothing was written: bytes past HDF5's end of allocation are harmless (HDF5 accepts trailing
+         * bytes), and dropping them is not worth a new version of the member. */
+        if (eof < m->eof) return MMZIP_OK;
+        st = begin_draft(m, eof);
+        if (st) return st;
+    }
+    st = ensure_capacity(m, eof);
+    if (st) return st;
+    if (eof < m->eof) memset(m->draft + eof, 0, (size_t)(m->eof - eof));
+    m->eof = eof;
+    m->unpublished = 1;
+    return MMZIP_OK;
+}
+
+int h5mz_member_publish(h5mz_member *m) {
+    if (!m->unpublished) return MMZIP_OK;
+    mmzip_t *h = handle_of(m);
+    int st;
+    if (!m->draft && !m->sealed) {
+        st = begin_draft(m, m->eof);
+        if (st) return st;
+    }
+    if (m->draft) {
+        st = mmzip_patch(h, m->name, m->eof);
+        if (st)
+            return h5mz_fail_core(st, "%s: member '%s': cannot seal its new version", path_of(m), m->name);
+        m->committed = m->draft;
+        m->committed_size = m->eof;
+        m->deflated = 0;
+        m->draft = NULL;
+        m->draft_capacity = 0;
+        m->sealed = 1;
+    }
+    st = mmzip_commit(h);
+    if (st)
+        return h5mz_fail_core(st, "%s: member '%s': cannot commit its new version (the archive keeps the previous "
+                              "one)", path_of(m), m->name);
+    m->sealed = 0;
+    m->unpublished = 0;
+    /* Read on through the read-only mapping of the committed entry, like every other reader. */
+    const void *data;
+    uint64_t size;
+    if (mmzip_get(h, m->name, &data, &size) == MMZIP_OK && size == m->committed_size) m->committed = data;
+    return MMZIP_OK;
+}
+
+int h5mz_member_close(h5mz_member *m) {
+    int st = MMZIP_OK;
+    if (m->claimed && m->unpublished) {
+        st = h5mz_member_publish(m);
+        /* Whatever could not be published must not reach the archive when its handle closes (close commits
+         * pending entries): drop it, leaving the member at its last commit. */
+        if (st) mmzip_rollback(handle_of(m));
+    }
+    if (m->claimed) h5mz_archive_disclaim_writer(m->archive, m->name);
+    free(m->name);
+    memset(m, 0, sizeof *m);
+    return st;
+}
