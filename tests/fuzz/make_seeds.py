@@ -41,14 +41,21 @@ def mmzip_archives(d):
     save("mmzip_torn_directory.zip", full[:len(full) - 120] + bytes(120))
 
 
+def put(z, name, data, comp):
+    """writestr with a fixed time stamp, so that the seeds come out byte-identical on every run."""
+    info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+    info.compress_type = comp
+    z.writestr(info, data)
+
+
 def zipfile_archives():
     text = b"".join(b"%d\n" % i for i in range(300))
     for comp, label in ((zipfile.ZIP_STORED, "stored"), (zipfile.ZIP_DEFLATED, "deflated")):
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", comp) as z:
-            z.writestr("a.txt", text)
-            z.writestr("dir/", b"")
-            z.writestr("b.bin", bytes(range(256)))
+            put(z, "a.txt", text, comp)
+            put(z, "dir/", b"", comp)
+            put(z, "b.bin", bytes(range(256)), comp)
             z.comment = b"comment"
         save("zipfile_%s.zip" % label, buf.getvalue())
         save("zipfile_%s_prepended.zip" % label, b"#!stub\n" * 9 + buf.getvalue())
@@ -65,11 +72,13 @@ def zipfile_archives():
 
         raw = io.BytesIO()
         with zipfile.ZipFile(Unseekable(), "w", comp) as z:
-            z.writestr("s.txt", text)
+            put(z, "s.txt", text, comp)
         save("zipfile_%s_streamed.zip" % label, raw.getvalue())
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", comp) as z:
-            with z.open("z64.txt", "w", force_zip64=True) as f:
+            info = zipfile.ZipInfo("z64.txt", date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = comp
+            with z.open(info, "w", force_zip64=True) as f:
                 f.write(text)
         save("zipfile_%s_zip64.zip" % label, buf.getvalue())
 
@@ -78,7 +87,8 @@ def tool_archives(d):
     src = os.path.join(d, "n.txt")
     with open(src, "wb") as f:
         f.write(b"".join(b"%d\n" % i for i in range(400)))
-    for name, cmd in (("infozip_deflated.zip", ["zip", "-q", "-9"]), ("7z_bzip2.zip", ["7z", "a", "-tzip", "-mm=BZip2"]),
+    os.utime(src, (1_600_000_000, 1_600_000_000))
+    for name, cmd in (("infozip_deflated.zip", ["zip", "-q", "-X", "-9"]), ("7z_bzip2.zip", ["7z", "a", "-tzip", "-mm=BZip2"]),
                       ("7z_zipcrypto.zip", ["7z", "a", "-tzip", "-pK"])):
         out = os.path.join(d, name)
         subprocess.run(cmd + [out, "n.txt"], cwd=d, check=True, capture_output=True)
