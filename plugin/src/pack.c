@@ -87,6 +87,7 @@ static int copy_entries(mz_store *s, out_file *o, uint32_t alignment, uint8_t **
         free(hdr);
         if (!st) st = out_write(o, s->map.base + e->data_off, (size_t)e->csize);
         if (st) break;
+        mz_crashpoint("pack.entry");
         size_t rl = mz_our_cdh_size(e->name_len);
         if (len + rl > cap) {
             while (len + rl > cap) cap *= 2;
@@ -168,6 +169,7 @@ int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts
         }
     }
     free(cd);
+    mz_crashpoint("pack.fsync");
     if (!st && fsync(of.fd) != 0) st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the packed archive", target);
     if (!st && !out_path) {
         mz_crashpoint("pack.rename");
@@ -178,7 +180,9 @@ int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts
             if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) != 0)
                 st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot name the packed archive", tmp);
         }
+        mz_crashpoint("pack.named");
         if (!st && rename(tmp, path) != 0) st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot replace it", path);
+        mz_crashpoint("pack.renamed");
         if (!st && fsync_dir(path) != 0) st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the directory", path);
         if (st && !anonymous) unlink(tmp);
     }

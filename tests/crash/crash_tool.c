@@ -6,6 +6,7 @@
  *   crash_tool recover  SCENARIO ARCHIVE K              writable open (repairs): state K or K+1, exactly
  *   crash_tool reader   SCENARIO ARCHIVE SECONDS        open and refresh in a loop while a writer runs; every
  *                                                       snapshot must be exactly a committed state
+ *   crash_tool pack     SCENARIO ARCHIVE -              mmzip_pack in place
  * Linked with the test build of the library (crash points from MMZIP_CRASH_AT, see plugin/src/io.c).
  */
 #define _GNU_SOURCE
@@ -152,5 +153,6 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "verify") == 0) return do_verify(name, archive, atoi(argv[4]), "r");
     if (strcmp(cmd, "recover") == 0) return do_verify(name, archive, atoi(argv[4]), "r+");
     if (strcmp(cmd, "reader") == 0) return do_reader(name, archive, atof(argv[4]));
+    if (strcmp(cmd, "pack") == 0) return mmzip_pack(archive, NULL, NULL) == MMZIP_OK ? 0 : fail("pack");
     return 2;
 }

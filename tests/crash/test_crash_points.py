@@ -222,5 +222,36 @@ def test_seed_protocol_torn_tail():
             zip_tools_ok(path)
 
 
+def test_pack_is_crash_safe():
+    """Killing `pack` anywhere leaves the old archive or the new one, whole, and no stray file."""
+    with TempDir() as tmp:
+        archive, log = os.path.join(tmp, "a.zip"), os.path.join(tmp, "log")
+        run([TOOL, "write", "basic", archive, log])
+        base = os.path.join(tmp, "base.zip.keep")
+        shutil.copy(archive, base)
+        before = os.path.getsize(base)
+        points = crash_points([TOOL, "pack", "basic", archive, "-"], tmp)
+        packed_size = os.path.getsize(archive)
+        assert packed_size < before, "pack reclaimed nothing (%d -> %d)" % (before, packed_size)
+        names = [n for n, _ in points]
+        for must in ("pack.entry", "pack.fsync", "pack.named", "pack.renamed"):
+            assert must in names, "no crash point %s in pack: %r" % (must, names)
+        seen_old = seen_new = 0
+        for name, hit in points:
+            shutil.copy(base, archive)
+            run_killed([TOOL, "pack", "basic", archive, "-"], name, hit, "pack killed at %s #%d" % (name, hit))
+            left = sorted(f for f in os.listdir(tmp) if f not in ("a.zip", "log", "points.txt", "base.zip.keep"))
+            assert not left or name == "pack.named", "pack killed at %s left %r behind" % (name, left)
+            for f in left:
+                os.unlink(os.path.join(tmp, f))
+            size = os.path.getsize(archive)
+            assert size in (before, packed_size), "pack killed at %s: the archive is neither old nor new" % name
+            seen_old += size == before
+            seen_new += size == packed_size
+            verify_after_kill("basic", archive, 10, "pack killed at %s #%d" % (name, hit))
+        assert seen_old and seen_new, "kills saw only one side of the rename (%d old, %d new)" % (seen_old, seen_new)
+
+
 if __name__ == "__main__":
-    main([test_seed_protocol_torn_tail, test_every_crash_point, test_crash_during_recovery, test_random_kills])
+    main([test_seed_protocol_torn_tail, test_every_crash_point, test_crash_during_recovery, test_random_kills,
+          test_pack_is_crash_safe])
