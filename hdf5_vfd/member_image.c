@@ -19,6 +19,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Page-aligned member data: HDF5 addresses map onto pages of the mapping one to one. */
 #define DRAFT_ALIGNMENT 4096u
@@ -31,6 +33,19 @@ static uint64_t capacity_for(uint64_t need) {
     uint64_t cap = need + need / 2;
     if (cap < DRAFT_MIN_CAPACITY) cap = DRAFT_MIN_CAPACITY;
     return (cap + DRAFT_GRANULE - 1) / DRAFT_GRANULE * DRAFT_GRANULE;
+}
+
+/* Faulting a shared file mapping in one page at a time costs more than copying the page; one madvise
+ * populates the whole range (Linux >= 5.14; elsewhere the copy simply faults). */
+static void prefault_for_writing(void *view, uint64_t len) {
+#ifdef MADV_POPULATE_WRITE
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), lo = (uintptr_t)view / page * page;
+    uintptr_t hi = (uintptr_t)view + len;
+    (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+    (void)view;
+    (void)len;
+#endif
 }
 
 static mmzip_t *handle_of(const h5mz_member *m) { return h5mz_archive_handle(m->archive); }
@@ -108,7 +123,10 @@ static int begin_draft(h5mz_member *m, uint64_t need) {
     if (st)
         return h5mz_fail_core(st, "%s: member '%s': cannot reserve %llu bytes for its new version", path_of(m),
                               m->name, (unsigned long long)cap);
-    if (keep) memcpy(view, m->committed, (size_t)keep);
+    if (keep) {
+        prefault_for_writing(view, keep);
+        memcpy(view, m->committed, (size_t)keep);
+    }
     m->draft = view;
     m->draft_capacity = cap;
     m->eof = keep;
