@@ -1,0 +1,180 @@
+/* view_attrs.c - attributes rewritten for netCDF-C 4.9.0 (see view_attrs.h). */
+#include "view_attrs.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A REAL whose source text is an integer: an integer too large for 64 bits. 4.9.0's lexer would take the
+ * digits as an integer and overflow. */
+static int is_huge_integer(const mzj_value *v) {
+    return v->kind == MZJ_REAL && v->u.real.text && !strpbrk(v->u.real.text, ".eEnNI");
+}
+
+static int is_number(const mzj_value *v) {
+    return v->kind == MZJ_INT || (v->kind == MZJ_REAL && !is_huge_integer(v));
+}
+
+/* The dtype that holds every element of a list of numbers, as 4.9.0 would pick for one value
+ * (libnczarr/zsync.c mininttype), or NULL if no integer type holds them all. */
+static const char *list_type(const mzj_value *list) {
+    int any_real = 0, any_negative = 0;
+    uint64_t max_pos = 0, max_neg = 0; /* magnitudes */
+    for (size_t i = 0; i < list->u.array.count; i++) {
+        const mzj_value *e = list->u.array.items[i];
+        if (e->kind == MZJ_REAL) {
+            any_real = 1;
+        } else if (e->u.integer.negative && e->u.integer.magnitude) {
+            any_negative = 1;
+            if (e->u.integer.magnitude > max_neg) max_neg = e->u.integer.magnitude;
+        } else if (e->u.integer.magnitude > max_pos) {
+            max_pos = e->u.integer.magnitude;
+        }
+    }
+    if (any_real) return "<f8";
+    if (!any_negative) {
+        if (max_pos <= 127) return "|i1";
+        if (max_pos <= 255) return "|u1";
+        if (max_pos <= 32767) return "<i2";
+        if (max_pos <= 65535) return "<u2";
+        if (max_pos <= 2147483647) return "<i4";
+        if (max_pos <= 4294967295u) return "<u4";
+        if (max_pos <= (uint64_t)INT64_MAX) return "<i8";
+        return "<u8";
+    }
+    if (max_pos > (uint64_t)INT64_MAX || max_neg > (uint64_t)INT64_MAX + 1) return NULL;
+    if (max_pos <= 127 && max_neg <= 128) return "|i1";
+    if (max_pos <= 32767 && max_neg <= 32768) return "<i2";
+    if (max_pos <= 2147483647 && max_neg <= 2147483648u) return "<i4";
+    return "<i8";
+}
+
+static int all_of(const mzj_value *list, int (*pred)(const mzj_value *)) {
+    for (size_t i = 0; i < list->u.array.count; i++)
+        if (!pred(list->u.array.items[i])) return 0;
+    return 1;
+}
+
+static int is_bool(const mzj_value *v) { return v->kind == MZJ_BOOL; }
+
+int mzv_attr_value_is_plain(const mzj_value *value) {
+    switch (value->kind) {
+    case MZJ_BOOL:
+    case MZJ_INT:
+    case MZJ_STRING:
+    case MZJ_OBJECT: return 1;
+    case MZJ_REAL: return !is_huge_integer(value);
+    case MZJ_ARRAY: return value->u.array.count > 0 && all_of(value, is_bool);
+    default: return 0;
+    }
+}
+
+static mzj_value *json_text(const mzj_value *value) {
+    size_t len;
+    char *text = mzj_to_text(value, &len);
+    if (!text) return NULL;
+    mzj_value *s = mzj_new_string(text, len);
+    free(text);
+    return s;
+}
+
+/* Sets name in out to the presented form of value, recording an explicit type in types when needed. */
+static int present_value(mzj_value *out, mzj_value *types, const char *name, const mzj_value *value) {
+    if (mzv_attr_value_is_plain(value)) return mzj_object_set(out, name, mzj_clone(value));
+    if (value->kind == MZJ_ARRAY && value->u.array.count > 0 && all_of(value, is_number)) {
+        const char *type = list_type(value);
+        if (type) {
+            if (mzj_object_set(types, name, mzj_new_cstring(type)) != 0) return -1;
+            return mzj_object_set(out, name, mzj_clone(value));
+        }
+    }
+    return mzj_object_set(out, name, json_text(value));
+}
+
+/* A _FillValue that can be the fill value of a numeric variable: a number (or NaN/Infinity spelled as a
+ * string) or a one-element list of one. Returns the number as a new value, or NULL. */
+static mzj_value *numeric_fill(const mzj_value *v) {
+    if (v->kind == MZJ_ARRAY && v->u.array.count == 1) v = v->u.array.items[0];
+    if (is_number(v)) return mzj_clone(v);
+    double d;
+    if (v->kind == MZJ_STRING && mzj_as_double(v, &d)) return mzj_new_real(d);
+    return NULL;
+}
+
+static int present_fill(mzj_value *out, mzj_value *types, const mzv_attr_plan *plan, const mzj_value *value) {
+    if (plan->fill_type) {
+        mzj_value *n = numeric_fill(value);
+        if (n) {
+            if (mzj_object_set(types, "_FillValue", mzj_new_cstring(plan->fill_type)) != 0) {
+                mzj_free(n);
+                return -1;
+            }
+            return mzj_object_set(out, "_FillValue", n);
+        }
+    } else if (plan->char_variable && value->kind == MZJ_STRING && value->u.string.len <= 1) {
+        if (mzj_object_set(types, "_FillValue", mzj_new_cstring("<U1")) != 0) return -1;
+        return mzj_object_set(out, "_FillValue", mzj_clone(value));
+    }
+    /* netCDF checks a _FillValue against the variable's type; keep the archive's value visible under a
+     * name netCDF does not interpret. */
+    return mzj_object_set(out, "_ZARR_FillValue", json_text(value));
+}
+
+mzj_value *mzv_attrs_present(const mzj_value *archive_attrs, const mzv_attr_plan *plan) {
+    mzj_value *out = mzj_new_object(), *types = mzj_new_object();
+    if (!out || !types) goto oom;
+    if (archive_attrs && archive_attrs->kind == MZJ_OBJECT) {
+        /* NCZarr's own archives type their attributes; keep those types. */
+        const mzj_value *own = mzj_get(mzj_get(archive_attrs, "_NCZARR_ATTR"), "types");
+        for (size_t i = 0; own && own->kind == MZJ_OBJECT && i < own->u.object.count; i++)
+            if (mzj_object_set(types, own->u.object.members[i].key, mzj_clone(own->u.object.members[i].value)) != 0)
+                goto oom;
+        for (size_t i = 0; i < archive_attrs->u.object.count; i++) {
+            const mzj_member *m = &archive_attrs->u.object.members[i];
+            int rc;
+            if (strcmp(m->key, "_NCZARR_ATTR") == 0) continue;
+            if (plan->dim_names && strcmp(m->key, "_ARRAY_DIMENSIONS") == 0) continue;
+            if (plan->dim_names && strcmp(m->key, "_FillValue") == 0) {
+                mzj_object_remove(types, "_FillValue");
+                rc = present_fill(out, types, plan, m->value);
+            } else if (mzj_get(types, m->key) && m->value->kind != MZJ_NULL) {
+                rc = mzj_object_set(out, m->key, mzj_clone(m->value)); /* typed by NCZarr */
+            } else if (strcmp(m->key, "_NCProperties") == 0 && m->value->kind != MZJ_STRING) {
+                rc = mzj_object_set(out, m->key, json_text(m->value)); /* 4.9.0 requires a string */
+            } else {
+                rc = present_value(out, types, m->key, m->value);
+            }
+            if (rc != 0) goto oom;
+        }
+    }
+    if (plan->dim_names) {
+        mzj_value *dims = mzj_new_array();
+        if (!dims) goto oom;
+        for (int i = 0; i < plan->rank; i++)
+            if (mzj_array_push(dims, mzj_new_cstring(plan->dim_names[i])) != 0) {
+                mzj_free(dims);
+                goto oom;
+            }
+        if (mzj_object_set(out, "_ARRAY_DIMENSIONS", dims) != 0) goto oom;
+    }
+    for (size_t i = 0; plan->additions && i < plan->additions->u.object.count; i++) {
+        const mzj_member *m = &plan->additions->u.object.members[i];
+        if (!mzj_get(out, m->key) && mzj_object_set(out, m->key, mzj_clone(m->value)) != 0) goto oom;
+    }
+    if (types->u.object.count) {
+        mzj_value *nczattr = mzj_new_object();
+        if (!nczattr || mzj_object_set(nczattr, "types", types) != 0) {
+            mzj_free(nczattr);
+            types = NULL;
+            goto oom;
+        }
+        types = NULL;
+        if (mzj_object_set(out, "_NCZARR_ATTR", nczattr) != 0) goto oom;
+    }
+    mzj_free(types);
+    return out;
+oom:
+    mzj_free(out);
+    mzj_free(types);
+    return NULL;
+}

@@ -1,0 +1,154 @@
+/*
+ * view_internal.h - the structures shared by the modules of the compatibility view. Not part of view.h.
+ *
+ * Module map (one responsibility per file):
+ *   view.c            mzv_open/mzv_get/mzv_close: reading the archive's metadata, routing keys
+ *   view_present.c    the presentation plan of one array or group: what netCDF-C 4.9.0 is shown
+ *   view_chunks.c     translating one chunk (decode, convert, re-layout) and the chunk cache
+ *   view_write.c      mzv_check_write: keeping write sessions from storing a translated form
+ *   view_diag.c       error messages (stderr and the last-error buffer)
+ *   view_json.c       JSON parser and 4.9.0-safe writer       view_zarr.c     .zarray and dtype model
+ *   view_codecs.c     decoding pipeline of an array           view_compressors.c, view_filters.c  codecs
+ *   view_convert.c    numeric element conversions             view_strings.c  string elements
+ *   view_layout.c     F->C order and clamping of chunks       view_dims.c     dimension names
+ *   view_attrs.c      attributes in the form 4.9.0 reads
+ */
+#ifndef MMZIP_VIEW_INTERNAL_H
+#define MMZIP_VIEW_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mmzip.h"
+#include "view.h"
+#include "view_codecs.h"
+#include "view_dims.h"
+#include "view_json.h"
+#include "view_zarr.h"
+
+/* How decoded elements become presented elements. */
+typedef enum mzv_conversion {
+    MZV_CONV_NONE,     /* same bytes */
+    MZV_CONV_BYTESWAP, /* big-endian to little-endian, per component of swap_size bytes */
+    MZV_CONV_HALF,     /* float16 to float32 */
+    MZV_CONV_UCS4,     /* numpy unicode to UTF-8 rows of row_width bytes */
+    MZV_CONV_VLEN      /* vlen-utf8 / vlen-bytes items to UTF-8 rows of row_width bytes */
+} mzv_conversion;
+
+/* A presented metadata object: its bytes, and whether they differ from the archive entry. */
+typedef struct mzv_meta {
+    char *text;               /* NULL: the view does not present this key */
+    size_t len;
+    mzj_value *json;          /* the presented value, for comparing writes */
+    const mzj_value *archive; /* what the archive holds (borrowed), NULL if it has no such entry */
+    int superseded;           /* a write session stored a new version: serve the archive/pending form */
+} mzv_meta;
+
+typedef struct mzv_array {
+    char *path;                /* relative to the dataset root, e.g. "axes/cell" */
+    mzv_zarray z;              /* the archive's .zarray */
+    mzj_value *attrs;          /* the archive's .zattrs, NULL if there is none */
+    mzv_codec_chain chain;
+
+    /* Presentation (view_present.c). */
+    int prank;                 /* presented rank: z.rank, 1 for 0-d, +1 with an extra trailing dimension */
+    uint64_t pshape[MZV_MAX_RANK + 1];
+    uint64_t pchunks[MZV_MAX_RANK + 1];
+    int extra_dim;             /* a trailing dimension was added (string length, complex parts, record bytes) */
+    int zero_d;                /* the archive array has shape [] */
+    int empty;                 /* some archive dimension has length 0 */
+    char pdtype[24];           /* presented dtype, e.g. "<f4", "<U1" */
+    mzv_conversion conversion;
+    size_t swap_size;          /* MZV_CONV_BYTESWAP: bytes per swapped component */
+    size_t row_width;          /* strings: bytes per presented row */
+    size_t elem_out;           /* presented bytes per archive element (extra dimension included) */
+    uint64_t chunk_elements;   /* archive elements per (archive) chunk */
+    size_t chunk_bytes;        /* bytes of one presented chunk */
+    int data_translated;       /* chunks are served by the view (else the map serves the archive's) */
+    int nczarr_scalar;         /* NCZarr's own scalar form, which 4.9.0 cannot read back */
+    const char *dim_names[MZV_MAX_RANK + 1]; /* owned by the view's dimension registry */
+    char *broken;              /* chunks cannot be presented: every chunk read fails with this */
+    unsigned char *fill_chunk; /* a presented chunk of fill values, built on first need */
+
+    mzv_meta zarray, zattrs;
+} mzv_array;
+
+typedef struct mzv_group {
+    char *path;                /* "" for the root */
+    mzj_value *zgroup_json;    /* the archive's .zgroup (NULL if the group only exists as a directory) */
+    mzj_value *attrs;          /* the archive's .zattrs, NULL if there is none */
+    mzv_meta zgroup, zattrs;
+} mzv_group;
+
+/* One translated chunk held by the cache. */
+typedef struct mzv_cached_chunk {
+    char *key;
+    unsigned char *data;       /* owned, unless borrowed */
+    size_t len;
+    int borrowed;              /* data points into the archive mapping */
+    uint64_t last_use;
+} mzv_cached_chunk;
+
+struct mzv_view {
+    mmzip_t *archive;
+    char *prefix;              /* entry-name prefix of the dataset, "" or ending in '/' */
+    int enabled;
+    int nczarr_format;         /* the dataset is in NCZarr 4.9.0's own format (_NCZARR_SUPERBLOCK) */
+    int daf;                   /* the dataset follows DataAxesFormats' layout */
+
+    mzv_array *arrays;         /* sorted by path */
+    size_t array_count;
+    mzv_group *groups;         /* sorted by path */
+    size_t group_count;
+    mzv_dims *dims;
+    int any_translated;
+
+    mzv_cached_chunk *cache;
+    size_t cache_count, cache_cap;
+    size_t cache_bytes, cache_budget;
+    uint64_t clock;
+
+    char last_error[1024];
+};
+
+/* view_present.c: fills the presentation fields and metadata of one array / group. 0, or a netCDF error
+ * (only NC_ENOMEM: a problem with the array itself is recorded in a->broken and presented). */
+int mzv_present_array(mzv_view *v, mzv_array *a);
+/* zgroup / attrs: the archive's parsed .zgroup and .zattrs of the group (attrs NULL if it has none). */
+int mzv_present_group(mzv_view *v, mzv_group *g, const mzj_value *zgroup, const mzj_value *attrs);
+/* NCZarr's own format: the root .zgroup declares the "_scalar_" dimension that the presented scalars use. */
+int mzv_present_nczarr_root(mzv_view *v, mzv_group *root, const mzj_value *zgroup);
+
+/* The archive entry name of a key relative to the dataset ("axes/cell/0"), malloc'ed. */
+char *mzv_entry_name(const mzv_view *v, const char *relative_key);
+
+/* view_chunks.c */
+/* Serves chunk `chunk_key` (relative to the array, e.g. "0.0.0") of array a. Returns 1 with data, 0 when
+ * the map should serve the archive entry itself, or a netCDF error. */
+int mzv_chunk_get(mzv_view *v, mzv_array *a, const char *chunk_key, const void **data, size_t *len);
+/* Parses a presented chunk key into archive grid indices; 0, or -1 if it is not a chunk key of a. */
+int mzv_chunk_key_parse(const mzv_array *a, const char *chunk_key, uint64_t *index);
+/* The presented chunk of fill values of a (built once); NULL on allocation failure. */
+const unsigned char *mzv_fill_chunk(mzv_view *v, mzv_array *a);
+/* Decodes the archive chunk at entry into presented bytes (malloc'ed). 0, 1 (entry missing), or error. */
+int mzv_chunk_translate(mzv_view *v, mzv_array *a, const char *entry, unsigned char **out, size_t *out_len);
+void mzv_cache_free(mzv_view *v);
+
+/* view_diag.c: records "<archive>: <entry>: <problem>" as the last error, prints it on stderr, returns
+ * code. */
+int mzv_fail(mzv_view *v, int code, const char *entry, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Lookups (view.c). */
+mzv_array *mzv_find_array(mzv_view *v, const char *path, size_t path_len);
+mzv_group *mzv_find_group(mzv_view *v, const char *path, size_t path_len);
+/* The array owning chunk key rel (relative to the dataset, e.g. "a/b/0.1"); *chunk_key points into rel. */
+mzv_array *mzv_find_chunk_owner(mzv_view *v, const char *rel, const char **chunk_key);
+
+/* view_write.c: semantic equality of JSON metadata, allowing for how 4.9.0 writes it back. */
+int mzv_metadata_equivalent(const char *kind, const mzj_value *presented, const mzj_value *written);
+
+#endif

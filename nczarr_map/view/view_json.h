@@ -1,0 +1,140 @@
+/*
+ * view_json.h - a small strict JSON parser and writer for Zarr v2 metadata.
+ *
+ * Why our own: the view must read what zarr-python, xarray, Zarr.jl and NCZarr write (RFC 8259 plus the
+ * NaN / Infinity / -Infinity literals that Python's json module emits) and must write JSON that netCDF-C
+ * 4.9.0's own parser (libdispatch/ncjson.c) reads back exactly. That parser does not decode \uXXXX
+ * escapes, so the writer emits raw UTF-8 and escapes only what 4.9.0 understands.
+ *
+ * Values form a tree owned by its root: mzj_free() on the root frees everything. Strings are stored with
+ * their length (they may contain NUL after \u0000) and are always NUL-terminated as well.
+ *
+ * Numbers: integers that fit in [-(2^64-1), 2^64-1] are kept exactly (MZJ_INT); every other number is a
+ * double (MZJ_REAL) that also keeps its source text, so that re-emitting it does not change its digits.
+ *
+ * Thread-safety: functions are reentrant; a value tree must not be modified by two threads at once.
+ */
+#ifndef MMZIP_VIEW_JSON_H
+#define MMZIP_VIEW_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum mzj_kind { MZJ_NULL, MZJ_BOOL, MZJ_INT, MZJ_REAL, MZJ_STRING, MZJ_ARRAY, MZJ_OBJECT } mzj_kind;
+
+typedef struct mzj_value mzj_value;
+
+typedef struct mzj_member {
+    char *key;
+    size_t key_len;
+    mzj_value *value;
+} mzj_member;
+
+struct mzj_value {
+    mzj_kind kind;
+    union {
+        int boolean;
+        struct {
+            int negative;       /* the value is -magnitude */
+            uint64_t magnitude;
+        } integer;
+        struct {
+            double value;
+            char *text;         /* the source lexeme, or NULL for values built in memory */
+        } real;
+        struct {
+            char *bytes;
+            size_t len;
+        } string;
+        struct {
+            mzj_value **items;
+            size_t count;
+        } array;
+        struct {
+            mzj_member *members;  /* in source order; a repeated key keeps only its last value */
+            size_t count;
+        } object;
+    } u;
+};
+
+/* Deepest nesting the parser accepts; Zarr metadata is shallow, hostile input is not. */
+#define MZJ_MAX_DEPTH 64
+
+/*
+ * Parses len bytes of text (UTF-8, no NUL needed) into *out. Surrounding whitespace is allowed; anything
+ * else after the value is an error. Returns 0, or -1 with a message in err (position and problem) and
+ * *out NULL. Invalid UTF-8, unpaired surrogates, control characters in strings, trailing commas, comments
+ * and nesting deeper than MZJ_MAX_DEPTH are errors.
+ */
+int mzj_parse(const char *text, size_t len, mzj_value **out, char *err, size_t err_len);
+
+void mzj_free(mzj_value *v);
+
+/* Deep copy; NULL on allocation failure. */
+mzj_value *mzj_clone(const mzj_value *v);
+
+/* Constructors; each returns NULL on allocation failure. mzj_new_string copies len bytes. */
+mzj_value *mzj_new_null(void);
+mzj_value *mzj_new_bool(int b);
+mzj_value *mzj_new_int(int64_t i);
+mzj_value *mzj_new_uint(uint64_t u);
+mzj_value *mzj_new_real(double d);
+mzj_value *mzj_new_string(const char *s, size_t len);
+mzj_value *mzj_new_cstring(const char *s);
+mzj_value *mzj_new_array(void);
+mzj_value *mzj_new_object(void);
+
+/* Appends item to an array (taking ownership). Returns 0, or -1 on allocation failure (item is freed). */
+int mzj_array_push(mzj_value *array, mzj_value *item);
+
+/* Sets key in an object to value (taking ownership), replacing an existing member in place or appending.
+ * Returns 0, or -1 on allocation failure (value is freed). */
+int mzj_object_set(mzj_value *object, const char *key, mzj_value *value);
+
+/* Removes key from an object if present. */
+void mzj_object_remove(mzj_value *object, const char *key);
+
+/* The member value for key (NUL-terminated), or NULL if absent or v is not an object. */
+const mzj_value *mzj_get(const mzj_value *v, const char *key);
+
+/* 1 if v is an integer that fits in int64_t / uint64_t, storing it; 0 otherwise. */
+int mzj_as_int64(const mzj_value *v, int64_t *out);
+int mzj_as_uint64(const mzj_value *v, uint64_t *out);
+
+/* The value of a number (INT or REAL) or of a string spelling NaN / Infinity / -Infinity, as a double.
+ * Returns 1 on success, 0 if v is not such a value. */
+int mzj_as_double(const mzj_value *v, double *out);
+
+/* The string's bytes, or NULL if v is not a string. */
+const char *mzj_string(const mzj_value *v);
+
+/*
+ * Semantic equality: same kind and value; numbers compare by value (1 == 1.0; NaN equals NaN); objects
+ * compare as unordered maps. Returns 1 if equal.
+ */
+int mzj_equal(const mzj_value *a, const mzj_value *b);
+
+/* A growable byte buffer, the target of the writer. */
+typedef struct mzj_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    int failed;  /* an allocation failed; data is incomplete */
+} mzj_buf;
+
+void mzj_buf_init(mzj_buf *b);
+void mzj_buf_free(mzj_buf *b);
+void mzj_buf_append(mzj_buf *b, const char *s, size_t n);
+void mzj_buf_puts(mzj_buf *b, const char *s);
+
+/*
+ * Appends v as JSON. Strings are written as raw UTF-8 with only '"', '\\' and control characters escaped
+ * (\b \f \n \r \t, others as \u00XX), which netCDF-C 4.9.0 reads back unchanged. Non-finite doubles are
+ * written as the bare words NaN, Infinity, -Infinity (what Python's json writes, and 4.9.0 reads).
+ */
+void mzj_write(mzj_buf *b, const mzj_value *v);
+
+/* v as a freshly allocated NUL-terminated JSON text (*len without the NUL), or NULL on allocation failure. */
+char *mzj_to_text(const mzj_value *v, size_t *len);
+
+#endif

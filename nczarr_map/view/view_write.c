@@ -1,0 +1,251 @@
+/*
+ * view_write.c - mzv_check_write: a write session must never store a translated form.
+ *
+ * netCDF-C 4.9.0 rewrites every .zarray, .zattrs and .zgroup it has read at nc_close of a writable open,
+ * and writes a fill chunk for a missing chunk it read. Those rewrites carry what the view presented, not
+ * what the archive holds. So a write is compared with the presented object:
+ *   - the same value (allowing for how 4.9.0 writes metadata back, below) -> a no-op: the archive keeps
+ *     its original bytes;
+ *   - different, and the object is a translation -> refused (NC_EPERM);
+ *   - different, and the view showed the archive's own value -> a genuine change: stored, and from then on
+ *     the view serves what was written.
+ *
+ * How 4.9.0 writes metadata back (libnczarr/zsync.c, zcvt.c): doubles with "%lg" (6 significant digits),
+ * one-element lists as scalars, booleans as integers, dicts through its own JSON text, no _NCZARR_ATTR in
+ * pure Zarr, _ARRAY_DIMENSIONS only for variables of the root group, a materialised _FillValue attribute,
+ * no "dimension_separator" when it is ".", and one-byte dtypes as "<i1"/"<u1".
+ */
+#include <math.h>
+#include <netcdf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "view_internal.h"
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Equivalence                                                                                            */
+
+static int is_num(const mzj_value *v) { return v->kind == MZJ_INT || v->kind == MZJ_REAL || v->kind == MZJ_BOOL; }
+
+static double num(const mzj_value *v) {
+    double d = 0;
+    if (v->kind == MZJ_BOOL) return v->u.boolean;
+    mzj_as_double(v, &d);
+    return d;
+}
+
+/* w is p, or p as 4.9.0 prints it with "%lg". */
+static int numbers_match(const mzj_value *p, const mzj_value *w) {
+    if (p->kind == MZJ_INT && w->kind == MZJ_INT) return mzj_equal(p, w);
+    double a = num(p), b = num(w);
+    if (isnan(a) && isnan(b)) return 1;
+    if (a == b) return 1;
+    char text[64];
+    snprintf(text, sizeof text, "%lg", a);
+    return strtod(text, NULL) == b;
+}
+
+static int values_match(const mzj_value *p, const mzj_value *w);
+
+static int objects_match(const mzj_value *p, const mzj_value *w) {
+    if (p->u.object.count != w->u.object.count) return 0;
+    for (size_t i = 0; i < p->u.object.count; i++) {
+        const mzj_value *o = mzj_get(w, p->u.object.members[i].key);
+        if (!o || !values_match(p->u.object.members[i].value, o)) return 0;
+    }
+    return 1;
+}
+
+static int values_match(const mzj_value *p, const mzj_value *w) {
+    if (p->kind == MZJ_ARRAY && p->u.array.count == 1 && w->kind != MZJ_ARRAY) return values_match(p->u.array.items[0], w);
+    if (w->kind == MZJ_ARRAY && w->u.array.count == 1 && p->kind != MZJ_ARRAY) return values_match(p, w->u.array.items[0]);
+    if (is_num(p) && is_num(w)) return numbers_match(p, w);
+    if (p->kind != w->kind) return 0;
+    switch (p->kind) {
+    case MZJ_ARRAY:
+        if (p->u.array.count != w->u.array.count) return 0;
+        for (size_t i = 0; i < p->u.array.count; i++)
+            if (!values_match(p->u.array.items[i], w->u.array.items[i])) return 0;
+        return 1;
+    case MZJ_OBJECT: return objects_match(p, w);
+    default: return mzj_equal(p, w);
+    }
+}
+
+/* "|u1" and "<u1" are the same dtype. */
+static int dtypes_match(const mzj_value *p, const mzj_value *w) {
+    const char *a = mzj_string(p), *b = mzj_string(w);
+    if (!a || !b) return p && w ? values_match(p, w) : p == w;
+    if (strlen(a) == 3 && strlen(b) == 3 && a[2] == '1' && b[2] == '1') return a[1] == b[1];
+    return strcmp(a, b) == 0;
+}
+
+static const mzj_value *get_or_null(const mzj_value *o, const char *key) {
+    static const mzj_value null_value = {.kind = MZJ_NULL};
+    const mzj_value *v = mzj_get(o, key);
+    return v ? v : &null_value;
+}
+
+static int zarray_match(const mzj_value *p, const mzj_value *w) {
+    static const char *const keys[] = {"zarr_format", "shape", "chunks", "fill_value", "order", "compressor", "filters"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!values_match(get_or_null(p, keys[i]), get_or_null(w, keys[i]))) return 0;
+    if (!dtypes_match(mzj_get(p, "dtype"), mzj_get(w, "dtype"))) return 0;
+    const char *ps = mzj_string(mzj_get(p, "dimension_separator")), *ws = mzj_string(mzj_get(w, "dimension_separator"));
+    if (strcmp(ps ? ps : ".", ws ? ws : ".") != 0) return 0;
+    const mzj_value *pa = mzj_get(p, "_NCZARR_ARRAY"), *wa = mzj_get(w, "_NCZARR_ARRAY");
+    return !pa || !wa || values_match(pa, wa);
+}
+
+static int zattrs_match(const mzj_value *p, const mzj_value *w) {
+    if (!p || !w || p->kind != MZJ_OBJECT || w->kind != MZJ_OBJECT) return 0;
+    for (size_t i = 0; i < p->u.object.count; i++) {
+        const char *k = p->u.object.members[i].key;
+        if (strcmp(k, "_NCZARR_ATTR") == 0) continue;
+        const mzj_value *o = mzj_get(w, k);
+        if (!o) {
+            if (strcmp(k, "_ARRAY_DIMENSIONS") == 0) continue; /* only written for root-group variables */
+            return 0;
+        }
+        if (!values_match(p->u.object.members[i].value, o)) return 0;
+    }
+    for (size_t i = 0; i < w->u.object.count; i++) {
+        const char *k = w->u.object.members[i].key;
+        if (strcmp(k, "_NCZARR_ATTR") == 0 || strcmp(k, "_FillValue") == 0) continue; /* materialised fill */
+        if (!mzj_get(p, k)) return 0;
+    }
+    return 1;
+}
+
+int mzv_metadata_equivalent(const char *kind, const mzj_value *presented, const mzj_value *written) {
+    if (!presented || !written) return 0;
+    if (strcmp(kind, ".zarray") == 0) return zarray_match(presented, written);
+    if (strcmp(kind, ".zattrs") == 0) return zattrs_match(presented, written);
+    return presented->kind == MZJ_OBJECT && written->kind == MZJ_OBJECT && objects_match(presented, written);
+}
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Metadata writes                                                                                        */
+
+static int check_metadata(mzv_view *v, const char *key, const char *kind, mzv_meta *m, int array_translated,
+                          const void *data, size_t len) {
+    if (m->superseded) return 0;
+    const mzj_value *shown = m->text ? m->json : m->archive;
+    mzj_value *written = NULL;
+    char err[256];
+    int parsed = mzj_parse(data, len, &written, err, sizeof err) == 0;
+    int same = parsed && shown && mzv_metadata_equivalent(kind, shown, written);
+    mzj_free(written);
+    if (same) return 1;
+    /* The view translated this object if what it shows differs from what the archive holds. */
+    int translated = array_translated ||
+                     (m->text && !(m->archive && mzv_metadata_equivalent(kind, m->archive, m->json)));
+    if (translated)
+        return mzv_fail(v, NC_EPERM, key,
+                        "write refused: this %s is presented translated by the compatibility view and the archive "
+                        "keeps its original form (open with MMZIP_NCZARR_VIEW=raw to edit the archive as it is)",
+                        kind);
+    m->superseded = 1;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Chunk writes                                                                                           */
+
+/* 1 if every element of data (len bytes) equals elem. */
+static int uniform(const unsigned char *data, size_t len, const unsigned char *elem, size_t elem_len) {
+    if (elem_len == 0 || len % elem_len) return 0;
+    for (size_t o = 0; o < len; o += elem_len)
+        if (memcmp(data + o, elem, elem_len) != 0) return 0;
+    return 1;
+}
+
+/* netCDF's default fill value of the presented dtype, which 4.9.0 uses when fill_value is null. */
+static size_t netcdf_default_fill(const char *pdtype, unsigned char *out) {
+    union {
+        signed char b;
+        short s;
+        int i;
+        long long ll;
+        unsigned char ub;
+        unsigned short us;
+        unsigned int ui;
+        unsigned long long ull;
+        float f;
+        double d;
+    } u;
+    size_t n;
+    if (!strcmp(pdtype, "<i1")) u.b = NC_FILL_BYTE, n = 1;
+    else if (!strcmp(pdtype, "<u1")) u.ub = NC_FILL_UBYTE, n = 1;
+    else if (!strcmp(pdtype, "<U1")) u.ub = NC_FILL_CHAR, n = 1;
+    else if (!strcmp(pdtype, "<i2")) u.s = NC_FILL_SHORT, n = 2;
+    else if (!strcmp(pdtype, "<u2")) u.us = NC_FILL_USHORT, n = 2;
+    else if (!strcmp(pdtype, "<i4")) u.i = NC_FILL_INT, n = 4;
+    else if (!strcmp(pdtype, "<u4")) u.ui = NC_FILL_UINT, n = 4;
+    else if (!strcmp(pdtype, "<i8")) u.ll = NC_FILL_INT64, n = 8;
+    else if (!strcmp(pdtype, "<u8")) u.ull = NC_FILL_UINT64, n = 8;
+    else if (!strcmp(pdtype, "<f4")) u.f = NC_FILL_FLOAT, n = 4;
+    else if (!strcmp(pdtype, "<f8")) u.d = NC_FILL_DOUBLE, n = 8;
+    else return 0;
+    memcpy(out, &u, n);
+    return n;
+}
+
+static int check_chunk(mzv_view *v, mzv_array *a, const char *key, const char *chunk_key, const void *data, size_t len) {
+    uint64_t index[MZV_MAX_RANK + 1];
+    if (mzv_chunk_key_parse(a, chunk_key, index) != 0) return 0;
+    if (a->data_translated) {
+        const void *shown;
+        size_t shown_len;
+        int r = mzv_chunk_get(v, a, chunk_key, &shown, &shown_len);
+        if (r < 0) return r;
+        if (r == 1 && shown_len == len && memcmp(shown, data, len) == 0) return 1;
+        return mzv_fail(v, NC_EPERM, key,
+                        "write refused: the chunks of this array are presented translated by the compatibility view "
+                        "and the archive keeps its original chunks");
+    }
+    /* An untranslated array: the map serves the archive's chunk, so a rewrite of the same bytes, or the
+     * fill chunk 4.9.0 writes for a missing chunk it merely read, changes nothing. */
+    char *relative = malloc(strlen(a->path) + strlen(chunk_key) + 2);
+    if (!relative) return NC_ENOMEM;
+    sprintf(relative, "%s/%s", a->path, chunk_key);
+    char *entry = mzv_entry_name(v, relative);
+    free(relative);
+    if (!entry) return NC_ENOMEM;
+    const void *stored;
+    uint64_t size;
+    int st = mmzip_get(v->archive, entry, &stored, &size);
+    free(entry);
+    if (st == MMZIP_OK) return size == len && memcmp(stored, data, len) == 0;
+    if (st != MMZIP_ENOTFOUND) return 0;
+    const unsigned char *fill = mzv_fill_chunk(v, a);
+    unsigned char dflt[8];
+    size_t dn = netcdf_default_fill(a->pdtype, dflt);
+    if (len != a->chunk_bytes) return 0;
+    if (fill && memcmp(fill, data, len) == 0) return 1;
+    return dn && a->elem_out == dn && uniform(data, len, dflt, dn);
+}
+
+int mzv_check_write(mzv_view *v, const char *key, const void *data, size_t len) {
+    if (!v || !v->enabled || !key || key[0] != '/') return 0;
+    const char *rel = key + 1;
+    const char *slash = strrchr(rel, '/');
+    const char *base = slash ? slash + 1 : rel;
+    size_t dl = slash ? (size_t)(slash - rel) : 0;
+    if (strcmp(base, ".zarray") == 0 || strcmp(base, ".zattrs") == 0 || strcmp(base, ".zgroup") == 0) {
+        mzv_array *a = dl && base[2] != 'g' ? mzv_find_array(v, rel, dl) : NULL;
+        if (a) {
+            mzv_meta *m = base[2] == 'a' && base[3] == 'r' ? &a->zarray : &a->zattrs;
+            return check_metadata(v, key, base, m, a->data_translated || a->zero_d || a->empty, data, len);
+        }
+        mzv_group *g = mzv_find_group(v, rel, dl);
+        if (!g) return 0; /* a new group or array */
+        mzv_meta *m = strcmp(base, ".zgroup") == 0 ? &g->zgroup : &g->zattrs;
+        if (!m->text && !m->archive) return 0;
+        return check_metadata(v, key, base, m, 0, data, len);
+    }
+    const char *chunk_key;
+    mzv_array *a = mzv_find_chunk_owner(v, rel, &chunk_key);
+    return a ? check_chunk(v, a, key, chunk_key, data, len) : 0;
+}

@@ -1,0 +1,81 @@
+/*
+ * view_zarr.h - the Zarr v2 metadata model: dtypes and .zarray documents, parsed and validated.
+ *
+ * Everything here is a pure function of the JSON text; nothing reads the archive. Errors are returned as
+ * -1 with a message in a caller-supplied buffer that names the problem (the caller adds file and entry).
+ * Reentrant; no global state.
+ */
+#ifndef MMZIP_VIEW_ZARR_H
+#define MMZIP_VIEW_ZARR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "view_json.h"
+
+/* numpy allows 32 dimensions; netCDF allows more, but nothing real uses them. */
+#define MZV_MAX_RANK 32
+
+typedef enum mzv_dtype_class {
+    MZV_DT_BOOL,      /* |b1 */
+    MZV_DT_INT,       /* i1 i2 i4 i8 */
+    MZV_DT_UINT,      /* u1 u2 u4 u8 */
+    MZV_DT_FLOAT,     /* f2 f4 f8 */
+    MZV_DT_COMPLEX,   /* c8 c16: two floats per element */
+    MZV_DT_BYTES,     /* |S<n>: n bytes, NUL-padded */
+    MZV_DT_UNICODE,   /* <U<n> >U<n>: n UCS-4 code points, NUL-padded */
+    MZV_DT_OBJECT,    /* |O: Python objects, stored through an object codec (vlen-utf8, ...) */
+    MZV_DT_DATETIME,  /* M8[unit]: int64 counts of unit since 1970-01-01 */
+    MZV_DT_TIMEDELTA, /* m8[unit]: int64 counts of unit */
+    MZV_DT_OPAQUE     /* V<n> and structured dtypes: fixed-size records we do not interpret */
+} mzv_dtype_class;
+
+typedef struct mzv_dtype {
+    mzv_dtype_class cls;
+    int big_endian;  /* '>' byte order (only meaningful for multi-byte items) */
+    size_t itemsize; /* bytes per element in a decoded chunk; 0 for OBJECT */
+    size_t width;    /* BYTES: bytes per element; UNICODE: code points per element */
+    char unit[16];   /* DATETIME / TIMEDELTA unit, e.g. "ns", "D", "10s" */
+} mzv_dtype;
+
+/*
+ * Parses a Zarr v2 dtype (a numpy type string such as "<f8", or a structured dtype list). Returns 0, or
+ * -1 with a message in err.
+ */
+int mzv_dtype_parse(const mzj_value *dtype, mzv_dtype *out, char *err, size_t err_len);
+
+/* Parses a plain numpy type string (no structured list), e.g. the "dtype" of a delta filter. */
+int mzv_dtype_parse_string(const char *s, mzv_dtype *out, char *err, size_t err_len);
+
+/* A parsed and validated .zarray. */
+typedef struct mzv_zarray {
+    int rank;
+    uint64_t shape[MZV_MAX_RANK];
+    uint64_t chunks[MZV_MAX_RANK];
+    mzv_dtype dtype;
+    int fortran_order;            /* "order": "F" */
+    char separator;               /* '.' or '/' */
+    const mzj_value *fill_value;  /* into json; NULL when absent */
+    const mzj_value *compressor;  /* into json; NULL for null / absent */
+    const mzj_value *filters;     /* into json; an array, or NULL for null / absent / [] */
+    const mzj_value *dtype_json;  /* into json: the dtype as written */
+    mzj_value *json;              /* the whole document, owned */
+} mzv_zarray;
+
+/*
+ * Parses the text of a .zarray. Checks: zarr_format 2; shape and chunks lists of non-negative integers of
+ * equal length (at most MZV_MAX_RANK); a chunk length of 0 only where the shape is 0 (DataAxesFormats'
+ * empty arrays); a known dtype; order "C" or "F"; separator "." or "/"; compressor an object or null;
+ * filters a list of objects or null. Returns 0 (caller frees with mzv_zarray_free), or -1 with err.
+ */
+int mzv_zarray_parse(const char *text, size_t len, mzv_zarray *out, char *err, size_t err_len);
+
+void mzv_zarray_free(mzv_zarray *z);
+
+/* Number of elements in one chunk (the product of chunks), or 0 if it overflows or a chunk length is 0. */
+uint64_t mzv_chunk_elements(const mzv_zarray *z);
+
+/* 1 if any dimension has length 0. */
+int mzv_zarray_is_empty(const mzv_zarray *z);
+
+#endif
