@@ -148,14 +148,10 @@ int mzn_publish(mzn_session *s, mzn_publish_kind kind) {
     if (kind == MZN_PUBLISH_SYNC) hold_incomplete_listings(s, objs, n);
     int rc = write_objects(s, objs, n);
     if (rc == NC_NOERR) {
-        mmzip_info info;
-        int pending = mmzip_get_info(s->archive, &info) == MMZIP_OK && info.pending > 0;
         int st = mmzip_commit(s->archive);
         if (st != MMZIP_OK) {
             mzn_diag("%s", mmzip_last_error());
             rc = mzn_nc_error(st);
-        } else if (pending) {
-            s->published = 1;
         }
     }
     if (rc == NC_NOERR) {

@@ -42,7 +42,7 @@ static int view_disabled_by_env(void) {
 static void free_session(mzn_session *s) {
     if (!s) return;
     mzn_keymap_clear(&s->pending_metadata, free);
-    mzn_keymap_clear(&s->attrs_read, NULL);
+    mzn_keymap_clear(&s->attrs_known, NULL);
     free(s->base.url);
     free(s->archive_path);
     free(s->prefix);
@@ -115,14 +115,15 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
     s->prefix = layout.prefix;
     s->prefix_len = strlen(s->prefix);
 
-    rc = mzv_open(s->archive, s->prefix, !parsed.view_raw && !view_disabled_by_env(), &s->view);
+    int view_enabled = !parsed.view_raw && !view_disabled_by_env();
+    rc = mzv_open(s->archive, s->prefix, view_enabled, &s->view);
     if (rc != NC_NOERR) {
         mzn_diag("%s: the compatibility view cannot present this archive (netCDF error %d); "
                  "MMZIP_NCZARR_VIEW=raw opens it untranslated", s->archive_path, rc);
         goto fail;
     }
-    mzn_trace("%s %s (mode 0x%x, dataset prefix '%s')", create ? "create" : "open", s->archive_path,
-              (unsigned)mode, s->prefix);
+    mzn_trace("%s %s (mode 0x%x, dataset prefix '%s', compatibility view %s)", create ? "create" : "open",
+              s->archive_path, (unsigned)mode, s->prefix, view_enabled ? "on" : "off");
     mzn_registry_note_opened(s);
     *out = s;
     return NC_NOERR;
@@ -147,8 +148,10 @@ int mzn_session_close(mzn_session *s, int deleteit) {
         mzn_diag("%s", mmzip_last_error());
         rc = mzn_nc_error(st);
     }
-    /* An aborted create removes what it made; an archive it never published is still the previous one. */
-    if (deleteit && s->created && s->published && unlink(s->archive_path) != 0 && errno != ENOENT)
+    /* nc_abort of a create deletes the dataset (netCDF semantics: the create already clobbered any previous
+     * file). The archive cannot simply be left unpublished: closing an mmzip store created with
+     * MMZIP_PUBLISH_ON_COMMIT publishes it, even empty. */
+    if (deleteit && s->created && unlink(s->archive_path) != 0 && errno != ENOENT)
         mzn_diag("%s: cannot remove the aborted dataset: %s", s->archive_path, strerror(errno));
     mzn_trace("close %s (deleteit %d) -> %d", s->archive_path, deleteit, rc);
     free_session(s);
@@ -229,8 +232,8 @@ int mzn_session_read(mzn_session *s, const char *key, mzn_size64 start, mzn_size
         return NC_EEDGE;
     }
     if (count) memcpy(content, (const unsigned char *)data + start, (size_t)count);
-    /* Once NCZarr has seen a .zattrs, its later rewrite of it is deliberate (see attribute_merge.h). */
-    if (s->writable && is_zattrs_key(key) && mzn_keymap_put(&s->attrs_read, key, s, NULL) != 0) return NC_ENOMEM;
+    /* Once netCDF-C has seen a .zattrs, its later rewrites of it are deliberate (see attribute_merge.h). */
+    if (s->writable && is_zattrs_key(key) && mzn_keymap_put(&s->attrs_known, key, s, NULL) != 0) return NC_ENOMEM;
     return NC_NOERR;
 }
 

@@ -41,10 +41,11 @@ typedef struct mzn_session {
     int writable;
     int created;              /* made by nczmap_create */
     int discard;              /* nc_abort(): roll back instead of publishing at close */
-    int published;            /* at least one commit happened in this session */
     mzv_view *view;
     mzn_keymap pending_metadata; /* key -> mzn_blob*: metadata written this session, not yet published */
-    mzn_keymap attrs_read;       /* .zattrs keys read this session (to recognise blind rewrites) */
+    mzn_keymap attrs_known;      /* .zattrs keys whose content netCDF-C knows: read in this session, or
+                                  * first written by it (absent from the archive); others are blind
+                                  * rewrites (attribute_merge.h) */
 } mzn_session;
 
 /* An owned byte string. */
@@ -67,7 +68,7 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
 
 /*
  * Publishes everything (unless discarding), closes the archive and frees the session. deleteit != 0 (an
- * aborted create) discards the session's writes and removes the archive if this session published it.
+ * aborted create) discards the session's writes and removes the archive, as netCDF's nc_abort does.
  * Returns NC_NOERR or the netCDF error of a failed publish, in which case nothing of this session after
  * its last publish reaches the archive.
  */

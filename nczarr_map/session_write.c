@@ -29,14 +29,18 @@ static int metadata_bytes(mzn_session *s, const char *key, const void *data, siz
     *bytes = data;
     *out_len = len;
     *owned = NULL;
-    if (!is_zattrs_key(key) || mzn_keymap_has(&s->attrs_read, key)) return NC_NOERR;
+    if (!is_zattrs_key(key) || mzn_keymap_has(&s->attrs_known, key)) return NC_NOERR;
     char *name = mzn_session_entry_name(s, key);
     if (!name) return NC_ENOMEM;
     const void *archived;
     uint64_t archived_len;
     int st = mmzip_get(s->archive, name, &archived, &archived_len);
     free(name);
-    if (st == MMZIP_ENOTFOUND) return NC_NOERR; /* a new object: nothing to lose */
+    if (st == MMZIP_ENOTFOUND) {
+        /* A new object: nothing to lose, and what this session writes to it later is authoritative (a
+         * merge would resurrect attributes it deletes after an nc_sync published the object). */
+        return mzn_keymap_put(&s->attrs_known, key, s, NULL) == 0 ? NC_NOERR : NC_ENOMEM;
+    }
     if (st != MMZIP_OK) {
         mzn_diag("%s", mmzip_last_error());
         return mzn_nc_error(st);
