@@ -68,9 +68,14 @@ static int base64_bytes(const char *s, mzv_bytes *out) {
     return mzv_filter_decode(&f, &in, in.len, out, err, sizeof err);
 }
 
-/* Writes the presented form of the Zarr fill value into one element (elem_out bytes, pre-zeroed). */
+/* Writes the presented form of the Zarr fill value into one element (elem_out bytes, pre-zeroed). Numbers
+ * take the presented fill_value (an empty array's is netCDF's default fill), the rest the archive's. */
 static void fill_element(const mzv_array *a, unsigned char *elem) {
     const mzj_value *f = a->z.fill_value;
+    if (a->zarray.json && a->z.dtype.cls != MZV_DT_COMPLEX) {
+        const mzj_value *shown = mzj_get(a->zarray.json, "fill_value");
+        if (shown && shown->kind != MZJ_NULL) f = shown;
+    }
     if (!f || f->kind == MZJ_NULL) return;
     mzv_dtype p;
     char err[64];

@@ -216,10 +216,29 @@ static int int_fits(const mzj_value *f, const char *pdtype) {
     return mzj_as_uint64(f, &u) && !is_signed && bits == 64;
 }
 
+/* netCDF's default fill value for a presented numeric dtype: what an empty array's one presented element
+ * holds, so that ncdump prints it as "_" (no data). null for chars. */
+static mzj_value *default_fill(const char *pdtype) {
+    static const struct {
+        const char *dtype;
+        double value;
+        int is_real;
+    } fills[] = {{"<i1", NC_FILL_BYTE, 0},     {"<u1", NC_FILL_UBYTE, 0},  {"<i2", NC_FILL_SHORT, 0},
+                 {"<u2", NC_FILL_USHORT, 0},   {"<i4", NC_FILL_INT, 0},    {"<u4", NC_FILL_UINT, 0},
+                 {"<f4", NC_FILL_FLOAT, 1},    {"<f8", NC_FILL_DOUBLE, 1}};
+    if (!strcmp(pdtype, "<i8")) return mzj_new_int(NC_FILL_INT64);
+    if (!strcmp(pdtype, "<u8")) return mzj_new_uint(NC_FILL_UINT64);
+    for (size_t i = 0; i < sizeof fills / sizeof fills[0]; i++)
+        if (!strcmp(pdtype, fills[i].dtype))
+            return fills[i].is_real ? mzj_new_real(fills[i].value) : mzj_new_int((int64_t)fills[i].value);
+    return mzj_new_null();
+}
+
 /* The fill_value presented in .zarray: a number for numeric presentations, otherwise null (the view
  * serves missing chunks of translated arrays itself, with the archive's fill). */
 static mzj_value *presented_fill(const mzv_array *a) {
     const mzj_value *f = a->z.fill_value;
+    if ((!f || f->kind == MZJ_NULL) && a->empty) return default_fill(a->pdtype);
     if (!f || f->kind == MZJ_NULL) return mzj_new_null();
     switch (a->z.dtype.cls) {
     case MZV_DT_BOOL:
