@@ -1,0 +1,141 @@
+"""Point 4: appending in place. An archive opened NC_WRITE gets a new group and a variable with data; at
+close, every pre-existing entry keeps its offset, size and CRC (`mmzip ls` before and after, and Python's
+zipfile independently) and its bytes are untouched on disk; the only entry replaced is the group listing
+that NCZarr must update to name the new group (a new version appended; the old bytes stay where they
+were). A zarr-python archive (no listings) keeps literally every entry. The new variable reads back in
+ncdump and zarr-python. Opening for write and closing with no change adds zero bytes, for all three
+archive kinds."""
+import hashlib
+import os
+import shutil
+
+from mmzip_testlib import PYTHON, TempDir, check_equal, ls_entries, main, mmzip, mmzip_run, run, zip_tools_ok
+from nczarr_testlib import (dir_url, ls_zip, make_sample_nc, make_zarr_python, ncdump, zarr_read_all,
+                            zip_directory)
+
+APPEND = r"""
+import sys
+import mmzip
+mmzip.enable_netcdf()
+import netCDF4, numpy as np
+d = netCDF4.Dataset(sys.argv[1], "a")
+g = d.createGroup("appended")
+g.createDimension("n", 6)
+v = g.createVariable("series", "i4", ("n",), chunksizes=(4,))
+v[:] = np.arange(6) * 7 - 5
+v.note = "added in place"
+d.close()
+"""
+
+TOUCH = r"""
+import sys
+import mmzip
+mmzip.enable_netcdf()
+import netCDF4
+netCDF4.Dataset(sys.argv[1], "a").close()
+"""
+
+
+def file_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def digest(path):
+    return hashlib.sha256(file_bytes(path)).hexdigest()
+
+
+def append_and_check(archive, listing_entries):
+    """Appends; checks that entries other than listing_entries are unchanged, and that all old bytes are."""
+    before_ls, before_zip, before_bytes = ls_entries(archive), ls_zip(archive), file_bytes(archive)
+    run([PYTHON, "-c", APPEND, archive], env={"LD_PRELOAD": ""})
+    after_ls, after_zip, after_bytes = ls_entries(archive), ls_zip(archive), file_bytes(archive)
+    zip_tools_ok(archive)
+    mmzip("check", archive)
+    replaced = sorted(n for n in before_ls if after_ls.get(n) != before_ls[n])
+    check_equal(replaced, sorted(listing_entries), "pre-existing entries that changed (mmzip ls)")
+    check_equal(sorted(n for n in before_zip if after_zip.get(n) != before_zip[n]), sorted(listing_entries),
+                "pre-existing entries that changed (zipfile)")
+    for name, e in before_ls.items():
+        # Local header and data of every old entry, replaced ones included, are still there, unmoved.
+        start, end = before_zip[name][0], e["offset"] + e["csize"]
+        if after_bytes[start:end] != before_bytes[start:end]:
+            raise AssertionError("bytes of pre-existing entry %s (%d..%d) changed" % (name, start, end))
+    return sorted(set(after_ls) - set(before_ls))
+
+
+NEW_ENTRIES = ["appended/.zgroup", "appended/series/.zarray", "appended/series/.zattrs", "appended/series/0",
+               "appended/series/1"]
+
+
+def check_new_variable_reads_back(archive, group=""):
+    dump = ncdump(archive, "-v", "series")
+    for needle in ("group: appended", "series = -5, 2, 9, 16, 23, 30 ;", 'series:note = "added in place"'):
+        assert needle in dump, "ncdump after appending lacks %r:\n%s" % (needle, dump)
+    arrays = zarr_read_all(archive, group)
+    check_equal(arrays["appended/series"][0], [-5, 2, 9, 16, 23, 30], "zarr-python values of the appended array")
+
+
+def test_append_to_our_archive():
+    with TempDir() as d:
+        nc = make_sample_nc(os.path.join(d, "in.nc"))
+        archive = os.path.join(d, "ours.zarr.zip")
+        mmzip_run("nccopy", nc, archive)
+        before = ncdump(archive)
+        # NCZarr lists a group's subgroups in its .zgroup: that one object must change.
+        added = append_and_check(archive, [".zgroup"])
+        check_equal(added, NEW_ENTRIES, "entries added")
+        check_new_variable_reads_back(archive)
+        # Everything that was there reads as before.
+        after = ncdump(archive)
+        assert after.startswith(before[:before.index("group: surface")]), "root group changed by the append"
+
+
+def test_append_to_zarr_python_archive():
+    with TempDir() as d:
+        archive = make_zarr_python(os.path.join(d, "zp.zarr.zip"), "zip")
+        # Plain Zarr has no listings: not one pre-existing entry may change.
+        added = append_and_check(archive, [])
+        check_equal(added, NEW_ENTRIES, "entries added to the zarr-python archive")
+        arrays = zarr_read_all(archive)
+        check_equal(arrays["appended/series"][0], [-5, 2, 9, 16, 23, 30], "zarr-python reads the appended array")
+        check_equal(arrays["elevation"][0][0][:3], [-3.0, -1.75, -0.5], "old data in zarr-python")
+
+
+def test_append_to_nczarr_layout():
+    with TempDir() as d:
+        nc = make_sample_nc(os.path.join(d, "in.nc"))
+        store = os.path.join(d, "own.zarr")
+        mmzip_run("nccopy", nc, dir_url(store))
+        archive = zip_directory(store, os.path.join(d, "own.zarr.zip"))
+        added = append_and_check(archive, ["own.zarr/.zgroup"])
+        check_equal(added, ["own.zarr/" + n for n in NEW_ENTRIES], "entries added under the dataset directory")
+        check_new_variable_reads_back(archive, "own.zarr")
+
+
+def test_open_for_write_adds_nothing():
+    with TempDir() as d:
+        nc = make_sample_nc(os.path.join(d, "in.nc"))
+        ours = os.path.join(d, "ours.zarr.zip")
+        mmzip_run("nccopy", nc, ours)
+        store = os.path.join(d, "own.zarr")
+        mmzip_run("nccopy", nc, dir_url(store))
+        own = zip_directory(store, os.path.join(d, "own.zarr.zip"))
+        zp = make_zarr_python(os.path.join(d, "zp.zarr.zip"), "zip")
+        for archive in (ours, own, zp):
+            before = digest(archive), os.path.getsize(archive)
+            run([PYTHON, "-c", TOUCH, archive], env={"LD_PRELOAD": ""})
+            check_equal((digest(archive), os.path.getsize(archive)), before,
+                        "%s after an NC_WRITE open and close" % os.path.basename(archive))
+        # After an append, a no-op open adds nothing either.
+        copy = os.path.join(d, "copy.zarr.zip")
+        shutil.copy(ours, copy)
+        run([PYTHON, "-c", APPEND, copy], env={"LD_PRELOAD": ""})
+        before = digest(copy)
+        run([PYTHON, "-c", TOUCH, copy], env={"LD_PRELOAD": ""})
+        check_equal(digest(copy), before, "no-op open after an append")
+
+
+if __name__ == "__main__":
+    main([test_append_to_our_archive, test_append_to_zarr_python_archive, test_append_to_nczarr_layout,
+          test_open_for_write_adds_nothing])

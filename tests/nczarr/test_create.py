@@ -1,0 +1,102 @@
+"""Point 2: `mmzip run nccopy in.nc OUT` creates an archive for the three ways of naming it: a bare path
+ending in .zip, file:///...#mode=nczarr,zip and file:///...#mode=zarr,zip. Each archive passes zipfile,
+`unzip -t` and `7z t`; zarr-python reads every array with the values and attributes of in.nc; and
+`nccopy OUT back.nc` round-trips the values. Mode lists that would hang netCDF-C 4.9.0 (zarr last) are
+made safe, and what is created keeps its keys at the archive root."""
+import os
+
+import numpy as np
+
+from mmzip_testlib import TempDir, check_equal, main, mmzip_run, zip_tools_ok
+from nczarr_testlib import make_sample_nc, netcdf_read_all, zarr_read_all
+
+# Attributes that NCZarr keeps for itself or that zarr-python shows although netCDF does not.
+NCZARR_ONLY_ATTRIBUTES = {"_ARRAY_DIMENSIONS", "_NCZARR_ATTR", "_FillValue"}
+
+
+def same_values(got, want, what):
+    g, w = np.asarray(got), np.asarray(want)
+    if g.shape != w.shape or not np.array_equal(g, w):
+        raise AssertionError("%s: values differ:\n got %r\nwant %r" % (what, got, want))
+
+
+def check_with_zarr_python(archive, expected, what):
+    arrays = zarr_read_all(archive)
+    check_equal(sorted(arrays), sorted(expected), "%s: arrays zarr-python finds" % what)
+    for name, (values, attrs) in expected.items():
+        got_values, got_attrs = arrays[name]
+        same_values(got_values, values, "%s: zarr-python %s" % (what, name))
+        for key, value in attrs.items():
+            if key in NCZARR_ONLY_ATTRIBUTES:
+                continue
+            got = got_attrs.get(key)
+            # netCDF vector attributes are lists; a one-element one is a scalar in Zarr.
+            if isinstance(value, list) and len(value) == 1:
+                value = value[0]
+            if isinstance(got, list) and len(got) == 1:
+                got = got[0]
+            check_equal(got, value, "%s: zarr-python attribute %s:%s" % (what, name, key))
+
+
+def check_round_trip(archive, expected, work, what):
+    back = os.path.join(work, os.path.basename(archive) + ".back.nc")
+    mmzip_run("nccopy", archive, back)
+    got = netcdf_read_all(back)
+    check_equal(sorted(got), sorted(expected), "%s: variables after nccopy back to netCDF-4" % what)
+    for name, (values, attrs) in expected.items():
+        same_values(got[name][0], values, "%s: round trip of %s" % (what, name))
+        check_equal(got[name][1], attrs, "%s: attributes of %s after the round trip" % (what, name))
+
+
+def test_three_forms():
+    with TempDir() as d:
+        nc = make_sample_nc(os.path.join(d, "in.nc"))
+        expected = netcdf_read_all(nc)
+        forms = [
+            ("bare path", os.path.join(d, "bare.zarr.zip"), None),
+            ("#mode=nczarr,zip", os.path.join(d, "nczarr.zarr.zip"), "nczarr,zip"),
+            ("#mode=zarr,zip", os.path.join(d, "zarr.zarr.zip"), "zarr,zip"),
+            # Would loop forever in netCDF-C 4.9.0 (zarr last); the plugin puts zip last.
+            ("#mode=zip,zarr", os.path.join(d, "reordered.zarr.zip"), "zip,zarr"),
+        ]
+        for what, path, mode in forms:
+            target = path if mode is None else "file://%s#mode=%s" % (path, mode)
+            mmzip_run("nccopy", nc, target, timeout=120)
+            names = zip_tools_ok(path)
+            assert ".zgroup" in names and "temp/.zarray" in names, "%s: keys not at the archive root: %r" % (
+                what, names)
+            assert not any(n.endswith("/") for n in names), "%s: directory entries in %r" % (what, names)
+            check_with_zarr_python(path, expected, what)
+            check_round_trip(path, expected, d, what)
+
+
+def test_nczarr_and_zarr_metadata():
+    """mode=nczarr keeps netCDF's dimensions and attribute types; mode=zarr writes plain Zarr."""
+    with TempDir() as d:
+        nc = make_sample_nc(os.path.join(d, "in.nc"))
+        nczarr = os.path.join(d, "a.zarr.zip")
+        pure = os.path.join(d, "b.zarr.zip")
+        mmzip_run("nccopy", nc, nczarr)
+        mmzip_run("nccopy", nc, "file://%s#mode=zarr,zip" % pure)
+        import zipfile
+        with zipfile.ZipFile(nczarr) as z:
+            assert b"_NCZARR_SUPERBLOCK" in z.read(".zgroup")
+        with zipfile.ZipFile(pure) as z:
+            assert b"_NCZARR" not in z.read(".zgroup") and b"_NCZARR" not in z.read("temp/.zarray")
+
+
+def test_overwrite_replaces():
+    """nccopy onto an existing archive replaces it (NC_CLOBBER), leaving nothing of the old one."""
+    with TempDir() as d:
+        nc = make_sample_nc(os.path.join(d, "in.nc"))
+        path = os.path.join(d, "x.zarr.zip")
+        mmzip_run("nccopy", nc, "file://%s#mode=zarr,zip" % path)
+        mmzip_run("nccopy", nc, path)
+        import zipfile
+        with zipfile.ZipFile(path) as z:
+            assert b"_NCZARR_SUPERBLOCK" in z.read(".zgroup")
+            check_equal(len(z.namelist()), len(set(z.namelist())), "distinct names")
+
+
+if __name__ == "__main__":
+    main([test_three_forms, test_nczarr_and_zarr_metadata, test_overwrite_replaces])

@@ -1,0 +1,103 @@
+"""Point 3: netCDF4-python reads and writes .zarr.zip archives after `import mmzip; mmzip.enable_netcdf()`
+(no LD_PRELOAD): reading ours and zarr-python's, writing a new archive that zarr-python reads back,
+appending in mode "a", the URL forms; enable_netcdf() after netCDF4 was imported is refused clearly, and
+without it netCDF4 cannot open the archive at all."""
+import os
+
+from mmzip_testlib import PYTHON, TempDir, check_equal, main, mmzip_run, run, zip_tools_ok
+from nczarr_testlib import make_sample_nc, make_zarr_python, netcdf_read_all, zarr_read_all, zip_url
+
+
+def python(script, *args, check=True):
+    """Runs a Python snippet in a fresh interpreter (netCDF4 must not be loaded before enable_netcdf)."""
+    env = {"LD_PRELOAD": ""}
+    return run([PYTHON, "-c", script] + [str(a) for a in args], check=check, env=env)
+
+
+def test_read():
+    with TempDir() as d:
+        nc = make_sample_nc(os.path.join(d, "in.nc"))
+        ours = os.path.join(d, "ours.zarr.zip")
+        mmzip_run("nccopy", nc, ours)
+        expected = netcdf_read_all(nc)
+        for name in (ours, zip_url(ours)):
+            got = netcdf_read_all(name, enable_plugin=True)
+            check_equal(got, expected, "netCDF4-python reading %s" % name)
+        zp = make_zarr_python(os.path.join(d, "zp.zarr.zip"), "zip")
+        arrays = zarr_read_all(zp)
+        got = netcdf_read_all(zp, enable_plugin=True)
+        check_equal(sorted(got), sorted(arrays), "variables netCDF4-python finds in the zarr-python archive")
+        for name, (values, _) in arrays.items():
+            check_equal(got[name][0], values, "netCDF4-python values of %s" % name)
+
+
+WRITE = r"""
+import sys
+import mmzip
+lib = mmzip.enable_netcdf()
+assert mmzip.enable_netcdf() is lib, "a second call returns the same library"
+import netCDF4, numpy as np
+d = netCDF4.Dataset(sys.argv[1], "w")
+d.title = "written by netCDF4-python"
+d.createDimension("t", 6)
+d.createDimension("x", 5)
+v = d.createVariable("field", "f8", ("t", "x"), chunksizes=(4, 2))
+v.units = "m s-1"
+v[:] = np.arange(30).reshape(6, 5) * 0.25
+g = d.createGroup("extra")
+w = g.createVariable("ids", "i4", ("x",))
+w[:] = [5, 4, 3, 2, 1]
+d.close()
+"""
+
+APPEND = r"""
+import sys
+import mmzip
+mmzip.enable_netcdf()
+import netCDF4, numpy as np
+d = netCDF4.Dataset(sys.argv[1], sys.argv[2])
+n = d.createVariable("added_" + sys.argv[2].replace("+", "p"), "i2", ("x",))
+n[:] = [-1, -2, -3, -4, -5]
+n.comment = "appended"
+d.close()
+"""
+
+
+def test_write_and_append():
+    with TempDir() as d:
+        path = os.path.join(d, "py.zarr.zip")
+        python(WRITE, path)
+        zip_tools_ok(path)
+        arrays = zarr_read_all(path)
+        check_equal(arrays["field"][0], [[(r * 5 + c) * 0.25 for c in range(5)] for r in range(6)], "field")
+        check_equal(arrays["field"][1]["units"], "m s-1", "field:units in zarr-python")
+        check_equal(arrays["extra/ids"][0], [5, 4, 3, 2, 1], "extra/ids")
+        for mode in ("a", "r+"):
+            python(APPEND, path, mode)
+        got = netcdf_read_all(path, enable_plugin=True)
+        for name in ("added_a", "added_rp"):
+            check_equal(got[name], [[-1, -2, -3, -4, -5], {"comment": "appended"}], name)
+        check_equal(got["field"][0], arrays["field"][0], "field after appending")
+        check_equal(got["field"][1], {"units": "m s-1"}, "field attributes after appending")
+        zip_tools_ok(path)
+
+
+def test_enable_after_import_refused():
+    p = python("import netCDF4, mmzip\nmmzip.enable_netcdf()", check=False)
+    assert p.returncode != 0 and "RuntimeError" in p.stderr and "before netCDF4" in p.stderr, p.stderr
+
+
+def test_without_plugin_archive_unreadable():
+    with TempDir() as d:
+        nc = make_sample_nc(os.path.join(d, "in.nc"))
+        ours = os.path.join(d, "ours.zarr.zip")
+        mmzip_run("nccopy", nc, ours)
+        p = python("import sys, netCDF4\nnetCDF4.Dataset(sys.argv[1])", zip_url(ours), check=False)
+        assert p.returncode != 0 and "not turned on" in p.stderr, "netCDF-C alone opened a zip dataset:\n" + p.stderr
+        p = python("import sys, mmzip\nmmzip.enable_netcdf()\nimport netCDF4\n"
+                   "print(netCDF4.Dataset(sys.argv[1]).title)", zip_url(ours))
+        check_equal(p.stdout.strip(), "mmzip NCZarr test sample", "title through the plugin")
+
+
+if __name__ == "__main__":
+    main([test_read, test_write_and_append, test_enable_after_import_refused, test_without_plugin_archive_unreadable])
