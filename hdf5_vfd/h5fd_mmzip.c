@@ -77,12 +77,14 @@ static hid_t minor_for(int status, hid_t otherwise) {
     }
 }
 
-/* Pushes the driver's last message onto HDF5's error stack. A missing archive or member carries
- * "errno = 2" (as sec2's messages do), which is how h5py knows to raise FileNotFoundError. */
+/* Pushes the driver's last message onto HDF5's error stack. A missing or already existing member carries
+ * "errno = N" as sec2's messages do: h5py reads it to raise FileNotFoundError or FileExistsError. */
 static void push_error(const char *func, int status, hid_t minor) {
-    int missing = status == MMZIP_ENOTFOUND || status == MMZIP_ENOENT;
+    int err = status == MMZIP_ENOTFOUND || status == MMZIP_ENOENT ? ENOENT : status == H5MZ_EEXIST ? EEXIST : 0;
+    char suffix[96] = "";
+    if (err) snprintf(suffix, sizeof suffix, " (errno = %d, %s)", err, strerror(err));
     H5Epush2(H5E_DEFAULT, __FILE__, func, __LINE__, H5E_ERR_CLS, H5E_VFL, minor_for(status, minor), "%s%s",
-             h5mz_last_error(), missing ? " (errno = 2, No such file or directory)" : "");
+             h5mz_last_error(), suffix);
 }
 
 static void push_message(const char *func, hid_t major, hid_t minor, const char *message) {

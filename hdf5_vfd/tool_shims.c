@@ -6,9 +6,8 @@
  * library (LD_PRELOAD), so definitions here come first:
  *
  *   H5Fopen, H5Fcreate  A name that contains ".zip#/", or ends in ".zip" and is an archive holding an HDF5
- *                       member, opened with the default driver, is opened with the mmzip driver instead
- *                       (on a copy of the caller's file access properties). Every other call is passed on
- *                       untouched. This serves h5dump, h5ls, h5py, and netCDF-C once it has decided that
+ *                       member, is opened with the mmzip driver (on a copy of the caller's file access
+ *                       properties, whatever driver they named). Every other call is passed on untouched. This serves h5dump, h5ls, h5py, and netCDF-C once it has decided that
  *                       the file is HDF5.
  *   fopen, fopen64      netCDF-C decides that by itself, before it calls HDF5: it fopen()s the path,
  *                       takes its length with lseek(fileno(fp), 0, SEEK_END) and reads 8 bytes at offsets
@@ -98,7 +97,10 @@ static int archive_holds_hdf5(const char *path) {
 
 static int diverts(const char *name, hid_t fapl, int creating) {
     if (!h5mz_shims_active() || !h5mz_names_archive(name)) return 0;
-    if (fapl != H5P_DEFAULT && H5Pget_driver(fapl) != H5FD_SEC2) return 0;
+    /* Whatever driver the caller chose: no other one can open a member, and h5dump and h5ls, when the
+     * first open fails, retry with every driver they know (core and stdio would then find the first
+     * member that happens to start at 512, 1024, ... and open the raw archive). */
+    if (fapl != H5P_DEFAULT && H5Pget_driver(fapl) == H5FD_mmzip_init()) return 0;
     if (h5mz_names_member(name)) return 1;
     return !creating && archive_holds_hdf5(name);
 }
