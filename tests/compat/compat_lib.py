@@ -256,9 +256,14 @@ def as_bytes_rows(a):
 
 
 def expected_presentation(zarr_array):
-    """What the view must show for a zarr array: (values, shape) with strings as bytes rows, bool as uint8,
-    float16 as float32, complex as a trailing (real, imag) axis, datetimes as int64, 0-d as shape (1,)."""
+    """What the view must show for a zarr array: 0-d as shape (1,), little-endian, strings as bytes rows
+    ("|S1" rows joined along the last axis), bool as uint8, float16 as float32, complex with a trailing
+    (real, imag) axis, datetimes as int64, records as a trailing axis of bytes."""
     a = zarr_array[...]
+    if a.ndim == 0:
+        a = a.reshape(1)
+    if a.dtype.byteorder == ">":
+        a = a.astype(a.dtype.newbyteorder("<"))
     if a.dtype == np.dtype("S1") and a.ndim >= 1:
         # netCDF's char convention: the last axis already is the string length
         rows = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(1, -1)
@@ -274,10 +279,8 @@ def expected_presentation(zarr_array):
         a = np.stack([a.real, a.imag], axis=-1)
     elif a.dtype.kind in "Mm":
         a = a.view("<i8")
-    elif a.dtype.byteorder == ">":
-        a = a.astype(a.dtype.newbyteorder("<"))
-    if a.ndim == 0:
-        a = a.reshape(1, *a.shape)
+    elif a.dtype.kind == "V":
+        a = np.ascontiguousarray(a).view(np.uint8).reshape(*a.shape, a.dtype.itemsize)
     return a
 
 

@@ -1,0 +1,187 @@
+"""Issue point 3: big-endian dtypes, order "F", 0-d arrays, float16, strings of every kind, bool, complex,
+datetimes, chunks longer than the shape, and the attribute values that break netCDF-C 4.9.0 are read
+correctly, or shown in the documented form (docs/compat-view.md), and no tool crashes on them: ncdump,
+nccopy (to a netCDF-4 file, read back without mmzip), ncks and netCDF4-python."""
+import json
+import math
+import os
+
+import numcodecs
+import numpy as np
+import zarr
+
+import compat_lib as C
+from mmzip_testlib import TempDir, check_equal, main, mmzip_run, run
+
+RNG = np.random.default_rng(11)
+
+
+def arrays():
+    """name -> (data, create kwargs)."""
+    out = {}
+    for dt in (">i2", ">i4", ">i8", ">u2", ">u4", ">u8", ">f4", ">f8", "<f2", ">f2", "|b1", "<c8", ">c16"):
+        data = (RNG.normal(size=(5, 4)) * 100).astype(dt) if dt[1] in "fc" else RNG.integers(0, 100, size=(5, 4)).astype(dt)
+        if dt[1] == "c":
+            data = data + 1j * np.arange(20).reshape(5, 4).astype(dt)
+        out["t" + dt.replace(">", "be_").replace("<", "le_").replace("|", "")] = (data, dict(chunks=(2, 3)))
+    out["half_special"] = (np.array([0, -0.0, 1e-7, 65504, np.inf, -np.inf, np.nan], dtype="<f2"), {})
+    # Fortran order: 2-D and 3-D, several chunks with partial ones, big-endian and compressed too
+    out["fortran_2d"] = (np.arange(35, dtype="<i4").reshape(5, 7), dict(order="F", chunks=(2, 3)))
+    out["fortran_3d_be"] = (np.arange(60, dtype=">f8").reshape(3, 4, 5), dict(order="F", chunks=(2, 3, 4)))
+    out["fortran_strings"] = (np.array([["a", "bb"], ["ccc", "é"]]), dict(order="F"))
+    # 0-d arrays of each kind
+    for name, value in (("i4", np.int32(-7)), ("f8", np.float64(2.5)), ("b1", np.bool_(True)),
+                        ("be_u2", np.dtype(">u2").type(513)), ("f2", np.float16(0.5)), ("U", np.str_("zéro")),
+                        ("S", np.bytes_(b"raw")), ("c8", np.complex64(1 - 2j))):
+        out["scalar_" + name] = (np.array(value), {})
+    out["scalar_vlen"] = (np.array("vlen é", dtype=object), dict(object_codec=numcodecs.VLenUTF8()))
+    # strings
+    out["str_fixed_bytes"] = (np.array([b"ab", b"", b"cdefg"]), {})
+    out["str_S1_chars"] = (np.array([[b"a", b"b"], [b"c", b""]], dtype="S1"), {})
+    out["str_unicode_le"] = (np.array(["αβγ", "", "x"]), {})
+    out["str_unicode_be"] = (np.array(["big", "endé"], dtype=">U4"), {})
+    out["str_vlen_utf8"] = (np.array(["", "lång", "a" * 40], dtype=object), dict(object_codec=numcodecs.VLenUTF8()))
+    out["str_vlen_bytes"] = (np.array([b"\x01\x02", b"xyz"], dtype=object), dict(object_codec=numcodecs.VLenBytes()))
+    # other dtypes
+    out["datetime_ns"] = (np.array(["2020-01-01T00:00:01", "1969-12-31"], dtype="datetime64[ns]"), {})
+    out["datetime_days_be"] = (np.array(["2000-03-01", "NaT"], dtype=">M8[D]"), {})
+    out["timedelta_s"] = (np.array([1, -2], dtype="timedelta64[s]"), {})
+    out["record"] = (np.array([(1, 2.0), (3, 4.0)], dtype=[("a", "<i4"), ("b", "<f8")]), {})
+    # chunks longer than the shape (4.9.0 refuses them)
+    out["chunk_longer"] = (np.arange(5, dtype="<i8"), dict(chunks=(10,)))
+    out["chunk_longer_2d"] = (np.arange(12, dtype="<u1").reshape(3, 4), dict(chunks=(8, 3)))
+    out["missing_chunks"] = (None, dict(shape=(6,), chunks=(2,), dtype=">i4", fill_value=-9))
+    return out
+
+
+AWKWARD_ATTRS = {
+    "strings": ["a", "b c"],
+    "mixed": [1, "x", None],
+    "nothing": None,
+    "empty_list": [],
+    "nested": [[1, 2], [3]],
+    "dict": {"k": ["v", 1], "é": None},
+    "unicode": "caf\u00e9 \u2603",
+    "ints_wide": [1, 100000, -5],
+    "ints_and_floats": [1, 2.5],
+    "bools": [True, False],
+    "big": 2 ** 70,
+    "nan": math.nan,
+    "empty_string": "",
+}
+
+# How the view presents each awkward attribute (docs/compat-view.md, "Attributes"); CDL values as parsed.
+AWKWARD_SHOWN = {
+    "strings": [b'["a", "b c"]'],
+    "mixed": [b'[1, "x", null]'],
+    "nothing": [b"null"],
+    "empty_list": [b"[]"],
+    "nested": [b"[[1, 2], [3]]"],
+    "unicode": ["café ☃".encode()],
+    "ints_wide": [1, 100000, -5],
+    "ints_and_floats": [1.0, 2.5],
+    "bools": [1, 0],
+    "big": [str(2 ** 70).encode()],
+    "empty_string": [b""],
+}
+
+
+def _write(path):
+    store = zarr.ZipStore(path, mode="w")
+    root = zarr.group(store=store)
+    root.attrs.put(AWKWARD_ATTRS)
+    made = {}
+    for name, (data, kwargs) in arrays().items():
+        if data is None:
+            a = root.create(name, **kwargs)
+            a[2:4] = [5, 6]  # chunks 0 and 2 stay missing: fill_value
+        else:
+            a = root.array(name, data, **kwargs)
+        made[name] = a
+    sub = root.create_group("grp")
+    sub.attrs.put({"list_of_strings": ["x", "y"]})
+    v = sub.array("v", np.arange(3, dtype=">i2"))
+    v.attrs.put({"units": "m", "_FillValue": -1, "valid_range": [0, 1000], "flags": ["a", "b"]})
+    store.close()
+    return list(made)
+
+
+def _expected(root, name):
+    return C.expected_presentation(root[name])
+
+
+def test_values_through_netcdf4_python():
+    with TempDir() as tmp:
+        path = os.path.join(tmp, "dtypes.zarr.zip")
+        names = _write(path)
+        store = zarr.ZipStore(path, mode="r")
+        root = zarr.open_group(store, mode="r")
+        try:
+            with C.open_netcdf(path) as ds:
+                for name in names:
+                    C.assert_values(C.netcdf_values(ds[name]), _expected(root, name), name)
+                C.assert_values(C.netcdf_values(ds["grp"]["v"]), root["grp/v"][:].astype("<i2"), "grp/v")
+        finally:
+            store.close()
+
+
+def test_documented_forms():
+    with TempDir() as tmp:
+        path = os.path.join(tmp, "dtypes.zarr.zip")
+        _write(path)
+        c = C.cdl(path)
+        v = c.vars
+        check_equal(v["scalar_f8"]["dims"], ["_scalar_"], "0-d -> length-1 dimension")
+        check_equal(v["scalar_f8"]["attrs"]["_ZARR_SHAPE"], [b"[]"], "0-d shape recorded")
+        check_equal(v["scalar_U"]["dims"], ["_scalar_", "scalar_U_strlen"], "0-d string")
+        check_equal(c.data["scalar_U"], ["zéro".encode()], "0-d string value")
+        check_equal((v["tle_f2"]["type"], v["tle_f2"]["attrs"]["_ZARR_DTYPE"]), ("float", [b"<f2"]), "float16")
+        check_equal((v["tb1"]["type"], v["tb1"]["attrs"]["_ZARR_DTYPE"]), ("ubyte", [b"|b1"]), "bool")
+        check_equal((v["tbe_i4"]["type"], v["tbe_i4"]["attrs"]["_ZARR_DTYPE"]), ("int", [b">i4"]), "big-endian")
+        check_equal(v["tle_c8"]["dims"][-1], "re_im", "complex parts dimension")
+        check_equal(v["str_S1_chars"]["dims"], ["_zdim_2", "_zdim_2"], "|S1 is char without a length dimension")
+        check_equal(v["str_vlen_utf8"]["dims"][-1], "str_vlen_utf8_strlen", "string length dimension")
+        check_equal(c.dims["str_vlen_utf8_strlen"], 40, "width = longest string in UTF-8 bytes")
+        check_equal(v["datetime_ns"]["attrs"]["units"], [b"nanoseconds since 1970-01-01 00:00:00"], "units")
+        check_equal(v["record"]["dims"][-1], "record_bytes", "records as bytes")
+        check_equal(v["fortran_2d"]["dims"], ["_zdim_5", "_zdim_7"], "order F keeps the shape")
+        check_equal(c.data["missing_chunks"], [-9, -9, 5, 6, -9, -9], "missing chunks show the fill value")
+        for name, shown in AWKWARD_SHOWN.items():
+            check_equal(c.gattrs[""][name], shown, "attribute " + name)
+        assert math.isnan(c.gattrs[""]["nan"][0])
+        check_equal(json.loads(c.gattrs[""]["dict"][0]), AWKWARD_ATTRS["dict"], "dict as JSON text")
+        check_equal(c.gattrs["grp"]["list_of_strings"], [b'["x", "y"]'], "group attribute")
+        check_equal(v["grp/v"]["attrs"]["valid_range"], [0, 1000], "numeric list")
+        check_equal(v["grp/v"]["attrs"]["flags"], [b'["a", "b"]'], "variable attribute")
+        check_equal(v["grp/v"]["attrs"]["_FillValue"], [-1], "_FillValue typed as the variable")
+        assert c.text.count("short v(") == 1, "_FillValue of type short on a short variable"
+
+
+def test_no_tool_crashes():
+    with TempDir() as tmp:
+        path = os.path.join(tmp, "dtypes.zarr.zip")
+        names = _write(path)
+        c = C.cdl(path, "-h")
+        # netCDF-C 4.9.0's nccopy cannot copy any NCZarr char variable to netCDF-4 (it copies NCZarr's
+        # "little-endian" flag, which HDF5 refuses for chars: NC_EINVAL), translated or not; copy the rest.
+        numeric = [n for n in names if c.vars[n]["type"] != "char"]
+        check_equal(len(numeric), 29, "numeric variables")
+        out = os.path.join(tmp, "copy.nc")
+        mmzip_run("nccopy", "-k", "nc4", "-V", ",".join(numeric), path, out)
+        # the copy is an ordinary netCDF-4 file: read it without mmzip and compare with zarr-python
+        store = zarr.ZipStore(path, mode="r")
+        root = zarr.open_group(store, mode="r")
+        try:
+            with C.netCDF4.Dataset(out) as ds:
+                for name in numeric:
+                    C.assert_values(C.netcdf_values(ds[name]), _expected(root, name), "nccopy " + name)
+        finally:
+            store.close()
+        p = mmzip_run("ncks", "-H", "-v", "tbe_f8,scalar_vlen", path, check=False)
+        check_equal(p.returncode, 0, "ncks exit status:\n" + p.stderr)
+        assert "vlen é" in p.stdout, p.stdout
+        run(["ncdump", "-h", out])
+
+
+if __name__ == "__main__":
+    main([test_values_through_netcdf4_python, test_documented_forms, test_no_tool_crashes])
