@@ -1,9 +1,9 @@
 /*
  * attr_preload.h - the workaround for netCDF-C 4.9's attribute loss on NC_WRITE opens.
  *
- * netCDF-C reads attributes lazily but rewrites every .zattrs at close (attribute_merge.h explains the
+ * netCDF-C reads attributes lazily but rewrites every .zattrs at close (metadata_guard.h explains the
  * loss). Asking for the attribute count of every group and variable right after an NC_WRITE open makes it
- * read them all, so that what it writes back at close is complete. attribute_merge.h remains as the
+ * read them all, so that what it writes back at close is complete. metadata_guard.h remains as the
  * safety net for whatever this misses.
  */
 #ifndef MZN_ATTR_PRELOAD_H

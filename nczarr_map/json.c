@@ -375,36 +375,36 @@ int mzn_json_equal(const mzn_json *a, const mzn_json *b) {
     return 0;
 }
 
+int mzn_json_set(mzn_json *object, const char *name, const mzn_json *value) {
+    if (!object || object->kind != MZN_JSON_OBJECT) return -1;
+    mzn_json *copy = mzn_json_copy(value);
+    if (!copy) return -1;
+    for (size_t k = object->count; k-- > 0;)
+        if (strcmp(object->keys[k], name) == 0) {
+            mzn_json_free(object->items[k]);
+            object->items[k] = copy;
+            return 0;
+        }
+    char *key = strdup(name);
+    if (!key || push_item(object, key, copy) != 0) {
+        free(key);
+        mzn_json_free(copy);
+        return -1;
+    }
+    return 0;
+}
+
 int mzn_json_merge(mzn_json *base, const mzn_json *overlay) {
     if (!base || !overlay || base->kind != MZN_JSON_OBJECT || overlay->kind != MZN_JSON_OBJECT) return -1;
     for (size_t i = 0; i < overlay->count; i++) {
         const char *name = overlay->keys[i];
         const mzn_json *v = overlay->items[i];
-        mzn_json *mine = NULL;
-        size_t slot = 0;
-        for (size_t k = base->count; k-- > 0;)
-            if (strcmp(base->keys[k], name) == 0) {
-                mine = base->items[k];
-                slot = k;
-                break;
-            }
+        mzn_json *mine = mzn_json_member(base, name);
         if (mine && mine->kind == MZN_JSON_OBJECT && v->kind == MZN_JSON_OBJECT) {
             if (mzn_json_merge(mine, v) != 0) return -1;
             continue;
         }
-        mzn_json *copy = mzn_json_copy(v);
-        if (!copy) return -1;
-        if (mine) {
-            mzn_json_free(mine);
-            base->items[slot] = copy;
-            continue;
-        }
-        char *key = strdup(name);
-        if (!key || push_item(base, key, copy) != 0) {
-            free(key);
-            mzn_json_free(copy);
-            return -1;
-        }
+        if (mzn_json_set(base, name, v) != 0) return -1;
     }
     return 0;
 }

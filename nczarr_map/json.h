@@ -57,6 +57,10 @@ int mzn_json_equal(const mzn_json *a, const mzn_json *b);
 /* The value of member `name` of an object (the last one if repeated), or NULL. */
 mzn_json *mzn_json_member(const mzn_json *object, const char *name);
 
+/* Sets member `name` of an object to a copy of value (replacing the last member of that name, or
+ * appending). Returns 0, or -1 if out of memory or if object is not an object. */
+int mzn_json_set(mzn_json *object, const char *name, const mzn_json *value);
+
 /*
  * Deep merge of overlay into base, both objects: every member of overlay replaces the member of the same
  * name in base, except that when both values are objects they are merged recursively; members only in

@@ -1,28 +1,46 @@
 /*
- * attribute_merge.h - protection against netCDF-C 4.9's attribute loss.
+ * metadata_guard.h - keeping netCDF-C 4.9's lossy metadata rewrites out of the archive.
  *
- * NCZarr reads a variable's .zattrs lazily, when its attributes are first asked for, but rewrites every
- * variable's .zattrs at every close of a writable dataset. A dataset opened NC_WRITE whose attributes
- * were never read therefore gets .zattrs rewritten with only _ARRAY_DIMENSIONS and an empty type table:
- * every attribute of every variable is lost (netCDF-C 4.9.0, observed; see docs/netcdf-guide.md).
+ * netCDF-C rewrites the metadata of every group and array at each close of a writable dataset, from what
+ * it holds in memory. Two things it holds are incomplete, and the rewrite would destroy archived data:
  *
- * The plugin recognises such a write: a .zattrs rewritten in a session that never read it. Its new
- * content cannot be based on the archived attributes, so it is merged into them instead of replacing
- * them: archived attributes are kept, attributes in the new content are added or replace archived ones,
- * and nested objects (the _NCZARR_ATTR / _nczarr_attr type tables) are merged the same way.
+ *   - Attributes are read lazily. A variable whose attributes were never asked for gets its .zattrs
+ *     rewritten with only _ARRAY_DIMENSIONS and an empty type table: every attribute is lost (observed
+ *     with netCDF-C 4.9.0). Such a "blind" rewrite (of a .zattrs not read in the session) is merged into
+ *     the archived attributes: archived attributes are kept, those in the new content are added or
+ *     replace archived ones, and nested objects (the _NCZARR_ATTR / _nczarr_attr type tables) are merged
+ *     the same way.
+ *
+ *   - An array's definition is re-serialised from what netCDF-C understood of it. A netCDF-C without the
+ *     codec of a compressed array (Debian's has none) writes "compressor": null, which would make every
+ *     Zarr reader take the compressed chunks for raw data; keys it does not know are dropped. netCDF
+ *     cannot change an existing array's type, chunks, codecs or order, only (4.9.3+, unlimited
+ *     dimensions) its shape. So a rewrite of an archived .zarray keeps the archived definition, takes the
+ *     new shape, and adds members the archive lacks.
+ *
+ * Both return the archived bytes unchanged when the result means the same, so that opening a dataset for
+ * writing and closing it adds nothing. Pure functions; thread-safe.
  */
-#ifndef MZN_ATTRIBUTE_MERGE_H
-#define MZN_ATTRIBUTE_MERGE_H
+#ifndef MZN_METADATA_GUARD_H
+#define MZN_METADATA_GUARD_H
 
 #include <stddef.h>
 
 /*
- * Merges a blind rewrite (incoming) into the archived .zattrs. Returns 1 and sets *merged (malloc'ed) and
- * *merged_len to the result; when the result means the same as archived, it is archived byte for byte (so
- * that an unchanged dataset is not rewritten). Returns 0 if either side is not a JSON object (the incoming
- * bytes are then stored as they are), -1 if out of memory. Pure; thread-safe.
+ * Merges a blind .zattrs rewrite (incoming) into the archived one. Returns 1 and sets *merged (malloc'ed)
+ * and *merged_len; returns 0 if either side is not a JSON object (store the incoming bytes as they are);
+ * -1 if out of memory.
  */
 int mzn_merge_blind_attributes(const void *archived, size_t archived_len, const void *incoming,
                                size_t incoming_len, char **merged, size_t *merged_len);
+
+/*
+ * The .zarray to store when netCDF-C rewrites an archived one: the archived definition with the incoming
+ * "shape" and the incoming members the archived one lacks. Returns 1 and sets *out (malloc'ed) and
+ * *out_len; sets *lossy to 1 if the rewrite would have changed or dropped an archived member other than
+ * the shape (for a diagnostic). Returns 0 if either side is not a JSON object, -1 if out of memory.
+ */
+int mzn_guard_array_rewrite(const void *archived, size_t archived_len, const void *incoming, size_t incoming_len,
+                            char **out, size_t *out_len, int *lossy);
 
 #endif

@@ -42,7 +42,8 @@ static int view_disabled_by_env(void) {
 static void free_session(mzn_session *s) {
     if (!s) return;
     mzn_keymap_clear(&s->pending_metadata, free);
-    mzn_keymap_clear(&s->attrs_known, NULL);
+    mzn_keymap_clear(&s->attrs_read, NULL);
+    mzn_keymap_clear(&s->created_metadata, NULL);
     free(s->base.url);
     free(s->archive_path);
     free(s->prefix);
@@ -232,8 +233,8 @@ int mzn_session_read(mzn_session *s, const char *key, mzn_size64 start, mzn_size
         return NC_EEDGE;
     }
     if (count) memcpy(content, (const unsigned char *)data + start, (size_t)count);
-    /* Once netCDF-C has seen a .zattrs, its later rewrites of it are deliberate (see attribute_merge.h). */
-    if (s->writable && is_zattrs_key(key) && mzn_keymap_put(&s->attrs_known, key, s, NULL) != 0) return NC_ENOMEM;
+    /* Once netCDF-C has seen a .zattrs, its later rewrites of it are deliberate (see metadata_guard.h). */
+    if (s->writable && is_zattrs_key(key) && mzn_keymap_put(&s->attrs_read, key, s, NULL) != 0) return NC_ENOMEM;
     return NC_NOERR;
 }
 

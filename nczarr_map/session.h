@@ -43,9 +43,9 @@ typedef struct mzn_session {
     int discard;              /* nc_abort(): roll back instead of publishing at close */
     mzv_view *view;
     mzn_keymap pending_metadata; /* key -> mzn_blob*: metadata written this session, not yet published */
-    mzn_keymap attrs_known;      /* .zattrs keys whose content netCDF-C knows: read in this session, or
-                                  * first written by it (absent from the archive); others are blind
-                                  * rewrites (attribute_merge.h) */
+    mzn_keymap attrs_read;       /* .zattrs keys read in this session */
+    mzn_keymap created_metadata; /* metadata keys absent from the archive when this session first wrote
+                                  * them: its own, rewritten freely (others: metadata_guard.h) */
 } mzn_session;
 
 /* An owned byte string. */
@@ -92,8 +92,8 @@ int mzn_session_peek(mzn_session *s, const char *key, const void **data, size_t 
 /*
  * Stores a whole object. Refused with NC_EPERM on a read-only session, and with the view's error if the
  * view refuses it (a write to a translated array). A write the view reports as unchanged is dropped.
- * Metadata objects are buffered (see above); a .zattrs rewritten without having been read in this session
- * is merged with the archive's version (attribute_merge.h). Chunks are appended to the archive as pending
+ * Metadata objects are buffered (see above); rewrites of archived .zattrs and .zarray objects are merged
+ * into the archived versions as metadata_guard.h describes. Chunks are appended to the archive as pending
  * entries.
  */
 int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t len);

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attribute_merge.h"
 #include "diag.h"
+#include "metadata_guard.h"
 #include "session.h"
 #include "status.h"
 
@@ -15,21 +15,24 @@ static int is_metadata_key(const char *key) {
     return last && last[1] == '.';
 }
 
-static int is_zattrs_key(const char *key) {
-    size_t n = strlen(key);
-    return n >= 8 && strcmp(key + n - 8, "/.zattrs") == 0;
+static int has_suffix(const char *key, const char *suffix) {
+    size_t n = strlen(key), m = strlen(suffix);
+    return n >= m && strcmp(key + n - m, suffix) == 0;
 }
 
 /*
- * The bytes to buffer for a metadata write: the incoming ones, or for a blind .zattrs rewrite, their
- * merge with the archived attributes. Sets *owned when *bytes was allocated here.
+ * The bytes to buffer for a metadata write: the incoming ones, or, for a rewrite of an archived .zattrs
+ * or .zarray, their merge into the archived object (metadata_guard.h). Sets *owned when *bytes was
+ * allocated here.
  */
 static int metadata_bytes(mzn_session *s, const char *key, const void *data, size_t len, const void **bytes,
                           size_t *out_len, char **owned) {
     *bytes = data;
     *out_len = len;
     *owned = NULL;
-    if (!is_zattrs_key(key) || mzn_keymap_has(&s->attrs_known, key)) return NC_NOERR;
+    int attrs = has_suffix(key, "/.zattrs"), array = has_suffix(key, "/.zarray");
+    if ((!attrs && !array) || mzn_keymap_has(&s->created_metadata, key)) return NC_NOERR;
+    if (attrs && mzn_keymap_has(&s->attrs_read, key)) return NC_NOERR; /* a deliberate rewrite */
     char *name = mzn_session_entry_name(s, key);
     if (!name) return NC_ENOMEM;
     const void *archived;
@@ -37,20 +40,24 @@ static int metadata_bytes(mzn_session *s, const char *key, const void *data, siz
     int st = mmzip_get(s->archive, name, &archived, &archived_len);
     free(name);
     if (st == MMZIP_ENOTFOUND) {
-        /* A new object: nothing to lose, and what this session writes to it later is authoritative (a
-         * merge would resurrect attributes it deletes after an nc_sync published the object). */
-        return mzn_keymap_put(&s->attrs_known, key, s, NULL) == 0 ? NC_NOERR : NC_ENOMEM;
+        /* This session's own object: what it writes to it later is authoritative (a merge would resurrect
+         * attributes it deletes after an nc_sync published the object). */
+        return mzn_keymap_put(&s->created_metadata, key, s, NULL) == 0 ? NC_NOERR : NC_ENOMEM;
     }
     if (st != MMZIP_OK) {
         mzn_diag("%s", mmzip_last_error());
         return mzn_nc_error(st);
     }
     size_t merged_len;
-    int m = mzn_merge_blind_attributes(archived, (size_t)archived_len, data, len, owned, &merged_len);
+    int lossy = 0;
+    int m = attrs ? mzn_merge_blind_attributes(archived, (size_t)archived_len, data, len, owned, &merged_len)
+                  : mzn_guard_array_rewrite(archived, (size_t)archived_len, data, len, owned, &merged_len, &lossy);
     if (m < 0) return NC_ENOMEM;
     if (m == 1) {
-        mzn_trace("%s: %s rewritten without being read: merged with the archived attributes",
-                  s->archive_path, key);
+        if (attrs) mzn_trace("%s: %s rewritten without being read: merged into the archived attributes",
+                             s->archive_path, key);
+        if (lossy) mzn_trace("%s: %s rewritten with a changed definition (codecs or keys netCDF-C does not "
+                             "know): the archived definition is kept", s->archive_path, key);
         *bytes = *owned;
         *out_len = merged_len;
     }

@@ -108,6 +108,15 @@ static void test_merge_and_print(void) {
     free(text);
     mzn_json_free(s);
     mzn_json_free(back);
+    /* set replaces a member in place or appends it. */
+    mzn_json *doc = parse("{\"a\": 1, \"b\": 2}"), *val = parse("[3]");
+    CHECK(mzn_json_set(doc, "a", val) == 0 && mzn_json_set(doc, "c", val) == 0);
+    text = mzn_json_print(doc, NULL);
+    CHECK_STR(text, "{\"a\": [3], \"b\": 2, \"c\": [3]}");
+    free(text);
+    CHECK(mzn_json_set(val, "x", doc) != 0);
+    mzn_json_free(doc);
+    mzn_json_free(val);
     /* Merging into a non-object is refused. */
     mzn_json *arr = parse("[1]"), *obj = parse("{}");
     CHECK(mzn_json_merge(arr, obj) != 0);

@@ -1,12 +1,12 @@
 /*
- * test_attribute_merge.c - the merge that keeps netCDF-C 4.9 from dropping variable attributes: the blind
- * .zattrs netCDF-C writes at close after an NC_WRITE open that never read them, merged into the archived
- * one.
+ * test_metadata_guard.c - what keeps netCDF-C 4.9's lossy metadata rewrites out of the archive: the blind
+ * .zattrs it writes at close after an NC_WRITE open that never read them, merged into the archived one;
+ * and its re-serialised .zarray (without the codecs it cannot decode), which keeps the archived definition.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "attribute_merge.h"
+#include "metadata_guard.h"
 #include "json.h"
 #include "nczarr_ctest.h"
 
@@ -51,9 +51,55 @@ static void test_unparsable_sides_are_not_merged(void) {
     CHECK(mzn_merge_blind_attributes(archived, strlen(archived), "[1]", 3, &merged, &len) == 0 && !merged);
 }
 
+/* zarr-python's definition of a Zlib-compressed array, and netCDF-C 4.9.0's rewrite of it (observed). */
+static const char zlib_array[] = "{\n    \"chunks\": [\n        4\n    ],\n    \"compressor\": {\n        \"id\": "
+                                 "\"zlib\",\n        \"level\": 1\n    },\n    \"dtype\": \"<i4\",\n    "
+                                 "\"fill_value\": 0,\n    \"filters\": null,\n    \"order\": \"C\",\n    "
+                                 "\"shape\": [\n        8\n    ],\n    \"zarr_format\": 2\n}";
+static const char rewritten[] = "{\"zarr_format\": 2, \"shape\": [8], \"dtype\": \"<i4\", \"chunks\": [4], "
+                                "\"fill_value\": 0, \"order\": \"C\", \"compressor\": null, \"filters\": null}";
+
+static void test_array_rewrite_keeps_codecs(void) {
+    char *out;
+    size_t len;
+    int lossy;
+    CHECK(mzn_guard_array_rewrite(zlib_array, strlen(zlib_array), rewritten, strlen(rewritten), &out, &len,
+                                  &lossy) == 1);
+    CHECK(lossy);
+    CHECK_EQ_U64(len, strlen(zlib_array));
+    CHECK(out && memcmp(out, zlib_array, len) == 0);
+    free(out);
+}
+
+static void test_array_rewrite_takes_shape_and_new_members(void) {
+    /* 4.9.3+ grows unlimited dimensions; NCZarr adds its own member to arrays it did not create. */
+    const char grown[] = "{\"zarr_format\": 2, \"shape\": [12], \"dtype\": \"<i4\", \"chunks\": [4], "
+                         "\"fill_value\": 0, \"order\": \"C\", \"compressor\": null, \"filters\": null, "
+                         "\"_nczarr_array\": {\"dimrefs\": [\"/n\"]}}";
+    char *out;
+    size_t len;
+    int lossy;
+    CHECK(mzn_guard_array_rewrite(zlib_array, strlen(zlib_array), grown, strlen(grown), &out, &len, &lossy) == 1);
+    mzn_json *got = mzn_json_parse(out, len);
+    CHECK(got != NULL);
+    mzn_json *shape = mzn_json_member(got, "shape");
+    CHECK(shape && shape->count == 1 && strcmp(shape->items[0]->text, "12") == 0);
+    mzn_json *codec = mzn_json_member(got, "compressor");
+    CHECK(codec && codec->kind == MZN_JSON_OBJECT);
+    CHECK(mzn_json_member(got, "_nczarr_array") != NULL);
+    mzn_json_free(got);
+    free(out);
+    /* An identical rewrite is not lossy and returns the archived bytes. */
+    CHECK(mzn_guard_array_rewrite(rewritten, strlen(rewritten), rewritten, strlen(rewritten), &out, &len, &lossy) == 1);
+    CHECK(!lossy && len == strlen(rewritten) && memcmp(out, rewritten, len) == 0);
+    free(out);
+}
+
 int main(void) {
     RUN(test_blind_rewrite_keeps_archive_bytes);
     RUN(test_blind_rewrite_with_new_attribute);
     RUN(test_unparsable_sides_are_not_merged);
+    RUN(test_array_rewrite_keeps_codecs);
+    RUN(test_array_rewrite_takes_shape_and_new_members);
     return ctest_result();
 }

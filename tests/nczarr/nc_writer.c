@@ -1,0 +1,90 @@
+/*
+ * nc_writer.c - a netCDF C program that writes into an existing dataset the ways applications do, for the
+ * tests of netCDF-C 4.9's write bugs (test_write_bugs.py). It uses only the public netCDF API, so that it
+ * runs the same against a directory store (the bugs show) and, under `mmzip run`, against an archive.
+ *
+ * usage:
+ *   nc_writer update DATASET   every put form into existing chunks of grid(6,8) and line(10), with an
+ *                              nc_sync in the middle (the values are mirrored in test_write_bugs.py)
+ *   nc_writer touch DATASET    nc_open(NC_WRITE) then nc_close, nothing else
+ *   nc_writer put-one DATASET VAR
+ *                              nc_put_var1_int(VAR, index 0, 12345), then close; exits 3 if the put fails
+ */
+#include <netcdf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CALL(x)                                                                                             \
+    do {                                                                                                   \
+        int rc_ = (x);                                                                                     \
+        if (rc_) {                                                                                         \
+            fprintf(stderr, "nc_writer: %s: %s\n", #x, nc_strerror(rc_));                                 \
+            exit(1);                                                                                       \
+        }                                                                                                  \
+    } while (0)
+
+static int update(const char *path) {
+    int nc, grid, line;
+    CALL(nc_open(path, NC_WRITE, &nc));
+    CALL(nc_inq_varid(nc, "grid", &grid));
+    CALL(nc_inq_varid(nc, "line", &line));
+
+    size_t at00[2] = {0, 0};
+    CALL(nc_put_var1_int(nc, grid, at00, &(int){1000}));
+
+    size_t start[2] = {1, 1}, count[2] = {2, 3};
+    int block[6] = {2001, 2002, 2003, 2004, 2005, 2006};
+    CALL(nc_put_vara_int(nc, grid, start, count, block));
+
+    size_t sstart[2] = {4, 0}, scount[2] = {1, 4};
+    ptrdiff_t stride[2] = {1, 2};
+    short strided[4] = {3001, 3002, 3003, 3004};
+    CALL(nc_put_vars_short(nc, grid, sstart, scount, stride, strided));
+
+    /* imap {1, 2}: element (i, j) of the 2x3 block is mapped[i + 2 * j] (a transposed buffer). */
+    size_t mstart[2] = {3, 5}, mcount[2] = {2, 3};
+    ptrdiff_t unit[2] = {1, 1}, imap[2] = {1, 2};
+    int mapped[6] = {4001, 4002, 4003, 4004, 4005, 4006};
+    CALL(nc_put_varm_int(nc, grid, mstart, mcount, unit, imap, mapped));
+
+    float ramp[10];
+    for (int k = 0; k < 10; k++) ramp[k] = 0.5f * (float)k;
+    CALL(nc_put_var_float(nc, line, ramp));
+
+    /* After a sync, netCDF-C 4.9.0 drops updates even to chunks it wrote itself. */
+    CALL(nc_sync(nc));
+    size_t lstart[2] = {5, 6}, lcount[2] = {1, 2};
+    int late[2] = {5001, 5002};
+    CALL(nc_put_vara(nc, grid, lstart, lcount, late));
+    size_t at27[2] = {2, 7};
+    CALL(nc_put_var1_longlong(nc, grid, at27, &(long long){6001}));
+    CALL(nc_close(nc));
+    return 0;
+}
+
+static int touch(const char *path) {
+    int nc;
+    CALL(nc_open(path, NC_WRITE, &nc));
+    CALL(nc_close(nc));
+    return 0;
+}
+
+static int put_one(const char *path, const char *var) {
+    int nc, v;
+    CALL(nc_open(path, NC_WRITE, &nc));
+    CALL(nc_inq_varid(nc, var, &v));
+    size_t zero[NC_MAX_VAR_DIMS] = {0};
+    int rc = nc_put_var1_int(nc, v, zero, &(int){12345});
+    if (rc) fprintf(stderr, "nc_writer: nc_put_var1_int(%s): %s\n", var, nc_strerror(rc));
+    CALL(nc_close(nc));
+    return rc ? 3 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "update") == 0) return update(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "touch") == 0) return touch(argv[2]);
+    if (argc == 4 && strcmp(argv[1], "put-one") == 0) return put_one(argv[2], argv[3]);
+    fprintf(stderr, "usage: nc_writer update|touch DATASET | nc_writer put-one DATASET VAR\n");
+    return 2;
+}

@@ -1,0 +1,147 @@
+"""Point 6: the data-loss bugs of netCDF-C 4.9.0 (docs/netcdf-guide.md, "netCDF-C 4.9 bugs") do not reach
+an archive through the plugin.
+  - Attributes survive an NC_WRITE session (netCDF-C drops every variable attribute it did not read).
+  - Writes into existing chunks land (netCDF-C drops them silently), in every put form: var1, vara, vars,
+    varm, var, typed and untyped, before and after nc_sync.
+  - A write into a chunk that cannot be rewritten (compressed) returns an error and changes nothing.
+On an affected netCDF-C, the same programs against netCDF-C's own directory store are run as controls,
+to show that the bugs are real there and that the plugin is what prevents them."""
+import hashlib
+import os
+
+import numpy as np
+
+from mmzip_testlib import BUILD, PYTHON, TempDir, check_equal, main, mmzip, mmzip_run, run
+from nczarr_testlib import dir_url, ncdump, netcdf_read_all, zarr_read_all
+
+WRITER = os.path.join(BUILD, "tests", "nczarr", "nc_writer")
+
+UPDATE_CDL = """netcdf upd {
+dimensions:
+  r = 6 ;
+  c = 8 ;
+  k = 10 ;
+variables:
+  int grid(r, c) ;
+    grid:units = "count" ;
+    grid:_ChunkSizes = 3, 4 ;
+  double line(k) ;
+    line:long_name = "a line" ;
+    line:_ChunkSizes = 4 ;
+data:
+  grid = %s ;
+  line = %s ;
+}
+""" % (", ".join(str(i) for i in range(48)), ", ".join(str(10 * i) for i in range(10)))
+
+
+def expected_after_update():
+    """What nc_writer update leaves, computed independently."""
+    g = np.arange(48).reshape(6, 8)
+    g[0, 0] = 1000
+    g[1:3, 1:4] = [[2001, 2002, 2003], [2004, 2005, 2006]]
+    g[4, 0:8:2] = [3001, 3002, 3003, 3004]
+    g[3, 5:8] = [4001, 4003, 4005]
+    g[4, 5:8] = [4002, 4004, 4006]
+    g[5, 6:8] = [5001, 5002]
+    g[2, 7] = 6001
+    return g.tolist(), (np.arange(10) * 0.5).tolist()
+
+
+def netcdf_version():
+    return run(["nc-config", "--version"]).stdout.split()[-1]
+
+
+def affected_netcdf():
+    """netCDF-C 4.9.0-4.9.2 lose chunk updates and attributes (fixed or changed later)."""
+    parts = netcdf_version().split(".")
+    return parts[:2] == ["4", "9"] and int(parts[2].split("-")[0]) <= 2
+
+
+def make_datasets(d):
+    cdl = os.path.join(d, "upd.cdl")
+    with open(cdl, "w") as f:
+        f.write(UPDATE_CDL)
+    nc = os.path.join(d, "upd.nc")
+    run(["ncgen", "-4", "-o", nc, cdl])
+    archive = os.path.join(d, "upd.zarr.zip")
+    mmzip_run("nccopy", nc, archive)
+    store = os.path.join(d, "upd.zarr")
+    run(["nccopy", nc, dir_url(store)])
+    return archive, dir_url(store)
+
+
+def test_chunk_updates_land():
+    with TempDir() as d:
+        archive, store = make_datasets(d)
+        mmzip_run(WRITER, "update", archive)
+        grid, line = expected_after_update()
+        arrays = zarr_read_all(archive)
+        check_equal(arrays["grid"][0], grid, "grid in zarr-python after every put form")
+        check_equal(arrays["line"][0], line, "line in zarr-python after nc_put_var_float")
+        got = netcdf_read_all(archive, enable_plugin=True)
+        check_equal(got["grid"], [grid, {"units": "count"}], "grid through netCDF-C after the updates")
+        check_equal(got["line"], [line, {"long_name": "a line"}], "line through netCDF-C after the updates")
+        mmzip("check", archive)
+        if affected_netcdf():
+            run([WRITER, "update", store])
+            lost = netcdf_read_all(store)
+            assert lost["grid"][0] != grid, "control: netCDF-C %s kept every update in its directory store; " \
+                "the chunk write-back may no longer be needed" % netcdf_version()
+            check_equal(lost["grid"][0][0][0], 0, "control: the update of an existing chunk was lost")
+
+
+def test_attributes_survive_write_sessions():
+    with TempDir() as d:
+        archive, store = make_datasets(d)
+        before = ncdump(archive, "-h")
+        mmzip_run(WRITER, "touch", archive)
+        check_equal(ncdump(archive, "-h"), before, "header after an NC_WRITE open and close (C)")
+        touch = "import sys, mmzip\nmmzip.enable_netcdf()\nimport netCDF4\nnetCDF4.Dataset(sys.argv[1], 'a').close()"
+        run([PYTHON, "-c", touch, archive], env={"LD_PRELOAD": ""})
+        check_equal(ncdump(archive, "-h"), before, "header after an NC_WRITE open and close (netCDF4-python)")
+        mmzip_run(WRITER, "update", archive)
+        assert 'grid:units = "count"' in ncdump(archive, "-h"), "attribute lost by an update session"
+        if affected_netcdf():
+            before = ncdump(store, "-h", plugin=False)
+            run([WRITER, "touch", store])
+            after = ncdump(store, "-h", plugin=False)
+            assert 'grid:units = "count"' in before and 'grid:units' not in after, \
+                "control: netCDF-C %s no longer drops attributes in its directory store:\n%s" % (netcdf_version(), after)
+
+
+COMPRESSED = r"""
+import sys, numpy as np, zarr, numcodecs
+store = zarr.ZipStore(sys.argv[1], mode="w")
+root = zarr.group(store=store)
+a = root.create_dataset("packed", data=np.arange(8, dtype="<i4"), chunks=(4,), compressor=numcodecs.Zlib(level=1))
+a.attrs["_ARRAY_DIMENSIONS"] = ["n"]
+store.close()
+"""
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def test_unrewritable_chunk_refused():
+    with TempDir() as d:
+        archive = os.path.join(d, "packed.zarr.zip")
+        run([PYTHON, "-c", COMPRESSED, archive])
+        before = digest(archive)
+        # Raw (no compatibility view): netCDF-C 4.9 would rewrite the compressed chunk as if it were plain
+        # data; the plugin refuses the put before anything changes.
+        p = mmzip_run(WRITER, "put-one", archive, "packed", check=False, env={"MMZIP_NCZARR_VIEW": "raw"})
+        check_equal(p.returncode, 3, "exit status of a refused put (stderr: %s)" % p.stderr)
+        assert "compressed or filtered" in p.stderr and "packed/0" in p.stderr, p.stderr
+        check_equal(digest(archive), before, "archive after a refused put")
+        # With the compatibility view the array is presented decoded; a write to it is refused as well.
+        p = mmzip_run(WRITER, "put-one", archive, "packed", check=False)
+        assert p.returncode != 0, "a put into a translated array succeeded:\n" + p.stderr
+        check_equal(digest(archive), before, "archive after a put through the compatibility view")
+        check_equal(zarr_read_all(archive)["packed"][0], list(range(8)), "zarr-python values after both attempts")
+
+
+if __name__ == "__main__":
+    main([test_chunk_updates_land, test_attributes_survive_write_sessions, test_unrewritable_chunk_refused])
