@@ -135,11 +135,12 @@ def plot(results, out):
     a.bar(["mmzip_read\ncold", "mmzip_read\nwarm", "mmzip_get\nwarm", "libzip", "pread"],
           [r["mmzip_cold_us"], r["mmzip_read_us"], r["mmzip_get_us"], r["libzip_us"], r["pread_us"]],
           color=["C0", "C0", "C0", "C1", "C3"])
-    a.set_yscale("log")
+    a.tick_params(axis="x", labelsize=8)
     a.set_ylabel("µs per 4 KiB entry")
     a.set_title("Random entry reads")
     s = results["seq"]
     a = ax[1][1]
+    a.tick_params(axis="x", labelsize=8)
     a.bar(["memcpy", "mmzip cold", "mmzip warm", "pread"], [s["memcpy_gbs"], s["mmzip_cold_gbs"], s["mmzip_warm_gbs"],
                                                              s["pread_gbs"]], color=["C4", "C0", "C0", "C3"])
     a.set_ylabel("GB/s")
