@@ -1,0 +1,129 @@
+"""Issue point 5: an h5py writer killed with SIGKILL at random moments leaves a valid archive whose member is
+exactly at its last flushed (or closed) state: readable, with those values, never half-written.
+
+The writer appends step after step to one member: each step adds a dataset and grows a chunked,
+gzip-compressed log dataset, then flushes, then records the step number in a progress file. A kill can
+land anywhere: inside HDF5's writes, inside the driver's copy into a new version, inside a commit, between
+the flush and the record. So after a kill the member must hold steps 0..k, all with their values, where k
+is the last recorded step or the one after it (flushed, but killed before it could say so). The next round
+starts a new writer on the same archive, which must also recover it."""
+import os
+import random
+import signal
+import subprocess
+import time
+
+import numpy as np
+import h5py
+
+from mmzip_testlib import PYTHON, TempDir, check_equal, main, run, zip_tools_ok
+from h5zip_testlib import entry_table, extract, make_archive
+
+ROUNDS = 8
+STEP_ELEMS = 16 * 1024  # 128 KiB per step: the member grows to megabytes, so flushes take a while
+
+# Every flush copies the whole member into a new version and leaves the old one as dead space, so the writer
+# pauses between steps: the archive stays in the hundreds of megabytes over all rounds.
+
+WRITER = r"""
+import os, random, sys, time, numpy as np, h5py, mmzip
+mmzip.register_h5py()
+archive, progress, step_elems = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with h5py.File(archive, "a", driver="mmzip", member="log/run.h5") as f:
+    if "log" not in f:
+        f.create_dataset("log", shape=(0,), maxshape=(None,), chunks=(4096,), dtype="<i8", compression="gzip")
+    step = len([k for k in f if k.startswith("step")])
+    print("open", flush=True)
+    while True:
+        f.create_dataset("step%05d" % step, data=np.arange(step_elems, dtype="<f8") + step)
+        log = f["log"]
+        log.resize((log.shape[0] + 1000,))
+        log[-1000:] = np.arange(1000) + 1000 * step
+        f.attrs["steps"] = step + 1
+        f.flush()
+        with open(progress, "a") as p:
+            p.write("%d\n" % step)
+        step += 1
+        time.sleep(random.uniform(0.01, 0.08))
+"""
+
+
+def recorded_steps(progress):
+    if not os.path.exists(progress):
+        return -1
+    with open(progress) as f:
+        lines = [l for l in f.read().split("\n") if l.strip()]
+    return int(lines[-1]) if lines else -1
+
+
+def check_member(f, where):
+    """All steps present are complete and consecutive; returns how many there are."""
+    steps = sorted(k for k in f if k.startswith("step"))
+    n = len(steps)
+    check_equal(steps, ["step%05d" % i for i in range(n)], where + ": step datasets")
+    for i, name in enumerate(steps):
+        if not np.array_equal(f[name][:], np.arange(STEP_ELEMS, dtype="<f8") + i):
+            raise AssertionError("%s: %s has wrong values" % (where, name))
+    check_equal(int(f.attrs.get("steps", 0)), n, where + ": steps attribute")
+    check_equal(f["log"].shape[0], 1000 * n, where + ": log length")
+    if not np.array_equal(f["log"][:], np.arange(1000 * n)):
+        raise AssertionError(where + ": log values differ")
+    return n
+
+
+def test_sigkill_at_random_moments():
+    rng = random.Random(int(os.environ.get("MMZIP_CRASH_SEED", time.time())))
+    with TempDir() as d:
+        arc = os.path.join(d, "crash.zip")
+        progress = os.path.join(d, "progress.txt")
+        make_archive(arc)
+        others = entry_table(arc)
+        total_seen = 0
+        for rnd in range(ROUNDS):
+            writer = subprocess.Popen([PYTHON, "-c", WRITER, arc, progress, str(STEP_ELEMS)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            # Once it has the member open, let it work for a random while (round 0 may die before its
+            # first flush), then kill it.
+            if writer.stdout.readline() != b"open\n":
+                raise AssertionError("the writer failed to start:\n" + writer.stderr.read().decode())
+            delay = rng.uniform(0.0, 0.15) if rnd == 0 else rng.uniform(0.05, 0.8)
+            time.sleep(delay)
+            if writer.poll() is not None:
+                raise AssertionError("the writer exited by itself:\n" + writer.stderr.read().decode())
+            writer.send_signal(signal.SIGKILL)
+            writer.wait()
+            writer.stdout.close()
+            writer.stderr.close()
+            last = recorded_steps(progress)
+
+            zip_tools_ok(arc)
+            now = entry_table(arc)
+            for n, where in others.items():
+                check_equal(now[n], where, "round %d: offset/CRC of %s" % (rnd, n))
+            if "log/run.h5" not in now:
+                # Killed before the first flush of the first round: nothing was published.
+                check_equal(last, -1, "round %d: steps recorded but no member" % rnd)
+                print("round %d: killed after %.2fs, before the first flush" % (rnd, delay))
+                continue
+            with h5py.File(arc, "r", driver="mmzip", member="log/run.h5") as f:
+                n = check_member(f, "round %d" % rnd)
+            if not (last + 1 <= n <= last + 2):
+                raise AssertionError("round %d: the member has %d steps, but step %d was the last recorded "
+                                     "(want %d or %d)" % (rnd, n, last, last + 1, last + 2))
+            if n < total_seen:
+                raise AssertionError("round %d: steps went back from %d to %d" % (rnd, total_seen, n))
+            total_seen = n
+            print("round %d: killed after %.2fs with %d steps flushed (last recorded %d); archive %d bytes"
+                  % (rnd, delay, n, last, os.path.getsize(arc)))
+        if total_seen == 0:
+            raise AssertionError("no round got to a flush; the test checked nothing")
+        # The extracted member is a plain HDF5 file with the same content.
+        out = os.path.join(d, "out")
+        os.mkdir(out)
+        with h5py.File(extract(arc, "log/run.h5", out), "r") as f:
+            check_equal(check_member(f, "extracted"), total_seen, "extracted member steps")
+        run([os.environ.get("MMZIP_BIN", "mmzip"), "check", arc])
+
+
+if __name__ == "__main__":
+    main([test_sigkill_at_random_moments])
