@@ -65,6 +65,8 @@ typedef struct mzv_array {
     uint64_t chunk_elements;   /* archive elements per (archive) chunk */
     size_t chunk_bytes;        /* bytes of one presented chunk */
     int data_translated;       /* chunks are served by the view (else the map serves the archive's) */
+    int translated;            /* 4.9.0 sees another dtype, shape or data than the archive holds: writes
+                                * that would change the array are refused */
     int nczarr_scalar;         /* NCZarr's own scalar form, which 4.9.0 cannot read back */
     const char *dim_names[MZV_MAX_RANK + 1]; /* owned by the view's dimension registry */
     char *broken;              /* chunks cannot be presented: every chunk read fails with this */
@@ -148,7 +150,10 @@ mzv_group *mzv_find_group(mzv_view *v, const char *path, size_t path_len);
 /* The array owning chunk key rel (relative to the dataset, e.g. "a/b/0.1"); *chunk_key points into rel. */
 mzv_array *mzv_find_chunk_owner(mzv_view *v, const char *rel, const char **chunk_key);
 
-/* view_write.c: semantic equality of JSON metadata, allowing for how 4.9.0 writes it back. */
-int mzv_metadata_equivalent(const char *kind, const mzj_value *presented, const mzj_value *written);
+/* view_write.c: 1 if written (a .zarray/.zattrs/.zgroup by kind) changes nothing: each member is as the
+ * view presents it (presented, may be NULL) or as the archive holds it (archive, may be NULL), allowing for
+ * how 4.9.0 writes metadata back. */
+int mzv_metadata_unchanged(const char *kind, const mzj_value *presented, const mzj_value *archive,
+                           const mzj_value *written);
 
 #endif

@@ -495,8 +495,9 @@ static int present_nczarr_array(mzv_view *v, mzv_array *a) {
         return NC_NOERR; /* the archive's .zarray is served as it is */
     }
     a->data_translated = !data_unchanged(a);
-    if (!a->data_translated && !a->nczarr_scalar) return NC_NOERR;
-    if (a->data_translated) v->any_translated = 1;
+    a->translated = a->data_translated || a->nczarr_scalar;
+    if (!a->translated) return NC_NOERR;
+    v->any_translated = 1;
     return set_meta(&a->zarray, nczarr_zarray(a));
 }
 
@@ -538,7 +539,8 @@ int mzv_present_array(mzv_view *v, mzv_array *a) {
     if (!fill) return NC_ENOMEM;
     if (fill->kind == MZJ_NULL && a->z.fill_value && a->z.fill_value->kind != MZJ_NULL) a->data_translated = 1;
     mzj_free(fill);
-    if (a->data_translated || !dtype_presented_as_is(a) || a->zero_d) v->any_translated = 1;
+    a->translated = a->data_translated || !dtype_presented_as_is(a) || a->zero_d || a->empty;
+    if (a->translated) v->any_translated = 1;
 
     int rc = name_dimensions(v, a, extra);
     if (rc) return rc;

@@ -4,8 +4,10 @@
  * netCDF-C 4.9.0 rewrites every .zarray, .zattrs and .zgroup it has read at nc_close of a writable open,
  * and writes a fill chunk for a missing chunk it read. Those rewrites carry what the view presented, not
  * what the archive holds. So a write is compared with the presented object:
- *   - the same value (allowing for how 4.9.0 writes metadata back, below) -> a no-op: the archive keeps
- *     its original bytes;
+ *   - every member as the view shows it or as the archive holds it (allowing for how 4.9.0 writes metadata
+ *     back, below) -> a no-op: the archive keeps its original bytes. A mix of the two is still no change:
+ *     it is what the storage map makes when it merges a rewrite into the archived object
+ *     (nczarr_map/metadata_guard.h) before asking the view;
  *   - different, and the object is a translation -> refused (NC_EPERM);
  *   - different, and the view showed the archive's own value -> a genuine change: stored, and from then on
  *     the view serves what was written.
@@ -81,48 +83,79 @@ static int dtypes_match(const mzj_value *p, const mzj_value *w) {
     return strcmp(a, b) == 0;
 }
 
+static const mzj_value null_value = {.kind = MZJ_NULL};
+
 static const mzj_value *get_or_null(const mzj_value *o, const char *key) {
-    static const mzj_value null_value = {.kind = MZJ_NULL};
-    const mzj_value *v = mzj_get(o, key);
+    const mzj_value *v = o ? mzj_get(o, key) : NULL;
     return v ? v : &null_value;
 }
 
-static int zarray_match(const mzj_value *p, const mzj_value *w) {
-    static const char *const keys[] = {"zarr_format", "shape", "chunks", "fill_value", "order", "compressor", "filters"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (!values_match(get_or_null(p, keys[i]), get_or_null(w, keys[i]))) return 0;
-    if (!dtypes_match(mzj_get(p, "dtype"), mzj_get(w, "dtype"))) return 0;
-    const char *ps = mzj_string(mzj_get(p, "dimension_separator")), *ws = mzj_string(mzj_get(w, "dimension_separator"));
-    if (strcmp(ps ? ps : ".", ws ? ws : ".") != 0) return 0;
-    const mzj_value *pa = mzj_get(p, "_NCZARR_ARRAY"), *wa = mzj_get(w, "_NCZARR_ARRAY");
-    return !pa || !wa || values_match(pa, wa);
+/* The written value of key matches what the view shows or what the archive holds. */
+static int either_matches(const mzj_value *shown, const mzj_value *archive, const char *key, const mzj_value *w,
+                          int (*match)(const mzj_value *, const mzj_value *)) {
+    const mzj_value *p = shown ? mzj_get(shown, key) : NULL, *a = archive ? mzj_get(archive, key) : NULL;
+    return (p && match(p, w)) || (a && match(a, w));
 }
 
-static int zattrs_match(const mzj_value *p, const mzj_value *w) {
-    if (!p || !w || p->kind != MZJ_OBJECT || w->kind != MZJ_OBJECT) return 0;
-    for (size_t i = 0; i < p->u.object.count; i++) {
-        const char *k = p->u.object.members[i].key;
-        if (strcmp(k, "_NCZARR_ATTR") == 0) continue;
-        const mzj_value *o = mzj_get(w, k);
-        if (!o) {
-            if (strcmp(k, "_ARRAY_DIMENSIONS") == 0) continue; /* only written for root-group variables */
+static int dtype_value_match(const mzj_value *p, const mzj_value *w) { return dtypes_match(p, w); }
+
+static const char *separator(const mzj_value *o) {
+    const char *s = o ? mzj_string(mzj_get(o, "dimension_separator")) : NULL;
+    return s ? s : ".";
+}
+
+static int zarray_unchanged(const mzj_value *p, const mzj_value *a, const mzj_value *w) {
+    static const char *const keys[] = {"zarr_format", "shape", "chunks", "fill_value", "order", "compressor", "filters"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const mzj_value *wv = get_or_null(w, keys[i]);
+        if (!(values_match(get_or_null(p, keys[i]), wv) || (a && values_match(get_or_null(a, keys[i]), wv))))
             return 0;
-        }
-        if (!values_match(p->u.object.members[i].value, o)) return 0;
     }
+    const mzj_value *dt = mzj_get(w, "dtype");
+    if (!dt || !either_matches(p, a, "dtype", dt, dtype_value_match)) return 0;
+    const char *ws = separator(w);
+    if (strcmp(ws, separator(p)) != 0 && !(a && strcmp(ws, separator(a)) == 0)) return 0;
+    const mzj_value *nczarr = mzj_get(w, "_NCZARR_ARRAY");
+    return !nczarr || either_matches(p, a, "_NCZARR_ARRAY", nczarr, values_match) ||
+           (!mzj_get(p, "_NCZARR_ARRAY") && !(a && mzj_get(a, "_NCZARR_ARRAY")));
+}
+
+static int zattrs_unchanged(const mzj_value *p, const mzj_value *a, const mzj_value *w) {
+    if (w->kind != MZJ_OBJECT) return 0;
     for (size_t i = 0; i < w->u.object.count; i++) {
         const char *k = w->u.object.members[i].key;
-        if (strcmp(k, "_NCZARR_ATTR") == 0 || strcmp(k, "_FillValue") == 0) continue; /* materialised fill */
-        if (!mzj_get(p, k)) return 0;
+        const mzj_value *wv = w->u.object.members[i].value;
+        if (strcmp(k, "_NCZARR_ATTR") == 0) continue; /* 4.9.0's type table; the values carry the meaning */
+        if (either_matches(p, a, k, wv, values_match)) continue;
+        /* 4.9.0 materialises a _FillValue attribute from the array's fill value */
+        if (strcmp(k, "_FillValue") == 0 && !mzj_get(p, k) && !(a && mzj_get(a, k))) continue;
+        return 0;
+    }
+    for (size_t i = 0; p && i < p->u.object.count; i++) {
+        const char *k = p->u.object.members[i].key;
+        /* 4.9.0 writes _ARRAY_DIMENSIONS only for variables of the root group */
+        if (strcmp(k, "_NCZARR_ATTR") == 0 || strcmp(k, "_ARRAY_DIMENSIONS") == 0) continue;
+        if (!mzj_get(w, k)) return 0; /* a deleted attribute */
     }
     return 1;
 }
 
-int mzv_metadata_equivalent(const char *kind, const mzj_value *presented, const mzj_value *written) {
-    if (!presented || !written) return 0;
-    if (strcmp(kind, ".zarray") == 0) return zarray_match(presented, written);
-    if (strcmp(kind, ".zattrs") == 0) return zattrs_match(presented, written);
-    return presented->kind == MZJ_OBJECT && written->kind == MZJ_OBJECT && objects_match(presented, written);
+static int zgroup_unchanged(const mzj_value *p, const mzj_value *a, const mzj_value *w) {
+    if (w->kind != MZJ_OBJECT) return 0;
+    for (size_t i = 0; i < w->u.object.count; i++)
+        if (!either_matches(p, a, w->u.object.members[i].key, w->u.object.members[i].value, values_match)) return 0;
+    for (size_t i = 0; p && i < p->u.object.count; i++)
+        if (!mzj_get(w, p->u.object.members[i].key)) return 0;
+    return 1;
+}
+
+int mzv_metadata_unchanged(const char *kind, const mzj_value *presented, const mzj_value *archive,
+                           const mzj_value *written) {
+    if (!written || (!presented && !archive)) return 0;
+    if (!presented) presented = archive;
+    if (strcmp(kind, ".zarray") == 0) return zarray_unchanged(presented, archive, written);
+    if (strcmp(kind, ".zattrs") == 0) return zattrs_unchanged(presented, archive, written);
+    return zgroup_unchanged(presented, archive, written);
 }
 
 /* ---------------------------------------------------------------------------------------------------- */
@@ -131,16 +164,15 @@ int mzv_metadata_equivalent(const char *kind, const mzj_value *presented, const 
 static int check_metadata(mzv_view *v, const char *key, const char *kind, mzv_meta *m, int array_translated,
                           const void *data, size_t len) {
     if (m->superseded) return 0;
-    const mzj_value *shown = m->text ? m->json : m->archive;
     mzj_value *written = NULL;
     char err[256];
     int parsed = mzj_parse(data, len, &written, err, sizeof err) == 0;
-    int same = parsed && shown && mzv_metadata_equivalent(kind, shown, written);
+    int same = parsed && mzv_metadata_unchanged(kind, m->text ? m->json : NULL, m->archive, written);
     mzj_free(written);
     if (same) return 1;
     /* The view translated this object if what it shows differs from what the archive holds. */
     int translated = array_translated ||
-                     (m->text && !(m->archive && mzv_metadata_equivalent(kind, m->archive, m->json)));
+                     (m->text && !(m->archive && mzv_metadata_unchanged(kind, NULL, m->archive, m->json)));
     if (translated)
         return mzv_fail(v, NC_EPERM, key,
                         "write refused: this %s is presented translated by the compatibility view and the archive "
@@ -192,6 +224,12 @@ static size_t netcdf_default_fill(const char *pdtype, unsigned char *out) {
     return n;
 }
 
+static int refuse_chunk(mzv_view *v, const char *key) {
+    return mzv_fail(v, NC_EPERM, key,
+                    "write refused: this array is presented translated by the compatibility view (another dtype, "
+                    "shape or encoding than the archive's) and the archive keeps its original chunks");
+}
+
 static int check_chunk(mzv_view *v, mzv_array *a, const char *key, const char *chunk_key, const void *data, size_t len) {
     uint64_t index[MZV_MAX_RANK + 1];
     if (mzv_chunk_key_parse(a, chunk_key, index) != 0) return 0;
@@ -201,12 +239,11 @@ static int check_chunk(mzv_view *v, mzv_array *a, const char *key, const char *c
         int r = mzv_chunk_get(v, a, chunk_key, &shown, &shown_len);
         if (r < 0) return r;
         if (r == 1 && shown_len == len && memcmp(shown, data, len) == 0) return 1;
-        return mzv_fail(v, NC_EPERM, key,
-                        "write refused: the chunks of this array are presented translated by the compatibility view "
-                        "and the archive keeps its original chunks");
+        return refuse_chunk(v, key);
     }
-    /* An untranslated array: the map serves the archive's chunk, so a rewrite of the same bytes, or the
-     * fill chunk 4.9.0 writes for a missing chunk it merely read, changes nothing. */
+    /* The map serves the archive's chunk, so a rewrite of the same bytes, or the fill chunk 4.9.0 writes
+     * for a missing chunk it merely read, changes nothing. Other bytes are a genuine change, allowed only
+     * where 4.9.0 sees the archive's own dtype and shape. */
     char *relative = malloc(strlen(a->path) + strlen(chunk_key) + 2);
     if (!relative) return NC_ENOMEM;
     sprintf(relative, "%s/%s", a->path, chunk_key);
@@ -217,14 +254,19 @@ static int check_chunk(mzv_view *v, mzv_array *a, const char *key, const char *c
     uint64_t size;
     int st = mmzip_get(v->archive, entry, &stored, &size);
     free(entry);
-    if (st == MMZIP_OK) return size == len && memcmp(stored, data, len) == 0;
-    if (st != MMZIP_ENOTFOUND) return 0;
-    const unsigned char *fill = mzv_fill_chunk(v, a);
-    unsigned char dflt[8];
-    size_t dn = netcdf_default_fill(a->pdtype, dflt);
-    if (len != a->chunk_bytes) return 0;
-    if (fill && memcmp(fill, data, len) == 0) return 1;
-    return dn && a->elem_out == dn && uniform(data, len, dflt, dn);
+    int same;
+    if (st == MMZIP_OK) {
+        same = size == len && memcmp(stored, data, len) == 0;
+    } else {
+        const unsigned char *fill = mzv_fill_chunk(v, a);
+        unsigned char dflt[8];
+        size_t dn = netcdf_default_fill(a->pdtype, dflt);
+        same = len == a->chunk_bytes && ((fill && memcmp(fill, data, len) == 0) ||
+                                         (dn && a->elem_out == dn && uniform(data, len, dflt, dn)));
+    }
+    if (same) return 1;
+    if (a->translated) return refuse_chunk(v, key);
+    return 0;
 }
 
 int mzv_check_write(mzv_view *v, const char *key, const void *data, size_t len) {
@@ -237,7 +279,7 @@ int mzv_check_write(mzv_view *v, const char *key, const void *data, size_t len) 
         mzv_array *a = dl && base[2] != 'g' ? mzv_find_array(v, rel, dl) : NULL;
         if (a) {
             mzv_meta *m = base[2] == 'a' && base[3] == 'r' ? &a->zarray : &a->zattrs;
-            return check_metadata(v, key, base, m, a->data_translated || a->zero_d || a->empty, data, len);
+            return check_metadata(v, key, base, m, a->translated, data, len);
         }
         mzv_group *g = mzv_find_group(v, rel, dl);
         if (!g) return 0; /* a new group or array */

@@ -173,12 +173,12 @@ class Cdl:
                 self.dims[name] = None if length == "UNLIMITED" else int(length)
                 i += 4
                 continue
+            if (kind, v) == ("p", ":") and section in (None, "variables"):  # group attribute
+                name = toks[i + 1][1]
+                vals, i = values(i + 3)
+                self.gattrs.setdefault("/".join(groups), {})[name] = vals
+                continue
             if section == "variables":
-                if (kind, v) == ("p", ":"):  # global attribute
-                    name = toks[i + 1][1]
-                    vals, i = values(i + 3)
-                    self.gattrs.setdefault("/".join(groups), {})[name] = vals
-                    continue
                 if toks[i + 1] == ("p", ":"):  # variable attribute
                     var, name = v, toks[i + 2][1]
                     vals, i = values(i + 4)
