@@ -175,7 +175,17 @@ static int at_eof(const mz_source *src, mz_trailer *t, mz_cd *cd) {
         if (base + i + MZ_EOCD_FIXED + mz_get16(tail + i + 20) != src->size) continue;
         candidate c;
         int st = parse_candidate(src, base + i, 1, &c);
-        if (st == MMZIP_EUNSUPPORTED || st == MMZIP_EIO || st == MMZIP_ENOMEM) { result = st; have_detail = 0; break; }
+        if (st == MMZIP_EIO || st == MMZIP_ENOMEM) { result = st; have_detail = 0; break; }
+        if (st == MMZIP_EUNSUPPORTED) {
+            /* Multi-disk: the answer only if nothing below it is a valid archive (a comment may hold a
+             * fake end record and locator). */
+            if (!have_detail) {
+                snprintf(detail, sizeof detail, "%s", mmzip_last_error());
+                have_detail = 1;
+                result = st;
+            }
+            continue;
+        }
         if (st != MMZIP_OK) continue;
         st = load_candidate(src, &c, t, cd);
         if (st == MMZIP_OK) { result = MMZIP_OK; break; }
