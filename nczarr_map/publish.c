@@ -12,7 +12,6 @@
 typedef struct pending_object {
     const char *key;
     mzn_blob *blob;
-    int held;  /* not published this time */
 } pending_object;
 
 static int compare_keys(const void *a, const void *b) {
@@ -32,14 +31,13 @@ static int is_group_object(const char *key) {
 }
 
 static pending_object *find_pending(pending_object *objs, size_t n, const char *key) {
-    pending_object probe = {key, NULL, 0};
+    pending_object probe = {key, NULL};
     return bsearch(&probe, objs, n, sizeof *objs, compare_keys);
 }
 
 /* Will the object `key` be in the archive after this publish? */
 static int will_exist(mzn_session *s, pending_object *objs, size_t n, const char *key) {
-    pending_object *p = find_pending(objs, n, key);
-    if (p) return !p->held;
+    if (find_pending(objs, n, key)) return 1;
     char *name = mzn_session_entry_name(s, key);
     int found = name && mmzip_exists(s->archive, name);
     free(name);
@@ -84,18 +82,37 @@ static int listing_incomplete(mzn_session *s, pending_object *objs, size_t n, co
     return incomplete;
 }
 
-/* Holding one listing can make another incomplete (a parent listing a held subgroup): iterate. */
-static void hold_incomplete_listings(mzn_session *s, pending_object *objs, size_t n) {
-    int changed;
-    do {
-        changed = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (objs[i].held || !listing_incomplete(s, objs, n, &objs[i])) continue;
-            objs[i].held = 1;
-            changed = 1;
-            mzn_trace("sync: %s held back until its members' metadata exists", objs[i].key);
+/* 1 if some directory above the chunk key has a .zarray after the publish ("/g/v/0.1" -> "/g/v/.zarray";
+ * with "/" as dimension separator the array is further up). */
+static int chunk_has_array(mzn_session *s, pending_object *objs, size_t n, const char *chunk_key) {
+    char *key = malloc(strlen(chunk_key) + sizeof "/.zarray");
+    if (!key) return 0;
+    strcpy(key, chunk_key);
+    int found = 0;
+    char *slash;
+    while (!found && (slash = strrchr(key, '/')) != NULL) {
+        strcpy(slash, "/.zarray");
+        found = will_exist(s, objs, n, key);
+        *slash = '\0';
+    }
+    free(key);
+    return found;
+}
+
+/* The sync rule of publish.h: 1 if publishing now gives readers a complete dataset. */
+static int consistent_for_sync(mzn_session *s, pending_object *objs, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (listing_incomplete(s, objs, n, &objs[i])) {
+            mzn_trace("sync: nothing published: %s lists members without metadata yet", objs[i].key);
+            return 0;
         }
-    } while (changed);
+    const char *key;
+    for (size_t i = 0; mzn_keymap_next(&s->pending_chunks, &i, &key, NULL);)
+        if (!chunk_has_array(s, objs, n, key)) {
+            mzn_trace("sync: nothing published: chunk %s has no array metadata yet", key);
+            return 0;
+        }
+    return 1;
 }
 
 /* 1 if the archive already holds this object, byte for byte or in meaning. */
@@ -114,7 +131,6 @@ static int already_archived(mzn_session *s, const char *name, const mzn_blob *b)
 
 static int write_objects(mzn_session *s, pending_object *objs, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        if (objs[i].held) continue;
         char *name = mzn_session_entry_name(s, objs[i].key);
         if (!name) return NC_ENOMEM;
         int st = MMZIP_OK;
@@ -145,28 +161,19 @@ int mzn_publish(mzn_session *s, mzn_publish_kind kind) {
     }
     /* Sorted: deterministic archives, and bsearch for the consistency check. */
     if (n) qsort(objs, n, sizeof *objs, compare_keys);
-    if (kind == MZN_PUBLISH_SYNC) hold_incomplete_listings(s, objs, n);
-    int rc = write_objects(s, objs, n);
-    if (rc == NC_NOERR) {
-        int st = mmzip_commit(s->archive);
-        if (st != MMZIP_OK) {
-            mzn_diag("%s", mmzip_last_error());
-            rc = mzn_nc_error(st);
-        }
+    int rc = NC_NOERR;
+    if (kind == MZN_PUBLISH_SYNC && !consistent_for_sync(s, objs, n)) goto out;
+    if ((rc = write_objects(s, objs, n)) != NC_NOERR) goto out;
+    int st = mmzip_commit(s->archive);
+    if (st != MMZIP_OK) {
+        mzn_diag("%s", mmzip_last_error());
+        rc = mzn_nc_error(st);
+        goto out;
     }
-    if (rc == NC_NOERR) {
-        /* Published objects leave the buffer; reads now find them in the archive. */
-        for (size_t i = 0; i < n; i++) {
-            if (objs[i].held) continue;
-            char *copy = strdup(objs[i].key);
-            if (!copy) {
-                rc = NC_ENOMEM;
-                break;
-            }
-            free(mzn_keymap_remove(&s->pending_metadata, copy));
-            free(copy);
-        }
-    }
+    /* Published objects leave the buffer; reads now find them in the archive. */
+    mzn_keymap_clear(&s->pending_metadata, free);
+    mzn_keymap_clear(&s->pending_chunks, NULL);
+out:
     free(objs);
     return rc;
 }

@@ -2,11 +2,13 @@
  * publish.h - making a session's writes visible: buffered metadata into the archive, then one commit.
  *
  * At close everything is published. At nc_sync, netCDF-C 4.9 has rewritten group metadata that lists new
- * variables but not yet their .zarray (it writes array metadata only at close), and a reader that finds a
- * group listing an array without metadata crashes (ncdump segfaults). So a sync publishes every buffered
- * object except group listings (_NCZARR_GROUP / _nczarr_group) that name an array or group whose metadata
- * would not be in the archive after the commit; those wait for the next publish. What a sync publishes is
- * thereby a dataset readers can open.
+ * variables, and flushed their chunks, but not yet written their .zarray (it writes array metadata only
+ * at close). A reader that finds a group listing an array without metadata crashes (ncdump segfaults),
+ * and chunks published without their array would be found by a later array of the same name. So a sync
+ * publishes only a state in which every group listing (_NCZARR_GROUP / _nczarr_group) names arrays and
+ * groups whose metadata is in the archive, and every chunk written since the last publish belongs to an
+ * array whose .zarray is; otherwise it publishes nothing and the session's writes wait for the next
+ * publish (at the latest, close). What a sync publishes is thereby a dataset readers can open.
  *
  * Metadata that means the same as the archived version (json.h) is not written again: opening a dataset
  * for writing and closing it unchanged adds zero bytes.

@@ -42,6 +42,7 @@ static int view_disabled_by_env(void) {
 static void free_session(mzn_session *s) {
     if (!s) return;
     mzn_keymap_clear(&s->pending_metadata, free);
+    mzn_keymap_clear(&s->pending_chunks, NULL);
     mzn_keymap_clear(&s->attrs_read, NULL);
     mzn_keymap_clear(&s->created_metadata, NULL);
     free(s->base.url);

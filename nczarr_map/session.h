@@ -43,6 +43,7 @@ typedef struct mzn_session {
     int discard;              /* nc_abort(): roll back instead of publishing at close */
     mzv_view *view;
     mzn_keymap pending_metadata; /* key -> mzn_blob*: metadata written this session, not yet published */
+    mzn_keymap pending_chunks;   /* chunk keys written since the last publish (publish.h, sync rule) */
     mzn_keymap attrs_read;       /* .zattrs keys read in this session */
     mzn_keymap created_metadata; /* metadata keys absent from the archive when this session first wrote
                                   * them: its own, rewritten freely (others: metadata_guard.h) */

@@ -116,5 +116,5 @@ int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t 
         mzn_diag("%s", mmzip_last_error());
         return mzn_nc_error(st);
     }
-    return NC_NOERR;
+    return mzn_keymap_put(&s->pending_chunks, key, s, NULL) == 0 ? NC_NOERR : NC_ENOMEM;
 }
