@@ -437,8 +437,15 @@ static int break_array(mzv_view *v, mzv_array *a, const char *why) {
     return NC_NOERR;
 }
 
-/* Shape, chunks and element sizes once the dtype and the extra dimension are known. */
-static void lay_out(mzv_array *a, extra_kind extra, uint64_t extra_len) {
+/* No chunk larger than this is presented (4.9.0 would allocate it whole; hostile shapes overflow). */
+#define MZV_MAX_CHUNK_BYTES ((uint64_t)1 << 40)
+
+/* a * b, or UINT64_MAX when it overflows. */
+static uint64_t mul_sat(uint64_t a, uint64_t b) { return b && a > UINT64_MAX / b ? UINT64_MAX : a * b; }
+
+/* Shape, chunks and element sizes once the dtype and the extra dimension are known. Returns 0, or -1 when
+ * a chunk would exceed MZV_MAX_CHUNK_BYTES (decoded or presented). */
+static int lay_out(mzv_array *a, extra_kind extra, uint64_t extra_len) {
     int r = a->z.rank;
     a->zero_d = r == 0;
     a->empty = mzv_zarray_is_empty(&a->z);
@@ -450,13 +457,18 @@ static void lay_out(mzv_array *a, extra_kind extra, uint64_t extra_len) {
     }
     a->extra_dim = extra != EXTRA_NONE;
     a->prank = grid + a->extra_dim;
-    if (a->extra_dim) a->pshape[grid] = a->pchunks[grid] = extra_len;
-    size_t item = presented_item_size(a->pdtype);
-    a->elem_out = item * (a->extra_dim ? (size_t)extra_len : 1);
-    a->chunk_elements = a->zero_d ? 1 : mzv_chunk_elements(&a->z);
-    uint64_t pelems = 1;
-    for (int i = 0; i < grid; i++) pelems *= a->pchunks[i];
-    a->chunk_bytes = (size_t)pelems * a->elem_out;
+    if (a->extra_dim) a->pshape[grid] = a->pchunks[grid] = extra_len ? extra_len : 1;
+    uint64_t elem_out = mul_sat(presented_item_size(a->pdtype), a->extra_dim ? a->pshape[grid] : 1);
+    uint64_t elements = 1, pelems = 1;
+    if (!a->zero_d && !a->empty)
+        for (int i = 0; i < r; i++) elements = mul_sat(elements, a->z.chunks[i]);
+    for (int i = 0; i < grid; i++) pelems = mul_sat(pelems, a->pchunks[i]);
+    uint64_t decoded = mul_sat(elements, a->z.dtype.itemsize), presented = mul_sat(pelems, elem_out);
+    int fits = decoded <= MZV_MAX_CHUNK_BYTES && presented <= MZV_MAX_CHUNK_BYTES;
+    a->elem_out = fits ? (size_t)elem_out : 1;
+    a->chunk_elements = fits ? elements : 1;
+    a->chunk_bytes = fits ? (size_t)presented : 1;
+    return fits ? 0 : -1;
 }
 
 static int needs_clamp(const mzv_array *a) {
@@ -487,7 +499,7 @@ static int present_nczarr_array(mzv_view *v, mzv_array *a) {
     const mzj_value *refs = mzj_get(ncz, "dimrefs");
     a->nczarr_scalar = storage && strcmp(storage, "scalar") == 0 && a->z.rank == 1 && a->z.shape[0] == 1 &&
                        (!refs || (refs->kind == MZJ_ARRAY && refs->u.array.count == 0));
-    lay_out(a, EXTRA_NONE, 0);
+    if (lay_out(a, EXTRA_NONE, 0) != 0) return break_array(v, a, "chunks of more than 2^40 bytes");
     if (extra != EXTRA_NONE || a->z.dtype.cls == MZV_DT_UNICODE || a->empty || needs_clamp(a)) {
         /* NCZarr 4.9.0 writes none of these; its format cannot grow a dimension here. */
         int rc = break_array(v, a, "this dtype or shape cannot be presented in NCZarr's own format");
@@ -508,7 +520,11 @@ int mzv_present_array(mzv_view *v, mzv_array *a) {
     extra_kind extra;
     uint64_t extra_len;
     choose_dtype(a, &extra, &extra_len);
-    lay_out(a, extra, extra_len); /* provisional for string arrays: their width is not known yet */
+    /* provisional for string arrays: their width is not known yet */
+    if (lay_out(a, extra, extra_len) != 0) {
+        int rc = break_array(v, a, "chunks of more than 2^40 bytes");
+        if (rc) return rc;
+    }
     if (a->chain.unsupported) {
         int rc = break_array(v, a, a->chain.unsupported);
         if (rc) return rc;
@@ -532,7 +548,10 @@ int mzv_present_array(mzv_view *v, mzv_array *a) {
         }
         extra_len = a->row_width;
     }
-    lay_out(a, extra, extra_len);
+    if (lay_out(a, extra, extra_len) != 0 && !a->broken) {
+        int rc = break_array(v, a, "chunks of more than 2^40 bytes");
+        if (rc) return rc;
+    }
     a->data_translated = !data_unchanged(a);
     /* A fill value 4.9.0 cannot take is presented as null; missing chunks then come from the view. */
     mzj_value *fill = presented_fill(a);

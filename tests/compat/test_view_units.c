@@ -655,6 +655,53 @@ static void test_untranslated_writes(void) {
     unlink(archive_path);
 }
 
+/* Metadata that would make a naive reader allocate or index wildly: refused per array, never a crash. */
+static void test_hostile_archive(void) {
+    snprintf(archive_path, sizeof archive_path, "/tmp/mmzip-view-units-hostile-%d.zarr.zip", (int)getpid());
+    unlink(archive_path);
+    mmzip_t *h;
+    CHECK(mmzip_open(archive_path, "w", NULL, &h) == MMZIP_OK);
+    put_text(h, ".zgroup", "{\"zarr_format\": 2}");
+    put_text(h, "huge/.zarray", zarray("[4611686018427387904, 4611686018427387904]",
+                                      "[4611686018427387904, 4611686018427387904]", "<f8", NULL));
+    put(h, "huge/0.0", "x", 1);
+    put_text(h, "dims/.zarray", zarray("[3]", "[3]", "<i2", NULL));
+    put_text(h, "dims/.zattrs", "{\"_ARRAY_DIMENSIONS\": [1, null]}");
+    put(h, "dims/0", "\1\0\2\0", 4); /* one element short */
+    /* a vlen chunk that claims 2^31 items */
+    put_text(h, "strs/.zarray",
+             "{\"zarr_format\": 2, \"shape\": [2], \"chunks\": [2], \"dtype\": \"|O\", \"compressor\": null, "
+             "\"fill_value\": null, \"filters\": [{\"id\": \"vlen-utf8\"}], \"order\": \"C\"}");
+    put(h, "strs/0", "\xff\xff\xff\x7f\1\0\0\0a", 9);
+    /* a Blosc frame whose header lies about its size */
+    put_text(h, "lying/.zarray",
+             "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [4], \"dtype\": \"<i4\", \"compressor\": "
+             "{\"id\": \"blosc\"}, \"fill_value\": 0, \"filters\": null, \"order\": \"C\"}");
+    unsigned char frame[64];
+    int n = blosc_compress_ctx(5, 1, 4, 16, "0123456789abcdef", frame, sizeof frame, "lz4", 0, 1);
+    CHECK(n > 16);
+    frame[4] = 0xff, frame[5] = 0xff, frame[6] = 0xff, frame[7] = 0x7f; /* nbytes: 2 GiB */
+    put(h, "lying/0", frame, (size_t)n);
+    CHECK(mmzip_close(h) == MMZIP_OK);
+
+    CHECK(mmzip_open(archive_path, "r", NULL, &h) == MMZIP_OK);
+    mzv_view *v;
+    CHECK(mzv_open(h, "", 1, &v) == NC_NOERR);
+    const void *d;
+    size_t len;
+    CHECK(get(v, "/huge/.zarray", &d, &len) == 1);
+    CHECK(get(v, "/huge/0.0", &d, &len) < 0 && strstr(mzv_last_error(v), "2^40"));
+    char *s = get_text(v, "/dims/.zattrs");
+    CHECK(s && strstr(s, "\"_ARRAY_DIMENSIONS\": [\"_zdim_3\"]"));
+    free(s);
+    CHECK(get(v, "/dims/0", &d, &len) == NC_ENCZARR && strstr(mzv_last_error(v), "stored chunk has 4 bytes"));
+    CHECK(get(v, "/strs/0.0", &d, &len) == NC_EFILTER);
+    CHECK(get(v, "/lying/0", &d, &len) == NC_EFILTER && strstr(mzv_last_error(v), "blosc"));
+    mzv_close(v);
+    CHECK(mmzip_close(h) == MMZIP_OK);
+    unlink(archive_path);
+}
+
 int main(void) {
     test_json();
     test_dtypes();
@@ -665,6 +712,7 @@ int main(void) {
     test_attrs();
     test_view();
     test_untranslated_writes();
+    test_hostile_archive();
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
