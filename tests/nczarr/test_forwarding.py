@@ -1,0 +1,59 @@
+"""Point 7 (the tool side; the ABI dispatch per netCDF-C version is nczarr_abi_*): everything that is not
+a zip dataset is forwarded untouched, so under `mmzip run` netCDF-C's own directory and S3 maps, and plain
+netCDF files, behave exactly as without the plugin; .zip archives without Zarr metadata and HDF5 member
+paths ("a.zip#/x.nc") are passed on unchanged to whatever comes next (the HDF5 driver, or libnetcdf)."""
+import os
+import zipfile
+
+from mmzip_testlib import TempDir, check_equal, main, mmzip_run, run
+from nczarr_testlib import dir_url, make_sample_nc, ncdump, preload_only_nczarr
+
+
+def same_outcome(cmd, what, env=None):
+    """cmd gives the same exit status, stdout and stderr with and without the plugin."""
+    plain = run(cmd, check=False)
+    through = run(cmd, check=False, env=env or preload_only_nczarr())
+    check_equal((through.returncode, through.stdout, through.stderr), (plain.returncode, plain.stdout, plain.stderr),
+                what)
+    return plain
+
+
+def test_directory_store_and_netcdf4_unchanged():
+    with TempDir() as d:
+        nc = make_sample_nc(os.path.join(d, "sample.nc"))
+        # Created through the plugin: netCDF-C's own directory map did it, a directory tree results.
+        store = os.path.join(d, "store.zarr")
+        mmzip_run("nccopy", nc, dir_url(store))
+        assert os.path.isdir(store) and os.path.isfile(os.path.join(store, ".zgroup")), "no directory store made"
+        for options in (["-h"], []):
+            want = ncdump(dir_url(store), *options, plugin=False)
+            check_equal(ncdump(dir_url(store), *options), want, "ncdump %s of a directory store" % options)
+            check_equal(ncdump(nc, *options), ncdump(nc, *options, plugin=False), "ncdump %s of netCDF-4" % options)
+        # A directory store written without the plugin is byte-identical to one written through it.
+        plain_store = os.path.join(d, "plain.zarr")
+        run(["nccopy", nc, dir_url(plain_store)])
+        for root, _, files in os.walk(plain_store):
+            for f in files:
+                rel = os.path.relpath(os.path.join(root, f), plain_store)
+                with open(os.path.join(plain_store, rel), "rb") as a, open(os.path.join(store, rel), "rb") as b:
+                    check_equal(b.read(), a.read(), "directory store object %s" % rel)
+
+
+def test_other_maps_and_paths_forwarded():
+    with TempDir() as d:
+        # The S3 map (not built into Debian's netCDF-C): the library's own answer, unchanged.
+        p = same_outcome(["ncdump", "-h", "file://%s/x.zarr#mode=nczarr,s3" % d], "the S3 map")
+        assert p.returncode != 0
+        # A .zip without Zarr metadata goes on to libnetcdf (or the HDF5 driver) as it was given.
+        archive = os.path.join(d, "notes.zip")
+        with zipfile.ZipFile(archive, "w") as z:
+            z.writestr("readme.txt", "no zarr here")
+        p = same_outcome(["ncdump", "-h", archive], "a zip without Zarr metadata")
+        assert "Unknown file format" in p.stderr, p.stderr
+        same_outcome(["ncdump", "-h", archive + "#/member.nc"], "an HDF5 member path")
+        # A missing file: the same message as without the plugin.
+        same_outcome(["ncdump", "-h", os.path.join(d, "missing.zarr.zip")], "a missing .zip")
+
+
+if __name__ == "__main__":
+    main([test_directory_store_and_netcdf4_unchanged, test_other_maps_and_paths_forwarded])
