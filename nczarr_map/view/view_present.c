@@ -510,7 +510,24 @@ static int present_nczarr_array(mzv_view *v, mzv_array *a) {
     a->translated = a->data_translated || a->nczarr_scalar;
     if (!a->translated) return NC_NOERR;
     v->any_translated = 1;
-    return set_meta(&a->zarray, nczarr_zarray(a));
+    int rc = set_meta(&a->zarray, nczarr_zarray(a));
+    if (rc || !a->nczarr_scalar || !mzj_get(a->attrs, "_ARRAY_DIMENSIONS")) return rc;
+    /* The scalar's (empty) xarray dimension list, as 4.9.0 writes it back for the presented dimension. */
+    mzj_value *dims = mzj_new_array();
+    if (!dims || mzj_array_push(dims, mzj_new_cstring("_scalar_")) != 0) {
+        mzj_free(dims);
+        return NC_ENOMEM;
+    }
+    mzj_value *attrs = mzj_clone(a->attrs);
+    if (!attrs) {
+        mzj_free(dims);
+        return NC_ENOMEM;
+    }
+    if (mzj_object_set(attrs, "_ARRAY_DIMENSIONS", dims) != 0) { /* frees dims */
+        mzj_free(attrs);
+        return NC_ENOMEM;
+    }
+    return set_meta(&a->zattrs, attrs);
 }
 
 int mzv_present_array(mzv_view *v, mzv_array *a) {

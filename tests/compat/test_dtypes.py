@@ -183,5 +183,41 @@ def test_no_tool_crashes():
         run(["ncdump", "-h", out])
 
 
+NCZARR_SCALAR_CDL = """netcdf s {
+dimensions:
+  x = 3 ;
+variables:
+  double scal ;
+    scal:units = "m" ;
+  int v(x) ;
+data:
+  scal = 4.5 ;
+  v = 1, 2, 3 ;
+}
+"""
+
+
+def test_nczarr_own_scalars():
+    """netCDF-C 4.9.0 writes a scalar as NCZarr's "storage": "scalar" form, which its own ncdump cannot read
+    back (segfault, Unidata/netcdf-c#2485): the view shows it on a "_scalar_" dimension."""
+    with TempDir() as tmp:
+        cdl, nc, path = (os.path.join(tmp, n) for n in ("s.cdl", "s.nc", "s.zarr.zip"))
+        with open(cdl, "w") as f:
+            f.write(NCZARR_SCALAR_CDL)
+        run(["ncgen", "-4", "-o", nc, cdl])
+        mmzip_run("nccopy", nc, path)
+        c = C.cdl(path)
+        check_equal((c.vars["scal"]["dims"], c.data["scal"], c.vars["scal"]["attrs"]["units"]),
+                    (["_scalar_"], [4.5], [b"m"]), "scalar")
+        check_equal(c.data["v"], [1, 2, 3], "vector")
+        raw = C.ncdump(path, env={"MMZIP_NCZARR_VIEW": "raw"}, check=False)
+        assert raw.returncode != 0, "raw 4.9.0 read NCZarr's scalar (fixed upstream?):\n" + raw.stdout
+        before = C.entry_crcs(path)
+        with C.open_netcdf(path, "a") as ds:
+            check_equal(float(ds["scal"][0]), 4.5, "scalar via netCDF4-python")
+            ds["scal"].getncattr("units")
+        check_equal(C.entry_crcs(path), before, "an idle write session leaves NCZarr's archive as it was")
+
+
 if __name__ == "__main__":
-    main([test_values_through_netcdf4_python, test_documented_forms, test_no_tool_crashes])
+    main([test_values_through_netcdf4_python, test_documented_forms, test_no_tool_crashes, test_nczarr_own_scalars])
