@@ -337,6 +337,11 @@ int mzv_chunk_get(mzv_view *v, mzv_array *a, const char *chunk_key, const void *
     if (!entry) return mzv_fail(v, NC_ENOMEM, a->path, "out of memory");
     int rc;
 
+    if (a->broken && !a->data_translated) {
+        rc = mzv_fail(v, NC_EFILTER, entry, "cannot present this chunk: %s", a->broken);
+        free(entry);
+        return rc;
+    }
     if (!a->data_translated) {
         /* The map serves it; make sure 4.9.0 will not read past it (it trusts the length). */
         uint64_t size;
