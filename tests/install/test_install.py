@@ -13,6 +13,10 @@ from mmzip_testlib import BUILD, SOURCE, TempDir, check_equal, main, run
 CONSUMER = os.path.join(SOURCE, "tests", "install", "consumer")
 PAYLOAD = b"written by an installed libmmzip consumer"
 VERSION = "0.1.0"
+# Under the sanitizer build the installed libmmzip is instrumented: a consumer built without the sanitizers
+# must get ASan's runtime preloaded (CTest says where it is), as any user program would.
+ASAN_RUNTIME = os.environ.get("MMZIP_ASAN_RUNTIME")
+CONSUMER_ENV = {"LD_PRELOAD": ASAN_RUNTIME} if ASAN_RUNTIME else None
 
 
 def assert_layout(prefix):
@@ -25,7 +29,7 @@ def assert_layout(prefix):
 
 def assert_consumer_works(exe, workdir):
     archive = os.path.join(workdir, "consumer.zip")
-    out = run([exe, archive]).stdout
+    out = run([exe, archive], env=CONSUMER_ENV).stdout
     check_equal(out.strip(), "consumer: mmzip %s, %d bytes verified" % (VERSION, len(PAYLOAD)), "consumer output")
     with zipfile.ZipFile(archive) as z:
         assert z.testzip() is None, "zipfile rejects the consumer's archive"

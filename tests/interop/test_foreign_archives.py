@@ -2,6 +2,7 @@
 entries with data descriptors, an archive comment, bytes prepended), Info-ZIP zip, 7-Zip and zarr-python's
 ZipStore. Every entry's bytes, through `mmzip cat` and through mmzip.Archive, equal what zipfile reads;
 deflated entries are CRC-checked; other methods and encryption fail with errors that say so."""
+import asan_preload  # noqa: F401  (first: under the sanitizer build it re-executes this script)
 import io
 import os
 import random

@@ -5,6 +5,7 @@ bombs, local headers that disagree with the directory, multi-disk archives. No r
 would show here as a negative exit status), and a writable open never changes a file it cannot parse.
 
 `test_hostile_archives.py --write-corpus DIR` writes every case into DIR, as seeds for the fuzzer."""
+import asan_preload  # noqa: F401  (first: under the sanitizer build it re-executes this script)
 import os
 import sys
 import zlib

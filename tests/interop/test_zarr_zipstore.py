@@ -1,5 +1,6 @@
 """zarr-python's ZipStore (2.13, from Debian) reads a Zarr group written into an archive with `mmzip put --dir`,
 value for value; the uncompressed chunks are aligned and readable zero-copy through mmzip.Archive."""
+import asan_preload  # noqa: F401  (first: under the sanitizer build it re-executes this script)
 import os
 
 import numpy as np
