@@ -58,12 +58,19 @@ def bench_append(bindir, work, sizes):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", required=True, help="directory of the core_bench_* programs")
-    ap.add_argument("--work", required=True, help="scratch directory for the archives (kept between runs)")
+    ap.add_argument("--bin", help="directory of the core_bench_* programs")
+    ap.add_argument("--work", help="scratch directory for the archives (kept between runs)")
+    ap.add_argument("--replot", metavar="JSON", help="only redraw --plot from the results of an earlier run")
     ap.add_argument("--smoke", action="store_true", help="toy sizes, for the test suite")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--plot", help="write a PNG figure here")
     args = ap.parse_args()
+    if args.replot:
+        with open(args.replot) as f:
+            plot(json.load(f), args.plot)
+        return 0
+    if not args.bin or not args.work:
+        ap.error("--bin and --work are required")
     sizes = SMOKE if args.smoke else FULL
     os.makedirs(args.work, exist_ok=True)
     results = {"machine": os.uname().nodename, "cpus": os.cpu_count(), "smoke": args.smoke}
