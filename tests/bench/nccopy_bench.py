@@ -139,6 +139,7 @@ def plot(results, path):
         for x, y in zip(xs, ys):
             ax.text(x, y + 0.02, "%.2f" % y, ha="center", va="bottom", fontsize=8)
     ax.axhline(1.0, color="gray", linewidth=0.8)
+    ax.set_ylim(0, max(max(r["ratios"].values()) for r in results) * 1.15 + 0.05)
     ax.axhline(0.8, color="tab:red", linewidth=0.8, linestyle="--", label="target 0.8")
     ax.set_xticks([k + width * (len(results) - 1) / 2 for k in range(len(ops))])
     ax.set_xticklabels([labels[o] for o in ops])

@@ -1,7 +1,7 @@
 """Point 3: netCDF4-python reads and writes .zarr.zip archives after `import mmzip; mmzip.enable_netcdf()`
 (no LD_PRELOAD): reading ours and zarr-python's, writing a new archive that zarr-python reads back,
-appending in mode "a", the URL forms; enable_netcdf() after netCDF4 was imported is refused clearly, and
-without it netCDF4 cannot open the archive at all."""
+appending in modes "a" and "r+", the URL forms; enable_netcdf() after netCDF4 was imported is refused
+clearly, is harmless under `mmzip run`, and without it netCDF4 cannot open the archive at all."""
 import os
 
 from mmzip_testlib import PYTHON, TempDir, check_equal, main, mmzip_run, run, zip_tools_ok
@@ -87,6 +87,17 @@ def test_enable_after_import_refused():
     assert p.returncode != 0 and "RuntimeError" in p.stderr and "before netCDF4" in p.stderr, p.stderr
 
 
+def test_enable_under_mmzip_run():
+    """Under `mmzip run` the plugin is preloaded (and libnetcdf with it): enable_netcdf() only returns it."""
+    with TempDir() as d:
+        nc = make_sample_nc(os.path.join(d, "in.nc"))
+        ours = os.path.join(d, "ours.zarr.zip")
+        mmzip_run("nccopy", nc, ours)
+        p = mmzip_run(PYTHON, "-c", "import sys, mmzip\nmmzip.enable_netcdf()\nimport netCDF4\n"
+                      "print(netCDF4.Dataset(sys.argv[1]).title)", ours)
+        check_equal(p.stdout.strip(), "mmzip NCZarr test sample", "title read under mmzip run")
+
+
 def test_without_plugin_archive_unreadable():
     with TempDir() as d:
         nc = make_sample_nc(os.path.join(d, "in.nc"))
@@ -100,4 +111,5 @@ def test_without_plugin_archive_unreadable():
 
 
 if __name__ == "__main__":
-    main([test_read, test_write_and_append, test_enable_after_import_refused, test_without_plugin_archive_unreadable])
+    main([test_read, test_write_and_append, test_enable_after_import_refused, test_enable_under_mmzip_run,
+          test_without_plugin_archive_unreadable])

@@ -52,11 +52,22 @@ def _netcdf_already_loaded():
 
 
 def enable_netcdf():
-    """Loads the mmzip storage map for netCDF-C. Must run before netCDF4 (or anything that loads
+    """Loads the mmzip storage map for netCDF-C, so that netCDF4 opens .zip archives: bare paths ending in
+    .zip, file:///...#mode=nczarr,zip and #mode=zarr,zip. Must run before netCDF4 (or anything that loads
     libnetcdf) is imported; raises RuntimeError otherwise, since netCDF-C binds its storage-map calls when
-    it is loaded. Returns the loaded library. Calling it twice is harmless."""
+    it is loaded. Under `mmzip run` (the plugin is already preloaded) it only returns it. Returns the
+    loaded library. Calling it twice is harmless."""
     global _netcdf_plugin
     if _netcdf_plugin is not None:
+        return _netcdf_plugin
+    try:
+        with open("/proc/self/maps") as f:
+            preloaded = [line.split()[-1] for line in f if line.rstrip().endswith("/libmmzip_nczarr.so")]
+    except OSError:
+        preloaded = []
+    if preloaded:
+        # Preloaded (LD_PRELOAD): it already comes before libnetcdf; this only gets a handle on it.
+        _netcdf_plugin = ctypes.CDLL(preloaded[0], mode=ctypes.RTLD_GLOBAL)
         return _netcdf_plugin
     if _netcdf_already_loaded():
         raise RuntimeError("mmzip.enable_netcdf() must be called before netCDF4 (libnetcdf) is imported: "
