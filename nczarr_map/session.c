@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "diag.h"
+#include "direct_read.h"
 #include "layout.h"
 #include "publish.h"
 #include "registry.h"
@@ -41,6 +42,7 @@ static int view_disabled_by_env(void) {
 
 static void free_session(mzn_session *s) {
     if (!s) return;
+    if (s->direct_fd >= 0) close(s->direct_fd);
     mzn_keymap_clear(&s->pending_metadata, free);
     mzn_keymap_clear(&s->pending_chunks, NULL);
     mzn_keymap_clear(&s->attrs_read, NULL);
@@ -92,6 +94,7 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
         mzn_url_clear(&parsed);
         return NC_ENOMEM;
     }
+    s->direct_fd = -1;
     s->base.format = MZN_IMPL_ZIP;
     s->base.mode = mode;
     s->base.flags = flags;
@@ -116,6 +119,7 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
                  "one top directory)", s->archive_path);
     s->prefix = layout.prefix;
     s->prefix_len = strlen(s->prefix);
+    s->direct_fd = create ? -1 : mzn_direct_open(s->archive, s->archive_path);
 
     int view_enabled = !parsed.view_raw && !view_disabled_by_env();
     rc = mzv_open(s->archive, s->prefix, view_enabled, &s->view);
@@ -223,17 +227,52 @@ static int is_zattrs_key(const char *key) {
     return n >= 8 && strcmp(key + n - 8, "/.zattrs") == 0;
 }
 
-int mzn_session_read(mzn_session *s, const char *key, mzn_size64 start, mzn_size64 count, void *content) {
-    const void *data;
-    size_t len;
-    int rc = mzn_session_peek(s, key, &data, &len);
-    if (rc != NC_NOERR) return rc;
+/* Copies [start, start + count) of an object of len bytes at data into content. */
+static int copy_range(mzn_session *s, const char *key, const void *data, size_t len, mzn_size64 start,
+                      mzn_size64 count, void *content) {
     if (start > len || count > len - start) {
         mzn_diag("%s: %s: read of bytes %llu..%llu past the end of the %zu-byte object", s->archive_path, key,
                  start, start + count, len);
         return NC_EEDGE;
     }
     if (count) memcpy(content, (const unsigned char *)data + start, (size_t)count);
+    return NC_NOERR;
+}
+
+static int read_archived(mzn_session *s, const char *key, mzn_size64 start, mzn_size64 count, void *content) {
+    char *name = mzn_session_entry_name(s, key);
+    if (!name) return NC_ENOMEM;
+    int rc, st = mzn_direct_copy(s->direct_fd, s->archive, name, start, count, content);
+    if (st == 1) {
+        rc = NC_NOERR;
+    } else if (st < 0) {
+        mzn_diag("%s: %s: cannot read the archive: %s", s->archive_path, key, strerror(errno));
+        rc = mzn_nc_error(st);
+    } else {
+        const void *data;
+        uint64_t size = 0;
+        st = mmzip_get(s->archive, name, &data, &size);
+        if (st != MMZIP_OK && st != MMZIP_ENOTFOUND) mzn_diag("%s", mmzip_last_error());
+        rc = st == MMZIP_OK ? copy_range(s, key, data, (size_t)size, start, count, content) : mzn_nc_error(st);
+    }
+    free(name);
+    return rc;
+}
+
+int mzn_session_read(mzn_session *s, const char *key, mzn_size64 start, mzn_size64 count, void *content) {
+    if (!key || key[0] != '/') return NC_EEMPTY;
+    const void *data;
+    size_t len;
+    int rc = from_view(s, key, &data, &len);
+    if (rc < 0) return rc;
+    if (rc == 1) {
+        rc = copy_range(s, key, data, len, start, count, content);
+    } else {
+        mzn_blob *b = mzn_keymap_get(&s->pending_metadata, key);
+        rc = b ? copy_range(s, key, b->bytes, b->len, start, count, content)
+               : read_archived(s, key, start, count, content);
+    }
+    if (rc != NC_NOERR) return rc;
     /* Once netCDF-C has seen a .zattrs, its later rewrites of it are deliberate (see metadata_guard.h). */
     if (s->writable && is_zattrs_key(key) && mzn_keymap_put(&s->attrs_read, key, s, NULL) != 0) return NC_ENOMEM;
     return NC_NOERR;

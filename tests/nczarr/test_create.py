@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from mmzip_testlib import TempDir, check_equal, main, mmzip_run, zip_tools_ok
+from mmzip_testlib import PYTHON, TempDir, check_equal, main, mmzip_run, run, zip_tools_ok
 from nczarr_testlib import make_sample_nc, netcdf_read_all, zarr_read_all
 
 # Attributes that NCZarr keeps for itself or that zarr-python shows although netCDF does not.
@@ -85,6 +85,36 @@ def test_nczarr_and_zarr_metadata():
             assert b"_NCZARR" not in z.read(".zgroup") and b"_NCZARR" not in z.read("temp/.zarray")
 
 
+LARGE_CHUNKS = r"""
+import sys, numpy as np, netCDF4
+d = netCDF4.Dataset(sys.argv[1], "w")
+d.createDimension("t", 6)
+d.createDimension("y", 700)
+d.createDimension("x", 800)
+v = d.createVariable("field", "f8", ("t", "y", "x"), chunksizes=(2, 700, 800))
+v[:] = np.arange(6 * 700 * 800, dtype="f8").reshape(6, 700, 800) * 0.5
+d.close()
+"""
+
+
+def test_large_chunks_round_trip():
+    """Chunks of several MiB (read with pread rather than through the mapping) come back exactly."""
+    with TempDir() as d:
+        src = os.path.join(d, "large.nc")
+        run([PYTHON, "-c", LARGE_CHUNKS, src])
+        archive = os.path.join(d, "large.zarr.zip")
+        mmzip_run("nccopy", src, archive)
+        back = os.path.join(d, "back.nc")
+        mmzip_run("nccopy", archive, back)
+        check = ("import sys, numpy as np, netCDF4\n"
+                 "a = netCDF4.Dataset(sys.argv[1])['field'][:]\n"
+                 "b = netCDF4.Dataset(sys.argv[2])['field'][:]\n"
+                 "assert a.shape == (6, 700, 800) and np.array_equal(a, b), 'values differ'\n"
+                 "print(float(b[5, 699, 799]))")
+        out = run([PYTHON, "-c", check, src, back]).stdout.strip()
+        check_equal(out, str((6 * 700 * 800 - 1) * 0.5), "last value after the round trip")
+
+
 def test_overwrite_replaces():
     """nccopy onto an existing archive replaces it (NC_CLOBBER), leaving nothing of the old one."""
     with TempDir() as d:
@@ -99,4 +129,4 @@ def test_overwrite_replaces():
 
 
 if __name__ == "__main__":
-    main([test_three_forms, test_nczarr_and_zarr_metadata, test_overwrite_replaces])
+    main([test_three_forms, test_nczarr_and_zarr_metadata, test_large_chunks_round_trip, test_overwrite_replaces])
