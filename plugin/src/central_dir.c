@@ -58,13 +58,14 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
                        (unsigned long long)t->entries);
     uint32_t n = (uint32_t)t->entries;
     uint8_t *img = malloc(t->cd_size ? t->cd_size : 1);
-    mz_entry *ents = calloc(n ? n : 1, sizeof *ents);
+    mz_entry *ents = malloc((n ? n : 1) * sizeof *ents);
     if (!img || !ents) {
         free(img);
         free(ents);
         return mz_fail(MMZIP_ENOMEM, "%s: out of memory for a %llu-byte central directory", src->name,
                        (unsigned long long)t->cd_size);
     }
+    mz_prefer_huge_pages(ents, (size_t)n * sizeof *ents);
     if (t->cd_size && src->read(src->ctx, img, t->cd_size, t->cd_pos) != 0) {
         free(img);
         free(ents);
@@ -153,6 +154,8 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
             goto fail;
         }
         mz_entry *e = &ents[i];
+        memset(e, 0, sizeof *e);
+        mz_entry_set_name_head(e, (const char *)name, nlen);
         e->lfh_off = abs_lfh;
         e->csize = csize;
         e->usize = usize;

@@ -212,6 +212,8 @@ int mz_commit_locked(mz_store *s, int force_compact) {
     uint32_t count = 0;
     int st = build_image(s, &img, &img_len, &count);
     if (st) return st;
+    st = mz_flush_writes(s); /* entries before any directory that names them */
+    if (st) goto fail;
     const uint8_t *dir = img ? img : s->cd;
     /* Dead pending entries at the end of the pending region (dropped reservations, removals) are cut off:
      * the directory goes right after the last live byte. */

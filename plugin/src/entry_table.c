@@ -33,7 +33,10 @@ uint32_t mz_hash(const char *name, size_t len) {
 }
 
 static int name_eq(const mz_store *s, const mz_entry *e, const char *name, size_t len) {
-    return e->name_len == len && memcmp(mz_name(s, e), name, len) == 0;
+    if (e->name_len != len) return 0;
+    size_t head = len < sizeof e->name_head ? len : sizeof e->name_head;
+    if (memcmp(e->name_head, name, head) != 0) return 0;
+    return len <= head || memcmp(mz_name(s, e) + head, name + head, len - head) == 0;
 }
 
 int mz_cd_reserve(mz_store *s, uint64_t extra) {
@@ -54,6 +57,7 @@ int mz_entries_reserve(mz_store *s, uint32_t extra) {
     while (cap < s->n + extra) cap *= 2;
     mz_entry *p = realloc(s->e, (size_t)cap * sizeof *p);
     if (!p) return mz_fail(MMZIP_ENOMEM, "%s: out of memory for the entry table", s->path);
+    mz_prefer_huge_pages(p + s->cap, (size_t)(cap - s->cap) * sizeof *p);
     s->e = p;
     s->cap = cap;
     return MMZIP_OK;
@@ -67,6 +71,7 @@ static int grow_slots(mz_store *s, uint32_t want_entries) {
     while (ns < need) ns *= 2;
     uint64_t *slots = calloc(ns, sizeof *slots);
     if (!slots) return mz_fail(MMZIP_ENOMEM, "%s: out of memory for the name index", s->path);
+    mz_prefer_huge_pages(slots, ns * sizeof *slots);
     free(s->slots);
     s->slots = slots;
     s->slot_mask = (uint32_t)(ns - 1);

@@ -33,6 +33,17 @@ static void *reserve_va(uint64_t len) {
     return p;
 }
 
+void mz_prefer_huge_pages(void *p, size_t len) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = 2u << 20;
+    if (len < 2 * huge) return;
+    uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + len) & ~(huge - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)p, (void)len;
+#endif
+}
+
 int mz_map_init(mz_mapping *m, int fd, uint64_t file_size, uint64_t reserve, const char *name) {
     memset(m, 0, sizeof *m);
     if (reserve < file_size) reserve = file_size;

@@ -7,6 +7,7 @@
  */
 #include "internal.h"
 
+#include <errno.h>
 #include <libdeflate.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +188,22 @@ static mz_entry *find(mmzip_t *h, const char *key) {
     return mz_lookup(h->s, key, strlen(key), h->writable);
 }
 
+/*
+ * The writer's own pending entries may still sit in the gathering buffer (write.c) rather than in the file.
+ * Before their bytes are read through the mapping, the buffer is written. Returns 1 if it was (the caller
+ * looks the entry up again: the table may have changed while the lock was released), 0 if not needed.
+ */
+static int written_or_flush(mz_store *s, const mz_entry *e, int *status) {
+    if (e->state != MZ_PENDING || e->data_off + e->csize <= __atomic_load_n(&s->written_end, __ATOMIC_ACQUIRE))
+        return 0;
+    pthread_rwlock_unlock(&s->rw);
+    pthread_mutex_lock(&s->wmu);
+    *status = mz_flush_writes(s);
+    pthread_mutex_unlock(&s->wmu);
+    pthread_rwlock_rdlock(&s->rw);
+    return 1;
+}
+
 size_t mmzip_count(mmzip_t *h) {
     if (!h) return 0;
     mz_store *s = h->s;
@@ -255,8 +272,10 @@ int mmzip_get(mmzip_t *h, const char *key, const void **data, uint64_t *size) {
     mz_store *s = h->s;
     pthread_rwlock_rdlock(&s->rw);
     mz_entry *e = find(h, key);
-    int st;
-    if (!e) st = mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s'", s->path, key);
+    int st = MMZIP_OK;
+    while (e && written_or_flush(s, e, &st) && st == MMZIP_OK) e = find(h, key);
+    if (st) { /* could not write the gathered bytes: reported as is */ }
+    else if (!e) st = mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s'", s->path, key);
     else {
         const uint8_t *p;
         st = mz_entry_bytes(s, e, &p, size);
@@ -272,7 +291,9 @@ const void *mmzip_get_typed(mmzip_t *h, const char *key, size_t elem_size, size_
     const void *r = NULL;
     pthread_rwlock_rdlock(&s->rw);
     mz_entry *e = find(h, key);
-    if (e && e->method == 0 && count <= UINT64_MAX / elem_size && e->usize == count * elem_size) {
+    int st = MMZIP_OK;
+    while (e && written_or_flush(s, e, &st) && st == MMZIP_OK) e = find(h, key);
+    if (st == MMZIP_OK && e && e->method == 0 && count <= UINT64_MAX / elem_size && e->usize == count * elem_size) {
         const uint8_t *p;
         uint64_t n;
         if (mz_entry_bytes(s, e, &p, &n) == MMZIP_OK && ((uintptr_t)p & (elem_align - 1)) == 0) r = p;
@@ -281,18 +302,52 @@ const void *mmzip_get_typed(mmzip_t *h, const char *key, size_t elem_size, size_
     return r;
 }
 
+/* Copies out of large stored ranges go through pread(): the kernel copies straight from the page cache,
+ * where a first pass through the mapping would take a page fault for every 64 KiB or so. Small reads copy
+ * from the mapping, which costs no system call. */
+#define MZ_PREAD_MIN (256u << 10)
+
 int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t len, size_t *nread) {
     if (!h || !key || (!buf && len) || !nread) return mz_fail(MMZIP_EINVAL, "mmzip_read: NULL argument");
-    const void *p;
-    uint64_t n;
+    mz_store *s = h->s;
     *nread = 0;
-    int st = mmzip_get(h, key, &p, &n);
-    if (st) return st;
-    if (offset >= n) return MMZIP_OK;
-    uint64_t k = n - offset < len ? n - offset : len;
-    memcpy(buf, (const uint8_t *)p + offset, (size_t)k);
-    *nread = (size_t)k;
-    return MMZIP_OK;
+    pthread_rwlock_rdlock(&s->rw);
+    mz_entry *e = find(h, key);
+    int fst = MMZIP_OK;
+    while (e && written_or_flush(s, e, &fst) && fst == MMZIP_OK) e = find(h, key);
+    if (fst) {
+        pthread_rwlock_unlock(&s->rw);
+        return fst;
+    }
+    if (!e) {
+        pthread_rwlock_unlock(&s->rw);
+        return mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s'", s->path, key);
+    }
+    int direct = e->method == 0 && len >= MZ_PREAD_MIN && e->state == MZ_COMMITTED &&
+                 !(e->gp_flags & (MZ_FLAG_ENCRYPTED | MZ_FLAG_STRONG_ENCRYPTION)) &&
+                 !(__atomic_load_n(&e->mark, __ATOMIC_ACQUIRE) & (MZ_MARK_VERIFY | MZ_MARK_BAD));
+    if (direct) {
+        int st = mz_resolve_data(s, e);
+        uint64_t size = e->usize, at = e->data_off + offset;
+        pthread_rwlock_unlock(&s->rw);
+        if (st) return st;
+        if (offset >= size) return MMZIP_OK;
+        size_t k = (size_t)(size - offset < len ? size - offset : len);
+        if (mz_pread_full(s->fd, buf, k, at) != 0)
+            return mz_fail_errno(MMZIP_EIO, errno, "%s: entry '%s': cannot read %zu bytes", s->path, key, k);
+        *nread = k;
+        return MMZIP_OK;
+    }
+    const uint8_t *p;
+    uint64_t n;
+    int st = mz_entry_bytes(s, e, &p, &n);
+    if (st == MMZIP_OK && offset < n) {
+        uint64_t k = n - offset < len ? n - offset : len;
+        memcpy(buf, p + offset, (size_t)k);
+        *nread = (size_t)k;
+    }
+    pthread_rwlock_unlock(&s->rw);
+    return st;
 }
 
 int mmzip_list(mmzip_t *h, const char *prefix, mmzip_list_fn fn, void *ctx) {

@@ -166,6 +166,7 @@ static void store_free(mz_store *s) {
     if (s->tmp_is_named && s->tmp_path && s->unpublished) unlink(s->tmp_path);
     free(s->tmp_path);
     free(s->comment);
+    free(s->wbuf);
     free(s->path);
     pthread_mutex_destroy(&s->wmu);
     pthread_mutex_destroy(&s->decode_mu);
@@ -187,6 +188,7 @@ static mz_store *store_new(const char *path, const mmzip_options *o, int writabl
     s->writable = writable;
     s->locks_supported = 1;
     s->trailer_len = MZ_TRAILER_FIXED;
+    s->written_end = UINT64_MAX;
     pthread_mutex_init(&s->wmu, NULL);
     pthread_mutex_init(&s->decode_mu, NULL);
     pthread_rwlock_init(&s->rw, NULL);

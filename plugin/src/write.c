@@ -35,6 +35,47 @@ static int check_alignment(mz_store *s, uint32_t *alignment) {
     return MMZIP_OK;
 }
 
+#define MZ_GATHER_MAX_ENTRY (64u << 10) /* larger entries are written directly */
+#define MZ_GATHER_BUFFER (1u << 20)
+
+int mz_flush_writes(mz_store *s) {
+    if (!s->wbuf_len) return MMZIP_OK;
+    int st = mz_io_write(s, s->wbuf, s->wbuf_len, s->wbuf_off, "put.entry");
+    if (st) return st; /* the buffer stays, so a retried commit writes it again */
+    s->wbuf_len = 0;
+    __atomic_store_n(&s->written_end, UINT64_MAX, __ATOMIC_RELEASE);
+    return MMZIP_OK;
+}
+
+/* Drops gathered bytes at and after `off` (their entries were superseded or rolled back). */
+static void unwrite_from(mz_store *s, uint64_t off) {
+    if (!s->wbuf_len || off >= s->wbuf_off + s->wbuf_len) return;
+    s->wbuf_len = off > s->wbuf_off ? (size_t)(off - s->wbuf_off) : 0;
+    if (!s->wbuf_len) __atomic_store_n(&s->written_end, UINT64_MAX, __ATOMIC_RELEASE);
+}
+
+/* Writes header + data of an entry at lfh_off: gathered if small, directly otherwise. */
+static int write_entry(mz_store *s, const mmzip_iovec *v, int n, uint64_t total, uint64_t lfh_off) {
+    if (total > MZ_GATHER_MAX_ENTRY || (s->wbuf_len && s->wbuf_off + s->wbuf_len != lfh_off) ||
+        s->wbuf_len + total > MZ_GATHER_BUFFER) {
+        int st = mz_flush_writes(s);
+        if (st) return st;
+        if (total > MZ_GATHER_MAX_ENTRY) return mz_io_writev(s, v, n, lfh_off, "put.entry");
+    }
+    if (!s->wbuf) {
+        s->wbuf = malloc(MZ_GATHER_BUFFER);
+        if (!s->wbuf) return mz_io_writev(s, v, n, lfh_off, "put.entry");
+        s->wbuf_cap = MZ_GATHER_BUFFER;
+    }
+    if (!s->wbuf_len) s->wbuf_off = lfh_off;
+    for (int i = 0; i < n; i++) {
+        memcpy(s->wbuf + s->wbuf_len, v[i].base, (size_t)v[i].len);
+        s->wbuf_len += (size_t)v[i].len;
+    }
+    __atomic_store_n(&s->written_end, s->wbuf_off, __ATOMIC_RELEASE);
+    return MMZIP_OK;
+}
+
 static int maybe_autocommit(mz_store *s) {
     if (s->batch || s->open_reservations) return MMZIP_OK;
     switch (s->opts.commit_policy) {
@@ -134,6 +175,11 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
     }
     /* Rewriting a key with the bytes it already holds is a no-op: no byte is written. */
     mz_entry *old = mz_visible_version(s, head, 1);
+    if (old && old->state == MZ_PENDING && old->usize == total && old->crc == crc &&
+        (st = mz_flush_writes(s)) != MMZIP_OK) {
+        pthread_mutex_unlock(&s->wmu);
+        return st;
+    }
     if (old && old->method == 0 && old->usize == total && old->crc == crc && mz_resolve_data(s, old) == MMZIP_OK) {
         const uint8_t *p = s->map.base + old->data_off;
         int same = 1;
@@ -147,6 +193,7 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
         }
     }
     uint64_t lfh_off = reusable_start(s, head);
+    unwrite_from(s, lfh_off);
     uint32_t pad = mz_align_padding(lfh_off, nlen, alignment);
     size_t hlen = mz_our_lfh_size(nlen, pad);
     uint64_t end = lfh_off + hlen + total;
@@ -164,7 +211,7 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
     v[0].base = hdr;
     v[0].len = hlen;
     for (int i = 0; i < count; i++) v[i + 1] = iov[i];
-    st = mz_io_writev(s, v, count + 1, lfh_off, "put.entry");
+    st = write_entry(s, v, count + 1, hlen + total, lfh_off);
     free(hdr);
     free(v);
     if (st) goto out;
@@ -179,6 +226,7 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
     ne.crc = crc;
     ne.hash = mz_hash(key, nlen);
     ne.name_len = (uint16_t)nlen;
+    mz_entry_set_name_head(&ne, key, nlen);
     ne.gp_flags = MZ_FLAG_UTF8;
     ne.state = MZ_PENDING;
     ne.alignment = alignment;
@@ -212,7 +260,10 @@ int mmzip_remove(mmzip_t *h, const char *key) {
         e->mark |= MZ_MARK_DEAD;
         s->n_dead++;
         s->n_pending_live--;
-        if (e->data_off + e->csize == s->pending_end) s->pending_end = e->lfh_off;
+        if (e->data_off + e->csize == s->pending_end) {
+            s->pending_end = e->lfh_off;
+            unwrite_from(s, e->lfh_off);
+        }
     } else {
         e->mark |= MZ_MARK_SHADOWED;
         s->n_shadowed++;
@@ -267,7 +318,8 @@ int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t align
     size_t hlen = mz_our_lfh_size(nlen, pad);
     uint64_t data_off = lfh_off + hlen, end = data_off + capacity;
     uint8_t *hdr = NULL, *view = NULL;
-    st = mz_ensure_room(s, room_for(s, end, nlen));
+    st = mz_flush_writes(s);
+    if (!st) st = mz_ensure_room(s, room_for(s, end, nlen));
     if (!st) st = prepare_region(s, data_off, capacity);
     if (st) goto out;
     hdr = malloc(hlen);
@@ -290,6 +342,7 @@ int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t align
     ne.cd_rec_len = (uint32_t)mz_our_cdh_size(nlen);
     ne.hash = mz_hash(key, nlen);
     ne.name_len = (uint16_t)nlen;
+    mz_entry_set_name_head(&ne, key, nlen);
     ne.gp_flags = MZ_FLAG_UTF8;
     ne.state = MZ_PENDING;
     ne.mark = MZ_MARK_RESERVED;
@@ -443,6 +496,8 @@ int mmzip_rollback(mmzip_t *h) {
     s->n_pending_live = s->n_shadowed = s->n_dead = 0;
     s->open_reservations = 0;
     s->pending_end = s->data_end;
+    s->wbuf_len = 0;
+    __atomic_store_n(&s->written_end, UINT64_MAX, __ATOMIC_RELEASE);
     s->bytes_since_commit = 0;
     s->batch = 0;
     st = mz_table_rebuild(s);
