@@ -2,7 +2,8 @@
 interop tests cover (mmzip, Python zipfile, Info-ZIP, 7-Zip), torn and padded copies of mmzip archives as a
 killed writer leaves them, and the hostile archives of tests/interop. Run it by hand when the corpus needs
 new seeds (needs a build: MMZIP_BIN, MMZIP_BUILD_DIR and PYTHONPATH as CTest sets them); crashers found by
-the fuzzer are added beside the seeds under their own names (crash-*, regression-*)."""
+the fuzzer are added beside the seeds as regress_*.zip, and inputs the fuzzer found that reach new code (a
+`-merge=1 -use_counters=0` of its working corpus into this one) as found_<sha1>."""
 import io
 import os
 import subprocess
