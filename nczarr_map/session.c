@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "diag.h"
-#include "direct_read.h"
 #include "layout.h"
 #include "publish.h"
 #include "registry.h"
@@ -42,7 +41,6 @@ static int view_disabled_by_env(void) {
 
 static void free_session(mzn_session *s) {
     if (!s) return;
-    if (s->direct_fd >= 0) close(s->direct_fd);
     mzn_keymap_clear(&s->pending_metadata, free);
     mzn_keymap_clear(&s->pending_chunks, NULL);
     mzn_keymap_clear(&s->attrs_read, NULL);
@@ -94,7 +92,6 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
         mzn_url_clear(&parsed);
         return NC_ENOMEM;
     }
-    s->direct_fd = -1;
     s->base.format = MZN_IMPL_ZIP;
     s->base.mode = mode;
     s->base.flags = flags;
@@ -119,7 +116,6 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
                  "one top directory)", s->archive_path);
     s->prefix = layout.prefix;
     s->prefix_len = strlen(s->prefix);
-    s->direct_fd = create ? -1 : mzn_direct_open(s->archive, s->archive_path);
 
     int view_enabled = !parsed.view_raw && !view_disabled_by_env();
     rc = mzv_open(s->archive, s->prefix, view_enabled, &s->view);
@@ -239,24 +235,24 @@ static int copy_range(mzn_session *s, const char *key, const void *data, size_t 
     return NC_NOERR;
 }
 
+/* Copies from the archive; mmzip_read() takes large stored ranges straight from the page cache (pread)
+ * rather than through the mapping, since NCZarr wants its own copy anyway. */
 static int read_archived(mzn_session *s, const char *key, mzn_size64 start, mzn_size64 count, void *content) {
     char *name = mzn_session_entry_name(s, key);
     if (!name) return NC_ENOMEM;
-    int rc, st = mzn_direct_copy(s->direct_fd, s->archive, name, start, count, content);
-    if (st == 1) {
-        rc = NC_NOERR;
-    } else if (st < 0) {
-        mzn_diag("%s: %s: cannot read the archive: %s", s->archive_path, key, strerror(errno));
-        rc = mzn_nc_error(st);
-    } else {
-        const void *data;
-        uint64_t size = 0;
-        st = mmzip_get(s->archive, name, &data, &size);
-        if (st != MMZIP_OK && st != MMZIP_ENOTFOUND) mzn_diag("%s", mmzip_last_error());
-        rc = st == MMZIP_OK ? copy_range(s, key, data, (size_t)size, start, count, content) : mzn_nc_error(st);
-    }
+    size_t got = 0;
+    int st = mmzip_read(s->archive, name, start, content, (size_t)count, &got);
     free(name);
-    return rc;
+    if (st != MMZIP_OK) {
+        if (st != MMZIP_ENOTFOUND) mzn_diag("%s", mmzip_last_error());
+        return mzn_nc_error(st);
+    }
+    if (got != count) {
+        mzn_diag("%s: %s: read of bytes %llu..%llu past the end of the object", s->archive_path, key, start,
+                 start + count);
+        return NC_EEDGE;
+    }
+    return NC_NOERR;
 }
 
 int mzn_session_read(mzn_session *s, const char *key, mzn_size64 start, mzn_size64 count, void *content) {

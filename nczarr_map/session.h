@@ -42,7 +42,6 @@ typedef struct mzn_session {
     int created;              /* made by nczmap_create */
     int discard;              /* nc_abort(): roll back instead of publishing at close */
     mzv_view *view;
-    int direct_fd;            /* descriptor for large reads (direct_read.h), or -1 */
     mzn_keymap pending_metadata; /* key -> mzn_blob*: metadata written this session, not yet published */
     mzn_keymap pending_chunks;   /* chunk keys written since the last publish (publish.h, sync rule) */
     mzn_keymap attrs_read;       /* .zattrs keys read in this session */
