@@ -247,7 +247,8 @@ int mzn_writeback_finish(mzn_writeback *p, int put_status) {
         unsigned char *chunk = malloc(p->chunk_bytes);
         unsigned char *part = malloc(p->chunk_bytes);
         if (!chunk || !part) rc = NC_ENOMEM;
-        for (size_t i = 0; rc == NC_NOERR && i < p->n_chunks; i++) rc = write_back_chunk(p, &p->chunks[i], chunk, part);
+        for (size_t i = 0; rc == NC_NOERR && i < p->n_chunks; i++)
+            rc = write_back_chunk(p, &p->chunks[i], chunk, part);
         if (rc != NC_NOERR)
             mzn_diag("%s: variable '%s': the update of an existing chunk could not be stored (netCDF error %d); "
                      "it will not reach the archive",

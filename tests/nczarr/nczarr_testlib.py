@@ -3,12 +3,31 @@ comparisons against netCDF-C's own directory store."""
 import difflib
 import os
 import shutil
-import subprocess
 import sys
 import zipfile
 
+
+def _under_sanitizer_runtime():
+    """In the ASan+UBSan build the plugin is instrumented and the tools (ncdump, python3) are not: run this
+    test, and through the environment every program it starts, with the sanitizer runtime preloaded.
+    `mmzip run` puts the plugins before it in LD_PRELOAD, hence verify_asan_link_order=0."""
+    runtime = os.environ.get("MMZIP_ASAN_RUNTIME")
+    if not runtime or runtime in os.environ.get("LD_PRELOAD", ""):
+        return
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = runtime
+    env["ASAN_OPTIONS"] = ":".join(p for p in (env.get("ASAN_OPTIONS"), "verify_asan_link_order=0") if p)
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
+_under_sanitizer_runtime()
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from mmzip_testlib import PYTHON, mmzip_run, run  # noqa: E402
+
+# The environment of a program that must start without any mmzip plugin preloaded (but with the sanitizer
+# runtime in the sanitizer build).
+NO_PLUGINS = {"LD_PRELOAD": os.environ.get("MMZIP_ASAN_RUNTIME", "")}
 
 # A netCDF-4 dataset with what NCZarr 4.9.0 handles: groups two deep, several numeric types, multi-chunk
 # variables with partial edge chunks, fill values, text, integer and float attributes. No scalar variable
@@ -211,17 +230,7 @@ def fresh_dir(parent, name):
     return path
 
 
-def tool_env_without_plugins():
-    e = dict(os.environ)
-    e.pop("LD_PRELOAD", None)
-    return e
-
-
 def preload_only_nczarr():
     """LD_PRELOAD of this plugin alone (not the HDF5 driver), for tests of what it passes on."""
     lib = os.path.join(os.environ["MMZIP_LIBDIR"], "libmmzip_nczarr.so")
-    return dict(LD_PRELOAD=lib)
-
-
-def check_call(cmd, **kw):
-    return subprocess.run(cmd, check=True, **kw)
+    return dict(LD_PRELOAD=":".join(p for p in (lib, NO_PLUGINS["LD_PRELOAD"]) if p))

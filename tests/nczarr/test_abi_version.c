@@ -24,7 +24,8 @@ static void test_versions(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mzn_abi got = mzn_abi_from_string(cases[i].version, NULL, NULL, NULL);
-        if (got != cases[i].abi) fprintf(stderr, "version \"%s\": ABI %d, want %d\n", cases[i].version, got, cases[i].abi);
+        if (got != cases[i].abi)
+            fprintf(stderr, "version \"%s\": ABI %d, want %d\n", cases[i].version, got, cases[i].abi);
         CHECK(got == cases[i].abi);
     }
     CHECK(mzn_abi_from_string(NULL, NULL, NULL, NULL) == MZN_ABI_UNKNOWN);

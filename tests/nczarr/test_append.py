@@ -10,7 +10,7 @@ import os
 import shutil
 
 from mmzip_testlib import PYTHON, TempDir, check_equal, ls_entries, main, mmzip, mmzip_run, run, zip_tools_ok
-from nczarr_testlib import (dir_url, ls_zip, make_sample_nc, make_zarr_python, ncdump, zarr_read_all,
+from nczarr_testlib import (NO_PLUGINS, dir_url, ls_zip, make_sample_nc, make_zarr_python, ncdump, zarr_read_all,
                             zip_directory)
 
 APPEND = r"""
@@ -48,7 +48,7 @@ def digest(path):
 def append_and_check(archive, listing_entries):
     """Appends; checks that entries other than listing_entries are unchanged, and that all old bytes are."""
     before_ls, before_zip, before_bytes = ls_entries(archive), ls_zip(archive), file_bytes(archive)
-    run([PYTHON, "-c", APPEND, archive], env={"LD_PRELOAD": ""})
+    run([PYTHON, "-c", APPEND, archive], env=NO_PLUGINS)
     after_ls, after_zip, after_bytes = ls_entries(archive), ls_zip(archive), file_bytes(archive)
     zip_tools_ok(archive)
     mmzip("check", archive)
@@ -124,15 +124,15 @@ def test_open_for_write_adds_nothing():
         zp = make_zarr_python(os.path.join(d, "zp.zarr.zip"), "zip")
         for archive in (ours, own, zp):
             before = digest(archive), os.path.getsize(archive)
-            run([PYTHON, "-c", TOUCH, archive], env={"LD_PRELOAD": ""})
+            run([PYTHON, "-c", TOUCH, archive], env=NO_PLUGINS)
             check_equal((digest(archive), os.path.getsize(archive)), before,
                         "%s after an NC_WRITE open and close" % os.path.basename(archive))
         # After an append, a no-op open adds nothing either.
         copy = os.path.join(d, "copy.zarr.zip")
         shutil.copy(ours, copy)
-        run([PYTHON, "-c", APPEND, copy], env={"LD_PRELOAD": ""})
+        run([PYTHON, "-c", APPEND, copy], env=NO_PLUGINS)
         before = digest(copy)
-        run([PYTHON, "-c", TOUCH, copy], env={"LD_PRELOAD": ""})
+        run([PYTHON, "-c", TOUCH, copy], env=NO_PLUGINS)
         check_equal(digest(copy), before, "no-op open after an append")
 
 

@@ -14,7 +14,7 @@ import sys
 import time
 
 from mmzip_testlib import MMZIP, PYTHON, TempDir, check_equal, main, mmzip, mmzip_run, run
-from nczarr_testlib import ls_zip, make_sample_nc
+from nczarr_testlib import NO_PLUGINS, ls_zip, make_sample_nc
 
 SEED = int(os.environ.get("NCZARR_CRASH_SEED", random.SystemRandom().randrange(1 << 30)))
 RNG = random.Random(SEED)
@@ -58,7 +58,8 @@ def digest(path):
 
 def run_killed(cmd, delay):
     """Starts cmd, SIGKILLs it after delay seconds (unless it finished); returns True if it was killed."""
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, LD_PRELOAD=""))
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         env=dict(os.environ, **NO_PLUGINS))
     time.sleep(delay)
     killed = p.poll() is None
     if killed:
@@ -71,7 +72,7 @@ def run_killed(cmd, delay):
 
 def timed(cmd):
     t0 = time.monotonic()
-    run(cmd, env={"LD_PRELOAD": ""})
+    run(cmd, env=NO_PLUGINS)
     return time.monotonic() - t0
 
 

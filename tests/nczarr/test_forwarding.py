@@ -6,7 +6,7 @@ import os
 import zipfile
 
 from mmzip_testlib import TempDir, check_equal, main, mmzip_run, run
-from nczarr_testlib import dir_url, make_sample_nc, ncdump, preload_only_nczarr
+from nczarr_testlib import dir_url, make_sample_nc, ncdump, normalized, preload_only_nczarr
 
 
 def same_outcome(cmd, what, env=None):
@@ -55,5 +55,22 @@ def test_other_maps_and_paths_forwarded():
         same_outcome(["ncdump", "-h", os.path.join(d, "missing.zarr.zip")], "a missing .zip")
 
 
+def test_hdf5_member_reaches_the_hdf5_driver():
+    """With the HDF5 driver preloaded after this plugin (as `mmzip run` does), a .zip holding a netCDF-4
+    member and no Zarr opens through the driver: this plugin passed the path on."""
+    if not os.path.exists(os.path.join(os.environ["MMZIP_LIBDIR"], "libmmzip_h5fd.so")):
+        print("the HDF5 driver is not built (MMZIP_BUILD_HDF5=OFF): nothing to pass on to")
+        return
+    with TempDir() as d:
+        nc = make_sample_nc(os.path.join(d, "sample.nc"))
+        archive = os.path.join(d, "member.zip")
+        with zipfile.ZipFile(archive, "w") as z:
+            z.write(nc, "sample.nc")
+        want = normalized(ncdump(nc, "-h", plugin=False))
+        for name in (archive, archive + "#/sample.nc"):
+            check_equal(normalized(ncdump(name, "-h")), want, "ncdump -h %s under mmzip run" % name)
+
+
 if __name__ == "__main__":
-    main([test_directory_store_and_netcdf4_unchanged, test_other_maps_and_paths_forwarded])
+    main([test_directory_store_and_netcdf4_unchanged, test_other_maps_and_paths_forwarded,
+          test_hdf5_member_reaches_the_hdf5_driver])

@@ -4,7 +4,7 @@ plugin first."""
 import os
 
 from mmzip_testlib import BUILD, TempDir, check_equal, main, mmzip_run, run
-from nczarr_testlib import zarr_read_all
+from nczarr_testlib import NO_PLUGINS, zarr_read_all
 
 LINKED = os.path.join(BUILD, "tests", "nczarr", "nc_writer_linked")
 
@@ -25,7 +25,8 @@ data:
 
 
 def test_linked_program():
-    needed = [l.split("[")[1].rstrip("]") for l in run(["readelf", "-d", LINKED]).stdout.splitlines() if "NEEDED" in l]
+    dynamic = run(["readelf", "-d", LINKED]).stdout.splitlines()
+    needed = [line.split("[")[1].rstrip("]") for line in dynamic if "NEEDED" in line]
     plugin = next(i for i, n in enumerate(needed) if n.startswith("libmmzip_nczarr"))
     netcdf = next(i for i, n in enumerate(needed) if n.startswith("libnetcdf"))
     assert plugin < netcdf, "the plugin must come before libnetcdf: %r" % needed
@@ -37,7 +38,7 @@ def test_linked_program():
         run(["ncgen", "-4", "-o", nc, cdl])
         archive = os.path.join(d, "upd.zarr.zip")
         mmzip_run("nccopy", nc, archive)
-        run([LINKED, "put-one", archive, "grid"], env={"LD_PRELOAD": ""})
+        run([LINKED, "put-one", archive, "grid"], env=NO_PLUGINS)
         grid = zarr_read_all(archive)["grid"][0]
         check_equal(grid[0][:3], [12345, 1, 2], "grid[0] after the linked program's put")
 

@@ -90,7 +90,8 @@ static void test_array_rewrite_takes_shape_and_new_members(void) {
     mzn_json_free(got);
     free(out);
     /* An identical rewrite is not lossy and returns the archived bytes. */
-    CHECK(mzn_guard_array_rewrite(rewritten, strlen(rewritten), rewritten, strlen(rewritten), &out, &len, &lossy) == 1);
+    size_t n = strlen(rewritten);
+    CHECK(mzn_guard_array_rewrite(rewritten, n, rewritten, n, &out, &len, &lossy) == 1);
     CHECK(!lossy && len == strlen(rewritten) && memcmp(out, rewritten, len) == 0);
     free(out);
 }

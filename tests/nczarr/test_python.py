@@ -5,13 +5,13 @@ clearly, is harmless under `mmzip run`, and without it netCDF4 cannot open the a
 import os
 
 from mmzip_testlib import PYTHON, TempDir, check_equal, main, mmzip_run, run, zip_tools_ok
-from nczarr_testlib import make_sample_nc, make_zarr_python, netcdf_read_all, zarr_read_all, zip_url
+from nczarr_testlib import (NO_PLUGINS, make_sample_nc, make_zarr_python, netcdf_read_all, zarr_read_all,
+                            zip_url)
 
 
 def python(script, *args, check=True):
     """Runs a Python snippet in a fresh interpreter (netCDF4 must not be loaded before enable_netcdf)."""
-    env = {"LD_PRELOAD": ""}
-    return run([PYTHON, "-c", script] + [str(a) for a in args], check=check, env=env)
+    return run([PYTHON, "-c", script] + [str(a) for a in args], check=check, env=NO_PLUGINS)
 
 
 def test_read():

@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from mmzip_testlib import BUILD, PYTHON, TempDir, check_equal, main, mmzip, mmzip_run, run
-from nczarr_testlib import dir_url, ncdump, netcdf_read_all, zarr_read_all
+from nczarr_testlib import NO_PLUGINS, dir_url, ncdump, netcdf_read_all, zarr_read_all
 
 WRITER = os.path.join(BUILD, "tests", "nczarr", "nc_writer")
 
@@ -98,7 +98,7 @@ def test_attributes_survive_write_sessions():
         mmzip_run(WRITER, "touch", archive)
         check_equal(ncdump(archive, "-h"), before, "header after an NC_WRITE open and close (C)")
         touch = "import sys, mmzip\nmmzip.enable_netcdf()\nimport netCDF4\nnetCDF4.Dataset(sys.argv[1], 'a').close()"
-        run([PYTHON, "-c", touch, archive], env={"LD_PRELOAD": ""})
+        run([PYTHON, "-c", touch, archive], env=NO_PLUGINS)
         check_equal(ncdump(archive, "-h"), before, "header after an NC_WRITE open and close (netCDF4-python)")
         mmzip_run(WRITER, "update", archive)
         assert 'grid:units = "count"' in ncdump(archive, "-h"), "attribute lost by an update session"
@@ -107,7 +107,8 @@ def test_attributes_survive_write_sessions():
             run([WRITER, "touch", store])
             after = ncdump(store, "-h", plugin=False)
             assert 'grid:units = "count"' in before and 'grid:units' not in after, \
-                "control: netCDF-C %s no longer drops attributes in its directory store:\n%s" % (netcdf_version(), after)
+                "control: netCDF-C %s no longer drops attributes in its directory store:\n%s" % (
+                    netcdf_version(), after)
 
 
 COMPRESSED = r"""

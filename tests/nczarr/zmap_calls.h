@@ -28,7 +28,9 @@ static inline int zc_exists(mzn_zmap *m, const char *key) { return zc_v490(m)->e
 static inline int zc_read(mzn_zmap *m, const char *key, mzn_size64 start, mzn_size64 count, void *buf) {
     return zc_v490(m)->read(m, key, start, count, buf);
 }
-static inline int zc_search(mzn_zmap *m, const char *prefix, void *list) { return zc_v490(m)->search(m, prefix, list); }
+static inline int zc_search(mzn_zmap *m, const char *prefix, void *list) {
+    return zc_v490(m)->search(m, prefix, list);
+}
 static inline int zc_close(mzn_zmap *m, int deleteit) { return zc_v490(m)->close(m, deleteit); }
 
 #endif
