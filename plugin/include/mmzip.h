@@ -158,6 +158,14 @@ MMZIP_API int mmzip_open(const char *path, const char *mode, const mmzip_options
  */
 MMZIP_API int mmzip_close(mmzip_t *h);
 
+/*
+ * Releases the handle without committing: pending entries, replacements, removals and reservations are
+ * dropped, as by mmzip_rollback(). A store created with MMZIP_PUBLISH_ON_COMMIT that never committed is not
+ * published: no file appears, and mode "w" leaves the archive it was to replace untouched. For what giving up
+ * looks like (netCDF's nc_abort, a failed create). Returns MMZIP_OK; the handle is released either way.
+ */
+MMZIP_API int mmzip_discard(mmzip_t *h);
+
 /* ---------------------------------------------------------------------------------------------------- */
 /* Reading                                                                                                */
 

@@ -392,6 +392,8 @@ int mz_data_end_of(mz_store *s, mz_entry *e, uint64_t *end); /* data end incl. a
 /* write.c */
 /* Writes the gathered small puts (see mz_store.wbuf). Call with s->wmu held. */
 int mz_flush_writes(mz_store *s);
+/* Drops everything pending. Call with s->wmu held. */
+int mz_rollback_locked(mz_store *s);
 
 /* commit.c */
 int mz_ensure_room(mz_store *s, uint64_t end);

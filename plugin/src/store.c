@@ -395,12 +395,23 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
     return MMZIP_OK;
 }
 
-int mmzip_close(mmzip_t *h) {
+static int release(mmzip_t *h, int commit);
+
+int mmzip_close(mmzip_t *h) { return release(h, 1); }
+int mmzip_discard(mmzip_t *h) { return release(h, 0); }
+
+static int release(mmzip_t *h, int commit) {
     if (!h) return MMZIP_OK;
     mz_store *s = h->s;
     int r = MMZIP_OK;
+    if (h->writable && s->owner == mz_current_pid() && !commit) {
+        /* Giving up: nothing pending is kept, and an archive that never committed is never published. */
+        pthread_mutex_lock(&s->wmu);
+        r = mz_rollback_locked(s);
+        pthread_mutex_unlock(&s->wmu);
+    }
     /* In a forked child an inherited handle is only let go of: the parent owns the pending state. */
-    if (h->writable && s->owner == mz_current_pid()) {
+    if (h->writable && s->owner == mz_current_pid() && commit) {
         pthread_mutex_lock(&s->wmu);
         if (s->open_reservations) {
             /* An unpatched reservation holds no promised data: drop it, keep the rest. */

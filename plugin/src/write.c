@@ -487,6 +487,13 @@ int mmzip_rollback(mmzip_t *h) {
     if (st) return st;
     mz_store *s = h->s;
     pthread_mutex_lock(&s->wmu);
+    st = mz_rollback_locked(s);
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}
+
+int mz_rollback_locked(mz_store *s) {
+    int st;
     pthread_rwlock_wrlock(&s->rw);
     for (uint32_t i = s->n_committed; i < s->n; i++)
         if (s->e[i].mark & MZ_MARK_RESERVED) mz_map_drop_writable(&s->map, s->e[i].data_off, s->e[i].csize);
@@ -502,6 +509,5 @@ int mmzip_rollback(mmzip_t *h) {
     s->batch = 0;
     st = mz_table_rebuild(s);
     pthread_rwlock_unlock(&s->rw);
-    pthread_mutex_unlock(&s->wmu);
     return st;
 }

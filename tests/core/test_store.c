@@ -496,6 +496,42 @@ static void test_dead_space_bounded(void) {
     OK(mmzip_close(h));
 }
 
+/* Giving up: discard drops what is pending, and a store created to be published at its first commit that never
+ * committed is never published - not even as an empty archive over the one it was to replace. */
+static void test_discard(void) {
+    const char *p = path_of("discard.zip");
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    OK(mmzip_put(h, "keep", "precious", 8, 0));
+    OK(mmzip_close(h));
+    OK(mmzip_open(p, "r+", NULL, &h));
+    OK(mmzip_begin(h));
+    OK(mmzip_put(h, "pending", "p", 1, 0));
+    OK(mmzip_discard(h));
+    OK(mmzip_open(p, "r", NULL, &h));
+    CHECK(mmzip_exists(h, "keep") && !mmzip_exists(h, "pending"));
+    OK(mmzip_close(h));
+    mmzip_options o;
+    mmzip_options_init(&o);
+    o.flags |= MMZIP_PUBLISH_ON_COMMIT;
+    o.commit_policy = MMZIP_COMMIT_MANUAL;
+    OK(mmzip_open(p, "w", &o, &h));
+    OK(mmzip_put(h, "replacement", "r", 1, 0));
+    OK(mmzip_discard(h));
+    OK(mmzip_open(p, "r", NULL, &h));
+    CHECK(mmzip_exists(h, "keep") && !mmzip_exists(h, "replacement"));
+    OK(mmzip_close(h));
+    const char *fresh = path_of("never-published.zip");
+    OK(mmzip_open(fresh, "w+", &o, &h));
+    OK(mmzip_put(h, "x", "x", 1, 0));
+    OK(mmzip_discard(h));
+    CHECK(access(fresh, F_OK) != 0);
+    /* close, by contrast, publishes: "w" means start afresh. */
+    OK(mmzip_open(fresh, "w+", &o, &h));
+    OK(mmzip_close(h));
+    CHECK(access(fresh, F_OK) == 0);
+}
+
 static void test_names(void) {
     const char *p = path_of("names.zip");
     mmzip_t *h;
@@ -526,6 +562,7 @@ int main(void) {
     RUN(test_one_writer);
     RUN(test_refresh_across_processes);
     RUN(test_dead_space_bounded);
+    RUN(test_discard);
     RUN(test_names);
     if (!getenv("MMZIP_KEEP_TMP")) {
         char cmd[300];

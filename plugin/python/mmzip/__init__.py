@@ -123,6 +123,7 @@ def _lib():
         vp, cp, u64, i = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_int
         c.mmzip_open.argtypes = [cp, cp, vp, ctypes.POINTER(vp)]
         c.mmzip_close.argtypes = [vp]
+        c.mmzip_discard.argtypes = [vp]
         c.mmzip_get.argtypes = [vp, cp, ctypes.POINTER(vp), ctypes.POINTER(u64)]
         c.mmzip_put.argtypes = [vp, cp, cp, u64, ctypes.c_uint32]
         c.mmzip_remove.argtypes = [vp, cp]
@@ -134,7 +135,7 @@ def _lib():
         c.mmzip_list.argtypes = [vp, cp, _LIST_FN, vp]
         c.mmzip_last_error.restype = cp
         c.mmzip_version.restype = cp
-        for f in (c.mmzip_open, c.mmzip_close, c.mmzip_get, c.mmzip_put, c.mmzip_remove, c.mmzip_begin,
+        for f in (c.mmzip_open, c.mmzip_close, c.mmzip_discard, c.mmzip_get, c.mmzip_put, c.mmzip_remove, c.mmzip_begin,
                   c.mmzip_commit, c.mmzip_rollback, c.mmzip_refresh, c.mmzip_exists, c.mmzip_list):
             f.restype = i
         _core = c
@@ -162,6 +163,12 @@ class Archive:
         if self._h:
             h, self._h = self._h, ctypes.c_void_p()
             _check(_lib().mmzip_close(h))
+
+    def discard(self):
+        """Releases the archive without committing what is pending (see mmzip_discard)."""
+        if self._h:
+            h, self._h = self._h, ctypes.c_void_p()
+            _check(_lib().mmzip_discard(h))
 
     def __enter__(self):
         return self
