@@ -20,6 +20,8 @@ static int run(int argc, char **argv) {
     printf("prefix_bytes:     %llu\n", (unsigned long long)i.prefix_bytes);
     printf("zip64:            %s\n", i.zip64 ? "yes" : "no");
     printf("min_alignment:    %u\n", i.min_alignment);
+    printf("torn_tail:        %llu%s\n", (unsigned long long)i.torn_tail,
+           i.torn_tail ? " (entries hidden: an interrupted writer; 'mmzip recover' rolls them back)" : "");
     printf("writer_lock:      %s\n", !i.locks_supported ? "unsupported by this file system"
                                      : i.writer_locked ? "held (a writer has the archive open)"
                                                        : "free");

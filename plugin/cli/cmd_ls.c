@@ -56,6 +56,12 @@ static int run(int argc, char **argv) {
         printf("%-9s %14s %14s %14s %6s %8s  %s\n", "method", "size", "compressed", "data_offset", "align",
                "crc32", "name");
     st = mmzip_list(h, prefix, print_entry, &c);
+    mmzip_info info;
+    if (mmzip_get_info(h, &info) == MMZIP_OK && info.torn_tail)
+        fprintf(stderr, "mmzip ls: warning: %s: %llu entr%s at the end of the directory %s no local header (an "
+                "interrupted writer) and %s not listed; 'mmzip recover' rolls them back\n", archive,
+                (unsigned long long)info.torn_tail, info.torn_tail == 1 ? "y" : "ies",
+                info.torn_tail == 1 ? "has" : "have", info.torn_tail == 1 ? "is" : "are");
     mmzip_close(h);
     if (st) return cli_fail("ls", st);
     return EXIT_OK;

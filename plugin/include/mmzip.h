@@ -311,6 +311,9 @@ typedef struct mmzip_info {
     int durable;               /* MMZIP_DURABLE is in effect */
     uint64_t recovered_bytes;  /* bytes discarded by the recovery done at open (0 if none) */
     uint64_t rolled_back;      /* entries of a torn tail dropped by the recovery done at open */
+    uint64_t torn_tail;        /* read-only handles: entries at the end of the directory whose local header is
+                                * missing (a writer that publishes its directory first was interrupted); they are
+                                * hidden, and the next writable open rolls them back */
 } mmzip_info;
 
 MMZIP_API int mmzip_get_info(mmzip_t *h, mmzip_info *info);

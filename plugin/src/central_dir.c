@@ -198,8 +198,10 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
                 mz_get32(hdr) != MZ_SIG_LFH || mz_get16(hdr + 26) != first->name_len ||
                 memcmp(hdr + MZ_LFH_FIXED, img + first->cd_rec + MZ_CDH_FIXED, first->name_len) != 0) {
                 quote_name(qn, sizeof qn, img + first->cd_rec + MZ_CDH_FIXED, first->name_len);
-                st = mz_fail(MMZIP_ECORRUPT, "%s: entry '%s': no local header at offset %llu where the central "
-                             "directory puts it", src->name, qn, (unsigned long long)first->lfh_off);
+                int present = first->lfh_off + 4 <= src->size && mz_get32(hdr) == MZ_SIG_LFH;
+                st = mz_fail(MMZIP_ECORRUPT, "%s: entry '%s': %s at offset %llu, where the central directory puts "
+                             "it", src->name, qn, present ? "the local header names another entry"
+                                                          : "no local header", (unsigned long long)first->lfh_off);
                 free(order);
                 goto fail;
             }

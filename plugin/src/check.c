@@ -4,7 +4,6 @@
  */
 #include "internal.h"
 
-#include <libdeflate.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -63,18 +62,8 @@ static int check_data(mz_store *s, mz_entry *e) {
         return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s' claims an impossible or oversized decoded size %llu",
                        s->path, (int)e->name_len, mz_name(s, e), (unsigned long long)e->usize);
     uint8_t *buf = malloc(e->usize ? e->usize : 1);
-    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
-    if (!buf || !d) {
-        free(buf);
-        if (d) libdeflate_free_decompressor(d);
-        return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
-    }
-    enum libdeflate_result r = libdeflate_deflate_decompress(d, p, (size_t)e->csize, buf, (size_t)e->usize, NULL);
-    libdeflate_free_decompressor(d);
-    int st = r == LIBDEFLATE_SUCCESS
-                 ? mz_verify_crc(s, e, buf, e->usize)
-                 : mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': the deflate stream is corrupt", s->path,
-                           (int)e->name_len, mz_name(s, e));
+    if (!buf) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    int st = mz_inflate_entry(s, e, buf);
     free(buf);
     return st;
 }

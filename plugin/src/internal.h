@@ -281,8 +281,9 @@ void mz_unlock_commit(int fd);
 /* ---------------------------------------------------------------------------------------------------- */
 /* The store                                                                                             */
 
+/* Decoded copies of deflated entries, kept for the life of the store, found by local-header offset (stable
+ * across refreshes, unlike entry indices) in an open-addressing table. */
 typedef struct mz_decoded {
-    struct mz_decoded *next;
     uint64_t lfh_off;
     void *data;
     uint64_t size;
@@ -348,7 +349,8 @@ typedef struct mz_store {
     int batch;
     uint32_t open_reservations;
     uint64_t bytes_since_commit;
-    mz_decoded *decoded;
+    mz_decoded *decoded;           /* the table; decoded_mask + 1 slots, empty ones have data == NULL */
+    uint32_t decoded_mask, n_decoded;
 
     /* Publish-on-commit creation. */
     int unpublished;
@@ -386,6 +388,8 @@ void mz_table_free(mz_store *s);
 int mz_resolve_data(mz_store *s, mz_entry *e); /* reads the local header; sets e->data_off */
 int mz_verify_crc(mz_store *s, mz_entry *e, const uint8_t *data, uint64_t len);
 int mz_entry_bytes(mz_store *s, mz_entry *e, const uint8_t **data, uint64_t *size);
+/* Inflates a deflated entry into buf (e->usize bytes) and checks its CRC; messages name the problem. */
+int mz_inflate_entry(mz_store *s, mz_entry *e, uint8_t *buf);
 uint32_t mz_crc32(uint32_t crc, const void *data, size_t len);
 int mz_data_end_of(mz_store *s, mz_entry *e, uint64_t *end); /* data end incl. a data descriptor */
 

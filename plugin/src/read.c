@@ -93,15 +93,52 @@ int mz_verify_crc(mz_store *s, mz_entry *e, const uint8_t *data, uint64_t len) {
     return MMZIP_OK;
 }
 
+static uint32_t slot_of(uint64_t lfh_off) { return (uint32_t)((lfh_off * 0x9E3779B97F4A7C15ull) >> 32); }
+
+/* Under decode_mu. */
+static mz_decoded *decoded_find(mz_store *s, uint64_t lfh_off) {
+    if (!s->decoded) return NULL;
+    for (uint32_t i = slot_of(lfh_off) & s->decoded_mask;; i = (i + 1) & s->decoded_mask) {
+        mz_decoded *d = &s->decoded[i];
+        if (!d->data) return NULL;
+        if (d->lfh_off == lfh_off) return d;
+    }
+}
+
+/* Under decode_mu. Returns 0, or -1 out of memory. */
+static int decoded_add(mz_store *s, uint64_t lfh_off, void *data, uint64_t size) {
+    if (!s->decoded || (uint64_t)(s->n_decoded + 1) * 2 > (uint64_t)s->decoded_mask + 1) {
+        uint32_t n = s->decoded ? (s->decoded_mask + 1) * 2 : 64;
+        mz_decoded *t = calloc(n, sizeof *t);
+        if (!t) return -1;
+        for (uint32_t k = 0; s->decoded && k <= s->decoded_mask; k++) {
+            mz_decoded *d = &s->decoded[k];
+            if (!d->data) continue;
+            uint32_t i = slot_of(d->lfh_off) & (n - 1);
+            while (t[i].data) i = (i + 1) & (n - 1);
+            t[i] = *d;
+        }
+        free(s->decoded);
+        s->decoded = t;
+        s->decoded_mask = n - 1;
+    }
+    uint32_t i = slot_of(lfh_off) & s->decoded_mask;
+    while (s->decoded[i].data) i = (i + 1) & s->decoded_mask;
+    s->decoded[i].lfh_off = lfh_off;
+    s->decoded[i].data = data;
+    s->decoded[i].size = size;
+    s->n_decoded++;
+    return 0;
+}
+
 static int decode(mz_store *s, mz_entry *e, const uint8_t **out) {
     pthread_mutex_lock(&s->decode_mu);
-    for (mz_decoded *d = s->decoded; d; d = d->next)
-        if (d->lfh_off == e->lfh_off) {
-            *out = d->data;
-            pthread_mutex_unlock(&s->decode_mu);
-            return MMZIP_OK;
-        }
+    mz_decoded *hit = decoded_find(s, e->lfh_off);
     pthread_mutex_unlock(&s->decode_mu);
+    if (hit) {
+        *out = hit->data;
+        return MMZIP_OK;
+    }
     if (e->usize > s->opts.max_decoded_size)
         return mz_fail(MMZIP_ETOOBIG, "%s: entry '%.*s' decodes to %llu bytes, more than max_decoded_size (%llu)",
                        s->path, ENAME(e), (unsigned long long)e->usize,
@@ -113,41 +150,41 @@ static int decode(mz_store *s, mz_entry *e, const uint8_t **out) {
                        (unsigned long long)e->usize, (unsigned long long)e->csize);
     uint8_t *buf = malloc(e->usize ? e->usize : 1);
     if (!buf) return mz_fail(MMZIP_ENOMEM, "%s: entry '%.*s': out of memory", s->path, ENAME(e));
-    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
-    if (!d) {
-        free(buf);
-        return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
-    }
-    size_t in_used = 0;
-    enum libdeflate_result r = libdeflate_deflate_decompress_ex(d, s->map.base + e->data_off, (size_t)e->csize,
-                                                                buf, (size_t)e->usize, &in_used, NULL);
-    libdeflate_free_decompressor(d);
-    if (r != LIBDEFLATE_SUCCESS) {
-        free(buf);
-        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': deflate stream is %s", s->path, ENAME(e),
-                       r == LIBDEFLATE_SHORT_OUTPUT ? "shorter than the recorded size"
-                       : r == LIBDEFLATE_INSUFFICIENT_SPACE ? "longer than the recorded size"
-                                                            : "corrupt");
-    }
-    int st = mz_verify_crc(s, e, buf, e->usize);
+    int st = mz_inflate_entry(s, e, buf);
     if (st) {
         free(buf);
         return st;
     }
-    mz_decoded *nd = malloc(sizeof *nd);
-    if (!nd) {
+    pthread_mutex_lock(&s->decode_mu);
+    /* Another thread may have decoded it meanwhile: keep the first copy, whose pointer may be out already. */
+    hit = decoded_find(s, e->lfh_off);
+    if (!hit && decoded_add(s, e->lfh_off, buf, e->usize) != 0) st = MMZIP_ENOMEM;
+    pthread_mutex_unlock(&s->decode_mu);
+    if (hit) {
+        free(buf);
+        *out = hit->data;
+        return MMZIP_OK;
+    }
+    if (st) {
         free(buf);
         return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
     }
-    nd->lfh_off = e->lfh_off;
-    nd->data = buf;
-    nd->size = e->usize;
-    pthread_mutex_lock(&s->decode_mu);
-    nd->next = s->decoded;
-    s->decoded = nd;
-    pthread_mutex_unlock(&s->decode_mu);
     *out = buf;
     return MMZIP_OK;
+}
+
+int mz_inflate_entry(mz_store *s, mz_entry *e, uint8_t *buf) {
+    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+    if (!d) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    enum libdeflate_result r = libdeflate_deflate_decompress(d, s->map.base + e->data_off, (size_t)e->csize, buf,
+                                                             (size_t)e->usize, NULL);
+    libdeflate_free_decompressor(d);
+    if (r != LIBDEFLATE_SUCCESS)
+        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': the deflate stream is %s", s->path, ENAME(e),
+                       r == LIBDEFLATE_SHORT_OUTPUT ? "shorter than the recorded size"
+                       : r == LIBDEFLATE_INSUFFICIENT_SPACE ? "longer than the recorded size"
+                                                            : "corrupt");
+    return mz_verify_crc(s, e, buf, e->usize);
 }
 
 int mz_entry_bytes(mz_store *s, mz_entry *e, const uint8_t **data, uint64_t *size) {

@@ -154,11 +154,8 @@ static char *dir_of(const char *path) {
 
 static void store_free(mz_store *s) {
     if (!s) return;
-    for (mz_decoded *d = s->decoded, *next; d; d = next) {
-        next = d->next;
-        free(d->data);
-        free(d);
-    }
+    for (uint32_t i = 0; s->decoded && i <= s->decoded_mask; i++) free(s->decoded[i].data);
+    free(s->decoded);
     mz_map_free(&s->map);
     mz_table_free(s);
     if (s->fd >= 0) close(s->fd);
@@ -526,6 +523,8 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
     info->durable = (s->opts.flags & MMZIP_DURABLE) != 0;
     info->recovered_bytes = s->recovered_bytes;
     info->rolled_back = s->rolled_back;
+    for (uint32_t i = 0; i < s->n_committed; i++)
+        if (s->e[i].mark & MZ_MARK_BAD) info->torn_tail++;
     pthread_rwlock_unlock(&s->rw);
     return MMZIP_OK;
 }
