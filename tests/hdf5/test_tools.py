@@ -2,11 +2,12 @@
 archives with a single HDF5 member named by the archive alone. Every output is compared with the same
 tool's output on the member extracted by unzip (and dataset values in binary with the sample's)."""
 import os
+import subprocess
 import zipfile
 
 import h5py
 
-from mmzip_testlib import TempDir, check_equal, main, mmzip_run, run, zip_tools_ok
+from mmzip_testlib import MMZIP, TempDir, check_equal, main, mmzip_run, run, zip_tools_ok
 from h5zip_testlib import (check_sample_with_h5dump, extract, make_archive, strip_name_line, write_sample)
 
 CDL = """netcdf weather {
@@ -67,6 +68,38 @@ def make_inputs(d):
     return arc, single_h5, single_nc, extract(arc, "data/x.h5", out), extract(arc, "data/weather.nc", out)
 
 
+# With the sanitizer runtime preloaded (the ASan test configuration), nccopy, and h5dump and h5ls after a
+# failed open, hang on their way out: libp11-kit's destructor (loaded through libcurl) blocks on glibc's
+# setlocale lock. mmzip is not involved: `LD_PRELOAD=libasan.so h5dump no-such-file` hangs the same way, and
+# so does nccopy with any instrumented library preloaded. There, a tool that has not exited after a while is
+# killed and judged by what it printed and wrote; every result is checked afterwards as usual.
+SANITIZED = bool(os.environ.get("MMZIP_ASAN_RUNTIME"))
+
+
+def run_tool(cmd, under_mmzip_run=True):
+    """Runs cmd (under `mmzip run`); returns (exit status or None if it hung at exit, stdout + stderr)."""
+    full = ([MMZIP, "run", "--"] if under_mmzip_run else []) + list(cmd)
+    try:
+        p = subprocess.run(full, capture_output=True, text=True, timeout=15 if SANITIZED else 300)
+        return p.returncode, p.stdout + p.stderr
+    except subprocess.TimeoutExpired as e:
+        if not SANITIZED:
+            raise
+        return None, "".join(x.decode() if isinstance(x, bytes) else (x or "") for x in (e.stdout, e.stderr))
+
+
+def expect_tool_failure(cmd, says, under_mmzip_run=True):
+    rc, out = run_tool(cmd, under_mmzip_run)
+    if rc == 0 or says not in out:
+        raise AssertionError("%s: want a failure saying %r, got exit %r:\n%s" % (" ".join(cmd), says, rc, out))
+
+
+def expect_tool_success(cmd):
+    rc, out = run_tool(cmd)
+    if rc not in (0, None):
+        raise AssertionError("%s failed (%d):\n%s" % (" ".join(cmd), rc, out))
+
+
 def same_output(tool_args, in_archive, extracted, what, strip_first_line=True):
     got = mmzip_run(*tool_args, in_archive).stdout
     want = run(list(tool_args) + [extracted]).stdout
@@ -94,9 +127,7 @@ def test_h5dump_and_h5ls_on_named_member():
                 raise AssertionError("h5ls -r lacks %r:\n%s" % (row, listing))
         same_output(["h5ls", "-r", "-d", "-a"], name, x_h5, "h5ls -r -d -a", strip_first_line=False)
         # Without the driver, the same name means nothing to HDF5.
-        p = run(["h5ls", "-r", name], check=False)
-        if p.returncode == 0:
-            raise AssertionError("h5ls opened an archive member without mmzip run")
+        expect_tool_failure(["h5ls", "-r", name], "unable to open file", under_mmzip_run=False)
 
 
 def test_ncdump_on_named_member():
@@ -134,10 +165,9 @@ def test_archive_with_two_hdf5_members_needs_a_name():
     HDF5 would find whichever member happens to start at 512, 1024, 2048, ... and show that one."""
     with TempDir() as d:
         arc, _, _, _, _ = make_inputs(d)
-        for tool in (["h5ls"], ["h5dump", "-H"], ["ncdump", "-h"]):
-            p = mmzip_run(*(tool + [arc]), check=False)
-            if p.returncode == 0:
-                raise AssertionError("%s picked one of two HDF5 members:\n%s" % (tool[0], p.stdout))
+        for tool, says in ((["h5ls"], "unable to open file"), (["h5dump", "-H"], "unable to open file"),
+                           (["ncdump", "-h"], "NetCDF: HDF error")):
+            expect_tool_failure(tool + [arc], says)
 
 
 def test_nccopy_in_and_out():
@@ -145,9 +175,9 @@ def test_nccopy_in_and_out():
     with TempDir() as d:
         arc, _, _, _, weather = make_inputs(d)
         plain = os.path.join(d, "copied-out.nc")
-        mmzip_run("nccopy", arc + "#/data/weather.nc", plain)
+        expect_tool_success(["nccopy", arc + "#/data/weather.nc", plain])
         check_equal(strip_name_line(run(["ncdump", plain]).stdout), strip_name_line(CDL), "nccopy out")
-        mmzip_run("nccopy", "-k", "nc4", weather, arc + "#/copies/weather.nc")
+        expect_tool_success(["nccopy", "-k", "nc4", weather, arc + "#/copies/weather.nc"])
         zip_tools_ok(arc)
         check_equal(strip_name_line(mmzip_run("ncdump", arc + "#/copies/weather.nc").stdout),
                     strip_name_line(CDL), "nccopy into a new member")
