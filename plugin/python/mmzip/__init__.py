@@ -83,7 +83,8 @@ def register_h5py():
     """Registers the HDF5 virtual file driver "mmzip" with h5py. Then
     ``h5py.File("a.zip", mode, driver="mmzip", member="x.h5")`` opens the member x.h5 of a.zip in place
     (``member`` may be omitted when the archive holds a single HDF5 member, or given in the path as
-    ``"a.zip#/x.h5"``). Modes r, r+, a, w."""
+    ``"a.zip#/x.h5"``). Modes r, r+, a, w. ``durable=True`` makes every flush and close survive a power
+    loss (fsync), not only a crash of the process. See docs/hdf5-guide.md."""
     global _h5_plugin
     import h5py
     if _h5_plugin is None:
@@ -92,12 +93,15 @@ def register_h5py():
         lib.H5Pset_fapl_mmzip.restype = ctypes.c_int
         _h5_plugin = lib
 
-    def set_fapl(plist, member=None, flags=0, **kwds):
+    def set_fapl(plist, member=None, flags=0, durable=False, **kwds):
         if kwds:
             raise TypeError("unexpected arguments for driver 'mmzip': %s" % ", ".join(sorted(kwds)))
-        m = member.encode() if isinstance(member, str) else member
+        if durable:
+            flags |= 1  # H5FD_MMZIP_DURABLE
+        m = os.fsencode(member) if member is not None else None
         if _h5_plugin.H5Pset_fapl_mmzip(plist.id, m, flags) < 0:
-            raise MmzipError(-4, "H5Pset_fapl_mmzip failed")
+            raise MmzipError(-4, "driver 'mmzip': H5Pset_fapl_mmzip refused member=%r flags=%#x (the only "
+                             "flag is 1, durable)" % (member, flags))
 
     h5py.register_driver("mmzip", set_fapl)
 
