@@ -58,9 +58,11 @@ static int share(h5mz_archive *a, const char *path, unsigned how) {
     return MMZIP_OK;
 }
 
-static int open_new(const char *path, unsigned how, int exists, h5mz_archive **out) {
+static int open_new(const char *path, unsigned how, h5mz_archive **out) {
     int want_write = (how & H5MZ_ARCHIVE_WRITE) != 0;
-    const char *mode = !want_write ? "r" : (exists || !(how & H5MZ_ARCHIVE_CREATE)) ? "r+" : "w+";
+    /* "w+" also starts an archive in an existing empty file (one made by mktemp, say); it never discards
+     * an existing archive. */
+    const char *mode = !want_write ? "r" : (how & H5MZ_ARCHIVE_CREATE) ? "w+" : "r+";
     mmzip_options opts;
     mmzip_options_init(&opts);
     /* The driver decides when to commit: at HDF5's flush and close, never halfway through a version. */
@@ -106,7 +108,7 @@ int h5mz_archive_acquire(const char *path, unsigned how, h5mz_archive **out) {
         st = share(a, path, how);
         if (st == MMZIP_OK) *out = a;
     } else {
-        st = open_new(path, how, exists, out);
+        st = open_new(path, how, out);
     }
     pthread_mutex_unlock(&registry_mutex);
     return st;

@@ -108,6 +108,12 @@ def test_new_archive_in_modes_w_and_a():
             # One HDF5 member: it opens without being named.
             with h5py.File(arc, "r", driver="mmzip") as f:
                 check_sample(f, 4, "unnamed: ")
+        # An existing empty file (made by mktemp, say) becomes an archive.
+        arc = os.path.join(d, "empty.zip")
+        open(arc, "wb").close()
+        with open_member(arc, "m.h5", "w") as f:
+            write_sample(f, 4)
+        check_equal(zip_tools_ok(arc), ["m.h5"], "entries of an archive made in an empty file")
 
 
 def test_latest_format_and_userblock():
@@ -152,6 +158,10 @@ def test_errors_are_clear():
              "names member 'a.h5' but the file access property list names 'b.h5'"),
             (lambda: open_member(arc, "README.txt", "r"), OSError, "file signature not found"),
         ]
+        not_zip = os.path.join(d, "plain.h5")
+        with open(not_zip, "wb") as fh:
+            fh.write(b"not an archive" * 100)
+        cases.append((lambda: open_member(not_zip, "m.h5", "w"), OSError, "plain.h5: not a ZIP archive"))
         for opener, exc, text in cases:
             try:
                 opener().close()
@@ -160,6 +170,8 @@ def test_errors_are_clear():
                 if text not in str(e):
                     raise AssertionError("error %r does not say %r" % (str(e), text))
         zip_tools_ok(arc)
+        with open(not_zip, "rb") as fh:
+            check_equal(fh.read(), b"not an archive" * 100, "a file that is not an archive, after mode w")
 
 
 if __name__ == "__main__":
