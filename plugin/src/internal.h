@@ -392,6 +392,9 @@ int mz_entry_bytes(mz_store *s, mz_entry *e, const uint8_t **data, uint64_t *siz
 int mz_inflate_entry(mz_store *s, mz_entry *e, uint8_t *buf);
 uint32_t mz_crc32(uint32_t crc, const void *data, size_t len);
 int mz_data_end_of(mz_store *s, mz_entry *e, uint64_t *end); /* data end incl. a data descriptor */
+/* 1 if the (resolved) entry's local header carries mmzip's 0xA11E alignment field. Such an entry was
+ * published only after all its bytes were written, so it cannot be a torn tail: no CRC check at open. */
+int mz_written_by_mmzip(mz_store *s, const mz_entry *e);
 
 /* write.c */
 /* Writes the gathered small puts (see mz_store.wbuf). Call with s->wmu held. */

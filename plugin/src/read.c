@@ -62,6 +62,18 @@ int mz_resolve_data(mz_store *s, mz_entry *e) {
     return MMZIP_OK;
 }
 
+int mz_written_by_mmzip(mz_store *s, const mz_entry *e) {
+    const uint8_t *h = s->map.base + e->lfh_off;
+    uint16_t nlen = mz_get16(h + 26), xlen = mz_get16(h + 28);
+    const uint8_t *x = h + MZ_LFH_FIXED + nlen;
+    for (uint32_t k = 0; k + 4 <= xlen;) {
+        uint16_t id = mz_get16(x + k), len = mz_get16(x + k + 2);
+        if (id == MZ_EXTRA_ALIGN) return 1;
+        k += 4u + len;
+    }
+    return 0;
+}
+
 int mz_data_end_of(mz_store *s, mz_entry *e, uint64_t *end) {
     int st = mz_resolve_data(s, e);
     if (st) return st;

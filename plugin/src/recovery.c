@@ -27,7 +27,7 @@ static uint32_t last_live(mz_store *s) {
 
 static int entry_intact(mz_store *s, mz_entry *e) {
     if (mz_resolve_data(s, e) != MMZIP_OK) return 0;
-    if (e->method != 0 || (e->gp_flags & MZ_FLAG_ENCRYPTED)) return 1;
+    if (e->method != 0 || (e->gp_flags & MZ_FLAG_ENCRYPTED) || mz_written_by_mmzip(s, e)) return 1;
     return mz_crc32(0, s->map.base + e->data_off, (size_t)e->csize) == e->crc;
 }
 

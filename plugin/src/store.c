@@ -58,7 +58,8 @@ static int check_options(const char *path, mmzip_options *o) {
  * Finds the end of the bytes of the physically last committed entry. An entry whose local header is missing
  * there (the torn tail of a writer that publishes the directory before the data, as the seed protocol
  * does) is hidden from every handle: it was never committed in any useful sense, and a writable open rolls
- * it back. The last intact stored entry gets its CRC checked on first read, for the same reason.
+ * it back. The last intact stored entry gets its CRC checked on first read, for the same reason - unless
+ * mmzip wrote it, since mmzip never publishes an entry before its bytes.
  */
 static int compute_layout(mz_store *s) {
     for (;;) {
@@ -81,7 +82,7 @@ static int compute_layout(mz_store *s) {
             continue;
         }
         s->data_end = end;
-        if (s->e[last].method == 0) s->e[last].mark |= MZ_MARK_VERIFY;
+        if (s->e[last].method == 0 && !mz_written_by_mmzip(s, &s->e[last])) s->e[last].mark |= MZ_MARK_VERIFY;
         mz_clear_error();
         return MMZIP_OK;
     }
