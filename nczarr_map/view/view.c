@@ -226,7 +226,7 @@ static int read_groups_and_attrs(mzv_view *v, const found *f) {
         }
         g->attrs = attrs;
     }
-    qsort(v->groups, v->group_count, sizeof *v->groups, compare_groups);
+    if (v->group_count > 1) qsort(v->groups, v->group_count, sizeof *v->groups, compare_groups);
     return NC_NOERR;
 }
 

@@ -4,12 +4,42 @@ with what zarr-python reads from the same archive."""
 import math
 import os
 import re
+import sys
 import zipfile
 import zlib
 
-import numpy as np
 
-from mmzip_testlib import MMZIP, check_equal, mmzip, mmzip_run, run  # noqa: F401  (re-exported)
+# Extra environment for the netCDF tools the tests run under `mmzip run` (see _under_sanitizer_runtime).
+TOOL_ENV = {}
+
+
+def _under_sanitizer_runtime():
+    """In the ASan+UBSan configuration the plugins are instrumented and Python is not: run this test with the
+    sanitizer runtime preloaded, and the netCDF tools too (TOOL_ENV; `mmzip run` puts the plugins before it
+    in LD_PRELOAD, hence verify_asan_link_order=0). The tools also get libp11-kit (loaded by netCDF-C
+    through libcurl) before GCC 12's libubsan: otherwise its destructor deadlocks in freelocale() at exit
+    (seen with nccopy on Debian 12). Other programs (unzip, 7z, Python) hang at exit with libp11-kit
+    preloaded, and need no runtime: they get no LD_PRELOAD at all."""
+    runtime = os.environ.get("MMZIP_ASAN_RUNTIME")
+    if not runtime:
+        return
+    preload = os.environ.get("LD_PRELOAD", "")
+    if runtime not in preload:
+        env = dict(os.environ)
+        env["LD_PRELOAD"] = ":".join(p for p in (runtime, preload) if p)
+        env["ASAN_OPTIONS"] = ":".join(p for p in (env.get("ASAN_OPTIONS"), "verify_asan_link_order=0") if p)
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)
+    p11 = "/lib/x86_64-linux-gnu/libp11-kit.so.0"
+    TOOL_ENV["LD_PRELOAD"] = ":".join([runtime] + ([p11] if os.path.exists(p11) else []))
+    del os.environ["LD_PRELOAD"]
+
+
+_under_sanitizer_runtime()
+
+import numpy as np  # noqa: E402
+
+import mmzip_testlib
+from mmzip_testlib import MMZIP, check_equal, mmzip, run  # noqa: F401  (re-exported)
 
 import mmzip as mmzip_py
 
@@ -20,6 +50,11 @@ import netCDF4  # noqa: E402
 
 # ----------------------------------------------------------------------------------------------------------
 # ncdump and CDL
+
+def mmzip_run(*args, check=True, env=None):
+    """`mmzip run ARGS` (a netCDF tool with the plugins); returns the CompletedProcess."""
+    return mmzip_testlib.mmzip_run(*args, check=check, env=dict(TOOL_ENV, **(env or {})))
+
 
 def ncdump(path, *args, check=True, env=None):
     """`mmzip run ncdump ARGS PATH`; returns the CompletedProcess."""

@@ -11,7 +11,8 @@ import numpy as np
 import zarr
 
 import compat_lib as C
-from mmzip_testlib import TempDir, check_equal, main, mmzip_run, run
+from compat_lib import mmzip_run
+from mmzip_testlib import TempDir, check_equal, main, run
 
 RNG = np.random.default_rng(11)
 
