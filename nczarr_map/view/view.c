@@ -245,7 +245,6 @@ static int analyse(mzv_view *v) {
 
     mzv_group *root = mzv_find_group(v, "", 0);
     v->nczarr_format = root && root->zgroup_json && mzj_get(root->zgroup_json, "_NCZARR_SUPERBLOCK") != NULL;
-    v->daf = mzv_daf_detect(mzv_find_array(v, "daf", 3) != NULL, mzv_find_group(v, "axes", 4) != NULL);
 
     /* Path order makes dimension naming deterministic. */
     int scalars = 0;

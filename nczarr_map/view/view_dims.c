@@ -72,8 +72,6 @@ const char *mzv_dims_claim(mzv_dims *d, const char *wanted, uint64_t length) {
     }
 }
 
-int mzv_daf_detect(int has_daf_array, int has_axes_group) { return has_daf_array && has_axes_group; }
-
 /* Splits path into at most 6 components; returns their number, or -1 if there are more. */
 static int split(const char *path, char parts[6][MZV_DIM_NAME_MAX]) {
     int n = 0;

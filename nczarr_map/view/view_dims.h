@@ -9,8 +9,8 @@
  *
  * Where names come from (docs/compat-view.md, "Dimension names"):
  *   - the archive's own _ARRAY_DIMENSIONS (xarray), when it is a list of one string per dimension;
- *   - DataAxesFormats' layout (root array "daf" and group "axes"): axes, vectors and matrices are named
- *     after their axes, sparse parts after their property;
+ *   - DataAxesFormats' layout (a group holding the array "daf" and the group "axes", the dataset root or
+ *     any group): axes, vectors and matrices are named after their axes, sparse parts after their property;
  *   - otherwise "_zdim_<length>", the name 4.9.0 itself gives anonymous dimensions.
  * Not thread-safe (one registry per view).
  */
@@ -35,12 +35,9 @@ void mzv_dims_free(mzv_dims *d);
  */
 const char *mzv_dims_claim(mzv_dims *d, const char *wanted, uint64_t length);
 
-/* 1 if the archive follows DataAxesFormats' Zarr layout: a root array "daf" and a root group "axes". */
-int mzv_daf_detect(int has_daf_array, int has_axes_group);
-
 /*
- * The DataAxesFormats names of the `rank` dimensions of the array at path (relative to the dataset root,
- * e.g. "matrices/cell/gene/UMIs"), written to names[0..rank-1]. Returns 1 if the layout names this array,
+ * The DataAxesFormats names of the `rank` dimensions of the array at path (relative to its data set's
+ * group, e.g. "matrices/cell/gene/UMIs"), written to names[0..rank-1]. Returns 1 if the layout names this array,
  * 0 if it does not (the caller falls back to generic names).
  *
  *   daf                                    daf_version

@@ -96,7 +96,6 @@ struct mzv_view {
     char *prefix;              /* entry-name prefix of the dataset, "" or ending in '/' */
     int enabled;
     int nczarr_format;         /* the dataset is in NCZarr 4.9.0's own format (_NCZARR_SUPERBLOCK) */
-    int daf;                   /* the dataset follows DataAxesFormats' layout */
 
     mzv_array *arrays;         /* sorted by path */
     size_t array_count;

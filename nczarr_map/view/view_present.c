@@ -277,15 +277,36 @@ static const mzj_value *xarray_dims(const mzv_array *a) {
     return d;
 }
 
+/* 1 if the group at path (length len) is a DataAxesFormats data set: it holds the array "daf" and the
+ * group "axes". */
+static int is_daf_root(mzv_view *v, const char *path, size_t len) {
+    char daf[MZV_DIM_NAME_MAX * 4], axes[MZV_DIM_NAME_MAX * 4];
+    if (len >= sizeof daf - 6) return 0;
+    snprintf(daf, sizeof daf, "%.*s%sdaf", (int)len, path, len ? "/" : "");
+    snprintf(axes, sizeof axes, "%.*s%saxes", (int)len, path, len ? "/" : "");
+    return mzv_find_array(v, daf, strlen(daf)) && mzv_find_group(v, axes, strlen(axes));
+}
+
+/* The path of an array relative to the DataAxesFormats data set that holds it (the dataset root, or a
+ * group: DataAxesFormats' ".dafs.zarr.zip" archives keep one data set per group), or NULL. */
+static const char *daf_relative_path(mzv_view *v, const char *path) {
+    for (size_t i = strlen(path); i-- > 0;) {
+        if (path[i] != '/') continue;
+        if (is_daf_root(v, path, i)) return path + i + 1;
+    }
+    return is_daf_root(v, "", 0) ? path : NULL;
+}
+
 static int name_dimensions(mzv_view *v, mzv_array *a, extra_kind extra) {
     char wanted[MZV_MAX_RANK + 1][MZV_DIM_NAME_MAX];
+    const char *daf;
     int grid_rank = a->prank - (extra != EXTRA_NONE);
     const mzj_value *xd = xarray_dims(a);
     if (a->zero_d) {
         snprintf(wanted[0], MZV_DIM_NAME_MAX, "_scalar_");
     } else if (xd) {
         for (int i = 0; i < grid_rank; i++) snprintf(wanted[i], MZV_DIM_NAME_MAX, "%s", xd->u.array.items[i]->u.string.bytes);
-    } else if (!(v->daf && mzv_daf_dim_names(a->path, grid_rank, wanted))) {
+    } else if (!((daf = daf_relative_path(v, a->path)) && mzv_daf_dim_names(daf, grid_rank, wanted))) {
         for (int i = 0; i < grid_rank; i++) snprintf(wanted[i], MZV_DIM_NAME_MAX, "_zdim_%" PRIu64, a->pshape[i]);
     }
     switch (extra) {

@@ -105,11 +105,14 @@ def _empty(store, path, dtype, with_chunk):
         store[path + "/0"] = b""
 
 
-def write_daf(path):
-    """Writes the data set to a zarr-python ZipStore at path."""
-    store = zarr.ZipStore(path, mode="w")
-    root = zarr.group(store=store)
+def write_daf(path, group="", mode="w"):
+    """Writes the data set to a zarr-python ZipStore at path, at its root or (DataAxesFormats'
+    ".dafs.zarr.zip" convention, several data sets in one archive) in `group`."""
+    store = zarr.ZipStore(path, mode=mode)
+    top = zarr.group(store=store)
+    root = top.require_group(group) if group else top
     root.attrs.put({})
+    base = group + "/" if group else ""
     _array(root, "daf", np.array([1, 0], dtype=np.uint8))
 
     scalars = _group(root, "scalars")
@@ -119,7 +122,7 @@ def write_daf(path):
     axes = _group(root, "axes")
     _array(axes, "cell", np.array(CELLS, dtype=object))
     _array(axes, "gene", np.array(GENES, dtype=object))
-    _empty(store, "axes/batch", "|O", with_chunk=True)
+    _empty(store, base + "axes/batch", "|O", with_chunk=True)
 
     vectors = _group(root, "vectors")
     for axis, props in VECTORS.items():
@@ -134,7 +137,7 @@ def write_daf(path):
             if nzval is not None:
                 _array(s, "nzval", nzval)
     _group(vectors, "batch")
-    _empty(store, "vectors/batch/size", "<f8", with_chunk=False)
+    _empty(store, base + "vectors/batch/size", "<f8", with_chunk=False)
 
     matrices = _group(root, "matrices")
     cell = _group(matrices, "cell")

@@ -176,7 +176,23 @@ def test_netcdf4_python_reads_the_same():
             store.close()
 
 
+def test_several_data_sets_in_one_archive():
+    """DataAxesFormats' ".dafs.zarr.zip": one data set per group, each named after its own axes."""
+    with TempDir() as tmp:
+        path = os.path.join(tmp, "atlas.dafs.zarr.zip")
+        D.write_daf(path, group="pbmc")
+        D.write_daf(path, group="lung", mode="a")
+        c = C.cdl(path)
+        for group in ("pbmc", "lung"):
+            check_equal(c.vars[group + "/matrices/cell/gene/UMIs"]["dims"], ["gene", "cell"], group + " matrix")
+            check_equal(c.vars[group + "/axes/cell"]["dims"], ["cell", "cell_strlen"], group + " axis")
+            check_equal([v.decode() for v in c.data[group + "/axes/gene"]], D.GENES, group + " genes")
+            umis = np.array(c.data[group + "/matrices/cell/gene/UMIs"]).reshape(len(D.GENES), len(D.CELLS)).T
+            assert np.array_equal(umis, D.UMIS), group
+        assert not [d for d in c.dims if d.startswith("_zdim_")], c.dims
+
+
 if __name__ == "__main__":
     main([test_fixture_follows_daf_layout, test_ncdump_prints_every_array, test_dimensions_named_after_axes,
           test_axis_entries_as_text, test_values_keep_their_daf_meaning, test_empty_axis_and_vector,
-          test_netcdf4_python_reads_the_same])
+          test_netcdf4_python_reads_the_same, test_several_data_sets_in_one_archive])
