@@ -131,8 +131,7 @@ static void fill_element(const mzv_array *a, unsigned char *elem) {
     }
 }
 
-const unsigned char *mzv_fill_chunk(mzv_view *v, mzv_array *a) {
-    (void)v;
+const unsigned char *mzv_fill_chunk(mzv_array *a) {
     if (a->fill_chunk) return a->fill_chunk;
     unsigned char *c = calloc(1, a->chunk_bytes ? a->chunk_bytes : 1);
     if (!c) return NULL;
@@ -316,7 +315,7 @@ void mzv_cache_free(mzv_view *v) {
 /* Serving                                                                                                */
 
 static int serve_fill(mzv_view *v, mzv_array *a, const char *key, const void **data, size_t *len) {
-    const unsigned char *f = mzv_fill_chunk(v, a);
+    const unsigned char *f = mzv_fill_chunk(a);
     if (!f) return mzv_fail(v, NC_ENOMEM, key, "out of memory");
     *data = f;
     *len = a->chunk_bytes;

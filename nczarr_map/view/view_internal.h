@@ -130,7 +130,7 @@ int mzv_chunk_get(mzv_view *v, mzv_array *a, const char *chunk_key, const void *
 /* Parses a presented chunk key into archive grid indices; 0, or -1 if it is not a chunk key of a. */
 int mzv_chunk_key_parse(const mzv_array *a, const char *chunk_key, uint64_t *index);
 /* The presented chunk of fill values of a (built once); NULL on allocation failure. */
-const unsigned char *mzv_fill_chunk(mzv_view *v, mzv_array *a);
+const unsigned char *mzv_fill_chunk(mzv_array *a);
 /* Decodes the archive chunk at entry into presented bytes (malloc'ed). 0, 1 (entry missing), or error. */
 int mzv_chunk_translate(mzv_view *v, mzv_array *a, const char *entry, unsigned char **out, size_t *out_len);
 void mzv_cache_free(mzv_view *v);

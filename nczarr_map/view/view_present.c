@@ -251,10 +251,11 @@ static mzj_value *presented_fill(const mzv_array *a) {
     case MZV_DT_TIMEDELTA:
         return int_fits(f, a->pdtype) ? mzj_clone(f) : mzj_new_null();
     case MZV_DT_FLOAT: {
+        /* Written as "%.17g" (or NaN/Infinity): an integer beyond 64 bits in the archive's text would reach
+         * 4.9.0's lexer as an overflowing integer. */
         double d;
         if (!mzj_as_double(f, &d)) return mzj_new_null();
-        if (f->kind != MZJ_STRING) return mzj_clone(f);
-        return mzj_new_real(d);
+        return f->kind == MZJ_INT ? mzj_clone(f) : mzj_new_real(d);
     }
     default: return mzj_new_null();
     }
@@ -450,12 +451,11 @@ static mzj_value *additions(const mzv_array *a) {
 /* ---------------------------------------------------------------------------------------------------- */
 /* Arrays and groups                                                                                      */
 
-static int break_array(mzv_view *v, mzv_array *a, const char *why) {
+/* Records why the chunks of a cannot be presented (the metadata still is). */
+static int break_array(mzv_array *a, const char *why) {
     free(a->broken);
     a->broken = strdup(why);
-    if (!a->broken) return NC_ENOMEM;
-    (void)v;
-    return NC_NOERR;
+    return a->broken ? NC_NOERR : NC_ENOMEM;
 }
 
 /* No chunk larger than this is presented (4.9.0 would allocate it whole; hostile shapes overflow). */
@@ -515,15 +515,21 @@ static int present_nczarr_array(mzv_view *v, mzv_array *a) {
     extra_kind extra;
     uint64_t extra_len;
     choose_dtype(a, &extra, &extra_len);
+    if (a->z.dtype.cls == MZV_DT_UNICODE && a->z.dtype.width == 1) {
+        /* NCZarr's char variables: "<U1" with one byte per element, which 4.9.0 reads itself. */
+        extra = EXTRA_NONE;
+        a->conversion = MZV_CONV_NONE;
+    }
     const mzj_value *ncz = mzj_get(a->z.json, "_NCZARR_ARRAY");
     const char *storage = mzj_string(mzj_get(ncz, "storage"));
     const mzj_value *refs = mzj_get(ncz, "dimrefs");
     a->nczarr_scalar = storage && strcmp(storage, "scalar") == 0 && a->z.rank == 1 && a->z.shape[0] == 1 &&
                        (!refs || (refs->kind == MZJ_ARRAY && refs->u.array.count == 0));
-    if (lay_out(a, EXTRA_NONE, 0) != 0) return break_array(v, a, "chunks of more than 2^40 bytes");
-    if (extra != EXTRA_NONE || a->z.dtype.cls == MZV_DT_UNICODE || a->empty || needs_clamp(a)) {
+    if (lay_out(a, EXTRA_NONE, 0) != 0) return break_array(a, "chunks of more than 2^40 bytes");
+    if (extra != EXTRA_NONE || a->conversion == MZV_CONV_UCS4 || a->conversion == MZV_CONV_VLEN || a->empty ||
+        needs_clamp(a)) {
         /* NCZarr 4.9.0 writes none of these; its format cannot grow a dimension here. */
-        int rc = break_array(v, a, "this dtype or shape cannot be presented in NCZarr's own format");
+        int rc = break_array(a, "this dtype or shape cannot be presented in NCZarr's own format");
         if (rc) return rc;
         return NC_NOERR; /* the archive's .zarray is served as it is */
     }
@@ -560,15 +566,15 @@ int mzv_present_array(mzv_view *v, mzv_array *a) {
     choose_dtype(a, &extra, &extra_len);
     /* provisional for string arrays: their width is not known yet */
     if (lay_out(a, extra, extra_len) != 0) {
-        int rc = break_array(v, a, "chunks of more than 2^40 bytes");
+        int rc = break_array(a, "chunks of more than 2^40 bytes");
         if (rc) return rc;
     }
     if (a->chain.unsupported) {
-        int rc = break_array(v, a, a->chain.unsupported);
+        int rc = break_array(a, a->chain.unsupported);
         if (rc) return rc;
     }
     if (a->z.dtype.cls == MZV_DT_BYTES && a->z.dtype.width == 0) {
-        int rc = break_array(v, a, "zero-width bytes dtype \"|S0\"");
+        int rc = break_array(a, "zero-width bytes dtype \"|S0\"");
         if (rc) return rc;
         extra = EXTRA_STRLEN, extra_len = 1;
     }
@@ -587,7 +593,7 @@ int mzv_present_array(mzv_view *v, mzv_array *a) {
         extra_len = a->row_width;
     }
     if (lay_out(a, extra, extra_len) != 0 && !a->broken) {
-        int rc = break_array(v, a, "chunks of more than 2^40 bytes");
+        int rc = break_array(a, "chunks of more than 2^40 bytes");
         if (rc) return rc;
     }
     a->data_translated = !data_unchanged(a);

@@ -258,7 +258,7 @@ static int check_chunk(mzv_view *v, mzv_array *a, const char *key, const char *c
     if (st == MMZIP_OK) {
         same = size == len && memcmp(stored, data, len) == 0;
     } else {
-        const unsigned char *fill = mzv_fill_chunk(v, a);
+        const unsigned char *fill = mzv_fill_chunk(a);
         unsigned char dflt[8];
         size_t dn = netcdf_default_fill(a->pdtype, dflt);
         same = len == a->chunk_bytes && ((fill && memcmp(fill, data, len) == 0) ||

@@ -191,9 +191,11 @@ variables:
   double scal ;
     scal:units = "m" ;
   int v(x) ;
+  char name(x) ;
 data:
   scal = 4.5 ;
   v = 1, 2, 3 ;
+  name = "abc" ;
 }
 """
 
@@ -211,6 +213,7 @@ def test_nczarr_own_scalars():
         check_equal((c.vars["scal"]["dims"], c.data["scal"], c.vars["scal"]["attrs"]["units"]),
                     (["_scalar_"], [4.5], [b"m"]), "scalar")
         check_equal(c.data["v"], [1, 2, 3], "vector")
+        check_equal(c.data["name"], [b"abc"], "NCZarr's own char variable, as it is")
         raw = C.ncdump(path, env={"MMZIP_NCZARR_VIEW": "raw"}, check=False)
         assert raw.returncode != 0, "raw 4.9.0 read NCZarr's scalar (fixed upstream?):\n" + raw.stdout
         before = C.entry_crcs(path)
