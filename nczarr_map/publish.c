@@ -32,7 +32,7 @@ static int is_group_object(const char *key) {
 
 static pending_object *find_pending(pending_object *objs, size_t n, const char *key) {
     pending_object probe = {key, NULL};
-    return bsearch(&probe, objs, n, sizeof *objs, compare_keys);
+    return n ? bsearch(&probe, objs, n, sizeof *objs, compare_keys) : NULL;
 }
 
 /* Will the object `key` be in the archive after this publish? */

@@ -231,6 +231,8 @@ def fresh_dir(parent, name):
 
 
 def preload_only_nczarr():
-    """LD_PRELOAD of this plugin alone (not the HDF5 driver), for tests of what it passes on."""
+    """LD_PRELOAD of this plugin alone (not the HDF5 driver), for tests of what it passes on. The sanitizer
+    runtime, if any, comes first: with another library before it, some programs deadlock at exit (in
+    libp11-kit's destructor, which libnetcdf pulls in through libcurl)."""
     lib = os.path.join(os.environ["MMZIP_LIBDIR"], "libmmzip_nczarr.so")
-    return dict(LD_PRELOAD=":".join(p for p in (lib, NO_PLUGINS["LD_PRELOAD"]) if p))
+    return dict(LD_PRELOAD=":".join(p for p in (NO_PLUGINS["LD_PRELOAD"], lib) if p))
