@@ -116,6 +116,21 @@ def test_nested_groups_mixed_dtypes():
                     "nested arrays printed")
 
 
+def test_zip_of_a_directory_store():
+    """Info-ZIP's `zip -r` of a zarr-python DirectoryStore: keys under one top directory (NCZarr's layout),
+    entries deflated by zip, chunks Blosc-compressed by zarr."""
+    with TempDir() as tmp:
+        made = {"s": np.array(["ab", "cdé"], dtype=object), "v": np.arange(12, dtype=">i4").reshape(3, 4)}
+        g = zarr.open_group(os.path.join(tmp, "dir.zarr"), mode="w")
+        g.array("s", made["s"], dtype=object, object_codec=numcodecs.VLenUTF8())
+        g.array("v", made["v"], order="F", chunks=(2, 3))
+        C.run(["zip", "-q", "-r", "dir.zarr.zip", "dir.zarr"], cwd=tmp)
+        path = os.path.join(tmp, "dir.zarr.zip")
+        with C.open_netcdf(path) as nc:
+            check_equal(nc["s"][:].tolist(), ["ab", "cdé"], "strings under a top directory")
+            check_equal(nc["v"][:].tolist(), made["v"].tolist(), "big-endian order F")
+
+
 if __name__ == "__main__":
     warnings.simplefilter("ignore")
-    main([test_xarray_to_zarr_zipstore, test_nested_groups_mixed_dtypes])
+    main([test_xarray_to_zarr_zipstore, test_nested_groups_mixed_dtypes, test_zip_of_a_directory_store])
