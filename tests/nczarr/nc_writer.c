@@ -5,7 +5,8 @@
  *
  * usage:
  *   nc_writer update DATASET   every put form into existing chunks of grid(6,8) and line(10), with an
- *                              nc_sync in the middle (the values are mirrored in test_write_bugs.py)
+ *                              nc_sync in the middle, and one put into sub/deep(6) through the group's
+ *                              ncid (the values are mirrored in test_write_bugs.py)
  *   nc_writer touch DATASET    nc_open(NC_WRITE) then nc_close, nothing else
  *   nc_writer put-one DATASET VAR
  *                              nc_put_var1_int(VAR, index 0, 12345), then close; exits 3 if the put fails
@@ -59,6 +60,13 @@ static int update(const char *path) {
     CALL(nc_put_vara(nc, grid, lstart, lcount, late));
     size_t at27[2] = {2, 7};
     CALL(nc_put_var1_longlong(nc, grid, at27, &(long long){6001}));
+
+    /* A variable in a sub-group, written through the group's ncid. */
+    int sub, deep;
+    CALL(nc_inq_grp_ncid(nc, "sub", &sub));
+    CALL(nc_inq_varid(sub, "deep", &deep));
+    size_t at4[1] = {4};
+    CALL(nc_put_var1_int(sub, deep, at4, &(int){777}));
     CALL(nc_close(nc));
     return 0;
 }

@@ -4,6 +4,7 @@ ending in .zip, file:///...#mode=nczarr,zip and file:///...#mode=zarr,zip. Each 
 `nccopy OUT back.nc` round-trips the values. Mode lists that would hang netCDF-C 4.9.0 (zarr last) are
 made safe, and what is created keeps its keys at the archive root."""
 import os
+import zipfile
 
 import numpy as np
 
@@ -78,7 +79,6 @@ def test_nczarr_and_zarr_metadata():
         pure = os.path.join(d, "b.zarr.zip")
         mmzip_run("nccopy", nc, nczarr)
         mmzip_run("nccopy", nc, "file://%s#mode=zarr,zip" % pure)
-        import zipfile
         with zipfile.ZipFile(nczarr) as z:
             assert b"_NCZARR_SUPERBLOCK" in z.read(".zgroup")
         with zipfile.ZipFile(pure) as z:
@@ -122,7 +122,6 @@ def test_overwrite_replaces():
         path = os.path.join(d, "x.zarr.zip")
         mmzip_run("nccopy", nc, "file://%s#mode=zarr,zip" % path)
         mmzip_run("nccopy", nc, path)
-        import zipfile
         with zipfile.ZipFile(path) as z:
             assert b"_NCZARR_SUPERBLOCK" in z.read(".zgroup")
             check_equal(len(z.namelist()), len(set(z.namelist())), "distinct names")

@@ -8,6 +8,7 @@ On an affected netCDF-C, the same programs against netCDF-C's own directory stor
 to show that the bugs are real there and that the plugin is what prevents them."""
 import hashlib
 import os
+import zipfile
 
 import numpy as np
 
@@ -31,6 +32,13 @@ variables:
 data:
   grid = %s ;
   line = %s ;
+group: sub {
+  variables:
+    int deep(r) ;
+      deep:_ChunkSizes = 3 ;
+  data:
+    deep = 1, 2, 3, 4, 5, 6 ;
+  }
 }
 """ % (", ".join(str(i) for i in range(48)), ", ".join(str(10 * i) for i in range(10)))
 
@@ -79,6 +87,7 @@ def test_chunk_updates_land():
         arrays = zarr_read_all(archive)
         check_equal(arrays["grid"][0], grid, "grid in zarr-python after every put form")
         check_equal(arrays["line"][0], line, "line in zarr-python after nc_put_var_float")
+        check_equal(arrays["sub/deep"][0], [1, 2, 3, 4, 777, 6], "sub/deep after a put through the group's ncid")
         got = netcdf_read_all(archive, enable_plugin=True)
         check_equal(got["grid"], [grid, {"units": "count"}], "grid through netCDF-C after the updates")
         check_equal(got["line"], [line, {"long_name": "a line"}], "line through netCDF-C after the updates")
@@ -121,6 +130,32 @@ store.close()
 """
 
 
+SLASH_SEPARATED = r"""
+import sys, numpy as np, zarr
+store = zarr.ZipStore(sys.argv[1], mode="w")
+root = zarr.group(store=store)
+a = root.create_dataset("tiles", data=np.arange(24, dtype="<i4").reshape(4, 6), chunks=(2, 3), compressor=None,
+                        dimension_separator="/")
+a.attrs["_ARRAY_DIMENSIONS"] = ["row", "col"]
+store.close()
+"""
+
+
+def test_update_with_slash_separated_chunks():
+    """Chunk keys "tiles/0/0" (dimension_separator "/") are found and written back like "tiles/0.0"."""
+    with TempDir() as d:
+        archive = os.path.join(d, "tiles.zarr.zip")
+        run([PYTHON, "-c", SLASH_SEPARATED, archive])
+        mmzip_run(WRITER, "put-one", archive, "tiles")
+        got = zarr_read_all(archive)["tiles"][0]
+        want = np.arange(24).reshape(4, 6)
+        want[0, 0] = 12345
+        check_equal(got, want.tolist(), "tiles after a put into chunk 0/0")
+        with zipfile.ZipFile(archive) as z:
+            names = z.namelist()
+        assert "tiles/0/0" in names and "tiles/0.0" not in names, names
+
+
 def digest(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -145,4 +180,5 @@ def test_unrewritable_chunk_refused():
 
 
 if __name__ == "__main__":
-    main([test_chunk_updates_land, test_attributes_survive_write_sessions, test_unrewritable_chunk_refused])
+    main([test_chunk_updates_land, test_attributes_survive_write_sessions, test_update_with_slash_separated_chunks,
+          test_unrewritable_chunk_refused])
