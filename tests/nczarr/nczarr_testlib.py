@@ -2,7 +2,6 @@
 comparisons against netCDF-C's own directory store."""
 import difflib
 import os
-import shutil
 import sys
 import zipfile
 
@@ -221,13 +220,6 @@ print(json.dumps(out))
 """
     import json
     return json.loads(run([PYTHON, "-c", script, target, "1" if enable_plugin else "0"]).stdout)
-
-
-def fresh_dir(parent, name):
-    path = os.path.join(parent, name)
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
-    return path
 
 
 def preload_only_nczarr():
