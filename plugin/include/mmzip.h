@@ -264,7 +264,8 @@ MMZIP_API int mmzip_remove(mmzip_t *h, const char *key);
  * handles. Fill the view, then call mmzip_patch() with the final size: it computes the CRC-32, writes the
  * local header and makes the entry ready; it is published at the next commit (at once under
  * MMZIP_COMMIT_EACH). A crash before the commit leaves the archive at its previous commit. After
- * mmzip_patch() the view stays valid but becomes read-only.
+ * mmzip_patch() the view stays valid but becomes read-only. Other entries may be put, patched and committed
+ * while a reservation is open.
  */
 MMZIP_API int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data);
 
@@ -283,8 +284,9 @@ MMZIP_API int mmzip_begin(mmzip_t *h);
 
 /*
  * Publishes every pending entry, replacement and removal with one central-directory write, and ends a
- * batch. Fails with MMZIP_EBUSY if a reservation is not patched. A commit with nothing pending writes
- * nothing.
+ * batch. Reservations not yet patched stay pending: their space is kept (the new directory goes after it)
+ * and a later commit publishes them once patched; such a reservation can no longer be resized. A commit with
+ * nothing pending writes nothing.
  */
 MMZIP_API int mmzip_commit(mmzip_t *h);
 

@@ -97,7 +97,7 @@ out:
 
 /* Builds the directory image of the next commit: surviving committed records, then live pending ones. */
 static int build_image(mz_store *s, uint8_t **img_out, uint64_t *len_out, uint32_t *count_out) {
-    if (s->n_shadowed == 0 && s->n_dead == 0) {
+    if (s->n_shadowed == 0 && s->n_dead == 0 && s->open_reservations == 0) {
         *img_out = NULL; /* the store's image is the new directory as it stands */
         *len_out = s->cd_len;
         *count_out = s->n;
@@ -109,7 +109,8 @@ static int build_image(mz_store *s, uint8_t **img_out, uint64_t *len_out, uint32
     uint32_t k = 0;
     for (uint32_t i = 0; i < s->n; i++) {
         mz_entry *e = &s->e[i];
-        if (e->state == MZ_COMMITTED ? (e->mark & MZ_MARK_SHADOWED) : (e->mark & MZ_MARK_DEAD)) continue;
+        if (e->state == MZ_COMMITTED ? (e->mark & MZ_MARK_SHADOWED) : (e->mark & (MZ_MARK_DEAD | MZ_MARK_RESERVED)))
+            continue;
         memcpy(img + o, s->cd + e->cd_rec, e->cd_rec_len);
         o += e->cd_rec_len;
         k++;
@@ -120,37 +121,81 @@ static int build_image(mz_store *s, uint8_t **img_out, uint64_t *len_out, uint32
     return MMZIP_OK;
 }
 
-/* After the commit point: pending entries become committed, dropped ones vanish. */
+/* After the commit point: pending entries become committed, dropped ones vanish, and reservations that are
+ * still being filled stay pending, behind the committed entries (their records behind the new directory). */
 static int settle_table(mz_store *s, uint8_t *img, uint64_t img_len) {
     pthread_rwlock_wrlock(&s->rw);
-    if (img) {
-        uint32_t k = 0;
-        uint64_t o = 0;
-        for (uint32_t i = 0; i < s->n; i++) {
-            mz_entry e = s->e[i];
-            if (e.state == MZ_COMMITTED ? (e.mark & MZ_MARK_SHADOWED) : (e.mark & MZ_MARK_DEAD)) continue;
-            e.cd_rec = o;
-            o += e.cd_rec_len;
-            e.state = MZ_COMMITTED;
-            e.mark &= (uint8_t)~(MZ_MARK_SHADOWED | MZ_MARK_DEAD);
-            e.replaces = MZ_NONE;
-            s->e[k++] = e;
-        }
-        s->n = k;
-        free(s->cd);
-        s->cd = img;
-        s->cd_len = img_len;
-        s->cd_cap = img_len ? img_len : 1;
-    } else {
+    if (!img) {
         for (uint32_t i = s->n_committed; i < s->n; i++) {
             s->e[i].state = MZ_COMMITTED;
             s->e[i].replaces = MZ_NONE;
         }
+        s->n_committed = s->n;
+        s->cd_committed_len = s->cd_len;
+        s->n_pending_live = s->n_shadowed = s->n_dead = 0;
+        s->sorted_valid = 0;
+        pthread_rwlock_unlock(&s->rw);
+        return MMZIP_OK;
     }
-    s->n_committed = s->n;
-    s->cd_committed_len = s->cd_len;
+    /* Save the open reservations (entries and records) before the table is compacted in place. */
+    uint32_t nres = s->open_reservations, r = 0;
+    mz_entry *held = NULL;
+    uint32_t *moved = NULL; /* old index -> new index, to keep the reservations' `replaces` pointing right */
+    uint64_t held_len = 0;
+    if (nres) {
+        held = malloc((size_t)nres * sizeof *held);
+        moved = malloc((size_t)s->n * sizeof *moved);
+        for (uint32_t i = s->n_committed; i < s->n; i++)
+            if (s->e[i].mark & MZ_MARK_RESERVED) held_len += s->e[i].cd_rec_len;
+        uint8_t *grown = realloc(img, img_len + held_len + 1);
+        if (!held || !moved || !grown) {
+            free(held);
+            free(moved);
+            free(grown ? grown : img);
+            pthread_rwlock_unlock(&s->rw);
+            return mz_fail(MMZIP_ENOMEM, "%s: out of memory after a commit", s->path);
+        }
+        img = grown;
+        uint64_t o = img_len;
+        for (uint32_t i = s->n_committed; i < s->n && r < nres; i++) {
+            if (!(s->e[i].mark & MZ_MARK_RESERVED)) continue;
+            held[r] = s->e[i];
+            memcpy(img + o, s->cd + s->e[i].cd_rec, s->e[i].cd_rec_len);
+            held[r].cd_rec = o;
+            o += s->e[i].cd_rec_len;
+            r++;
+        }
+    }
+    uint32_t k = 0;
+    uint64_t o = 0;
+    for (uint32_t i = 0; i < s->n; i++) {
+        mz_entry e = s->e[i];
+        if (moved) moved[i] = MZ_NONE;
+        if (e.state == MZ_COMMITTED ? (e.mark & MZ_MARK_SHADOWED) : (e.mark & (MZ_MARK_DEAD | MZ_MARK_RESERVED)))
+            continue;
+        if (moved) moved[i] = k;
+        e.cd_rec = o;
+        o += e.cd_rec_len;
+        e.state = MZ_COMMITTED;
+        e.mark &= (uint8_t)~(MZ_MARK_SHADOWED | MZ_MARK_DEAD);
+        e.replaces = MZ_NONE;
+        s->e[k++] = e;
+    }
+    s->n_committed = k;
+    for (uint32_t j = 0; j < r; j++) {
+        if (held[j].replaces != MZ_NONE) held[j].replaces = moved[held[j].replaces];
+        s->e[k++] = held[j];
+    }
+    s->n = k;
+    free(held);
+    free(moved);
+    free(s->cd);
+    s->cd = img;
+    s->cd_committed_len = img_len;
+    s->cd_len = img_len + held_len;
+    s->cd_cap = img_len + held_len + 1;
     s->n_pending_live = s->n_shadowed = s->n_dead = 0;
-    int st = img ? mz_table_rebuild(s) : MMZIP_OK;
+    int st = mz_table_rebuild(s);
     s->sorted_valid = 0;
     pthread_rwlock_unlock(&s->rw);
     return st;
@@ -196,12 +241,6 @@ int mz_neutralize_dead_start(mz_store *s) {
 }
 
 int mz_commit_locked(mz_store *s, int force_compact) {
-    if (s->open_reservations) {
-        for (uint32_t i = s->n_committed; i < s->n; i++)
-            if (s->e[i].mark & MZ_MARK_RESERVED)
-                return mz_fail(MMZIP_EBUSY, "%s: entry '%.*s' is reserved but not patched; patch or roll back "
-                               "before committing", s->path, (int)s->e[i].name_len, mz_name(s, &s->e[i]));
-    }
     int changes = s->n_pending_live || s->n_shadowed || s->n_dead;
     if (!changes && (s->compact || !force_compact)) {
         s->pending_end = s->data_end;
@@ -217,7 +256,7 @@ int mz_commit_locked(mz_store *s, int force_compact) {
     const uint8_t *dir = img ? img : s->cd;
     /* Dead pending entries at the end of the pending region (dropped reservations, removals) are cut off:
      * the directory goes right after the last live byte. */
-    uint64_t x = s->data_end;
+    uint64_t x = s->data_end; /* and past open reservations: their space is kept for them */
     for (uint32_t i = s->n_committed; i < s->n; i++) {
         mz_entry *e = &s->e[i];
         if (!(e->mark & MZ_MARK_DEAD) && e->data_off + e->csize > x) x = e->data_off + e->csize;

@@ -77,7 +77,7 @@ static int write_entry(mz_store *s, const mmzip_iovec *v, int n, uint64_t total,
 }
 
 static int maybe_autocommit(mz_store *s) {
-    if (s->batch || s->open_reservations) return MMZIP_OK;
+    if (s->batch) return MMZIP_OK;
     switch (s->opts.commit_policy) {
     case MMZIP_COMMIT_EACH:
         return mz_commit_locked(s, 0);
@@ -451,7 +451,9 @@ int mmzip_patch(mmzip_t *h, const char *key, uint64_t size) {
     }
     s->sorted_valid = 0;
     pthread_rwlock_unlock(&s->rw);
-    if (last) s->pending_end = e->data_off + size;
+    /* A shrunken reservation that is still the last pending entry gives its slack back, unless a commit made
+     * in the meantime already put the directory behind the whole reservation. */
+    if (last && e->data_off + size >= s->data_end) s->pending_end = e->data_off + size;
     seal_own_pages(s, e, e->data_off, e->data_off + size);
     s->bytes_since_commit += size + hlen;
     st = maybe_autocommit(s);

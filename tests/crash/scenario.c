@@ -26,7 +26,7 @@ void scenario_content(const char *key, uint32_t version, uint8_t *buf, uint32_t 
 }
 
 int scenario_steps(const char *name) {
-    if (strcmp(name, "basic") == 0) return 10;
+    if (strcmp(name, "basic") == 0) return 12;
     if (strcmp(name, "loop") == 0) return LOOP_STEPS;
     return -1;
 }
@@ -48,6 +48,15 @@ static void rm(step *s, const char *key) {
 static void reserve(step *s, const char *key, uint32_t version, uint32_t capacity, uint32_t len) {
     action *a = &s->act[s->n++];
     a->kind = ACT_RESERVE;
+    snprintf(a->key, sizeof a->key, "%s", key);
+    a->version = version;
+    a->capacity = capacity;
+    a->len = len;
+}
+
+static void reserve_open(step *s, const char *key, uint32_t version, uint32_t capacity, uint32_t len, int patch) {
+    action *a = &s->act[s->n++];
+    a->kind = patch ? ACT_PATCH : ACT_RESERVE_OPEN;
     snprintf(a->key, sizeof a->key, "%s", key);
     a->version = version;
     a->capacity = capacity;
@@ -82,6 +91,15 @@ static void basic_step(int k, step *s) {
         rm(s, "c");
         put(s, "h", 1, 70000);
         put(s, "d/3", 2, 33);
+        break;
+    case 11: /* a reservation stays open across a commit of another entry */
+        s->batched = 1;
+        reserve_open(s, "r", 1, 90000, 80000, 0);
+        put(s, "i", 1, 500);
+        break;
+    case 12:
+        s->batched = 1;
+        reserve_open(s, "r", 1, 90000, 80000, 1);
         break;
     }
 }
@@ -143,6 +161,7 @@ void scenario_state(const char *name, int k, state *st) {
                 if (at >= 0) st->items[at] = st->items[--st->n];
                 continue;
             }
+            if (a->kind == ACT_RESERVE_OPEN) continue; /* invisible until patched */
             if (at < 0) {
                 if (st->n == cap) {
                     cap *= 2;
@@ -172,6 +191,18 @@ int scenario_apply(mmzip_t *h, const char *name, int k) {
             scenario_content(a->key, a->version, buf, a->len);
             st = mmzip_put(h, a->key, buf, a->len, 0);
             free(buf);
+        } else if (a->kind == ACT_RESERVE_OPEN) {
+            void *view;
+            st = mmzip_reserve(h, a->key, a->capacity, 4096, &view);
+            if (st == MMZIP_OK) {
+                uint8_t *buf = malloc(a->capacity);
+                scenario_content(a->key, a->version, buf, a->len);
+                memset(buf + a->len, 0xEE, a->capacity - a->len);
+                memcpy(view, buf, a->capacity);
+                free(buf);
+            }
+        } else if (a->kind == ACT_PATCH) {
+            st = mmzip_patch(h, a->key, a->len);
         } else {
             void *view;
             st = mmzip_reserve(h, a->key, a->capacity, 4096, &view);

@@ -10,7 +10,9 @@
 
 #include "mmzip.h"
 
-typedef enum { ACT_PUT, ACT_REMOVE, ACT_RESERVE } act_kind;
+/* ACT_RESERVE reserves, fills and patches; ACT_RESERVE_OPEN reserves and fills but leaves the reservation open
+ * across the step's commit; ACT_PATCH patches the open one in a later step. */
+typedef enum { ACT_PUT, ACT_REMOVE, ACT_RESERVE, ACT_RESERVE_OPEN, ACT_PATCH } act_kind;
 
 typedef struct {
     act_kind kind;

@@ -248,7 +248,7 @@ def test_pack_is_crash_safe():
             assert size in (before, packed_size), "pack killed at %s: the archive is neither old nor new" % name
             seen_old += size == before
             seen_new += size == packed_size
-            verify_after_kill("basic", archive, 10, "pack killed at %s #%d" % (name, hit))
+            verify_after_kill("basic", archive, 12, "pack killed at %s #%d" % (name, hit))
         assert seen_old and seen_new, "kills saw only one side of the rename (%d old, %d new)" % (seen_old, seen_new)
 
 
