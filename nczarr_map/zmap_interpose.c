@@ -53,10 +53,10 @@ static int op_search(mzn_zmap *map, const char *prefix, void *matches) {
     return mzn_session_search(session_of(map), prefix, matches);
 }
 
-static const mzn_zmap_api_v490 api_v490 = {MZN_MAP_API_VERSION, op_close, op_exists,    op_len,
-                                           op_read,             op_write_v490, op_search};
-static const mzn_zmap_api_v493 api_v493 = {MZN_MAP_API_VERSION, op_close, op_exists,    op_len,
-                                           op_read,             op_write_v493, op_search};
+static const mzn_zmap_api_v490 api_v490 = {MZN_MAP_API_VERSION, op_close, op_exists, op_len,
+                                           op_read, op_write_v490, op_search};
+static const mzn_zmap_api_v493 api_v493 = {MZN_MAP_API_VERSION, op_close, op_exists, op_len,
+                                           op_read, op_write_v493, op_search};
 
 static const void *api_for(mzn_abi abi) {
     switch (abi) {
