@@ -3,20 +3,6 @@
 
 #include <string.h>
 
-static const char *method_name(unsigned m) {
-    switch (m) {
-    case 0: return "stored";
-    case 8: return "deflate";
-    case 9: return "deflate64";
-    case 12: return "bzip2";
-    case 14: return "lzma";
-    case 93: return "zstd";
-    case 95: return "xz";
-    case 99: return "aes";
-    default: return "other";
-    }
-}
-
 typedef struct {
     int names_only;
     unsigned long long count;
@@ -29,9 +15,9 @@ static int print_entry(const mmzip_entry_info *e, void *p) {
         printf("%.*s\n", (int)e->name_len, e->name);
         return 0;
     }
-    char m[16];
-    if (strcmp(method_name(e->method), "other") == 0) snprintf(m, sizeof m, "method%u", e->method);
-    else snprintf(m, sizeof m, "%s", method_name(e->method));
+    char m[24];
+    if (strcmp(mmzip_method_name(e->method), "unknown") == 0) snprintf(m, sizeof m, "method%u", e->method);
+    else snprintf(m, sizeof m, "%s", mmzip_method_name(e->method));
     printf("%-9s %14llu %14llu %14llu %6u %08x  %.*s\n", m, (unsigned long long)e->size,
            (unsigned long long)e->compressed_size, (unsigned long long)e->data_offset, e->alignment, e->crc32,
            (int)e->name_len, e->name);

@@ -352,6 +352,9 @@ MMZIP_API const char *mmzip_last_error(void);
 /* A short name for a status code ("MMZIP_ECRC: CRC mismatch"). */
 MMZIP_API const char *mmzip_strerror(int status);
 
+/* The name of a ZIP compression method ("stored", "deflate", "bzip2", ...; "unknown" for unassigned ones). */
+MMZIP_API const char *mmzip_method_name(unsigned method);
+
 /* The library version, e.g. "0.1.0". */
 MMZIP_API const char *mmzip_version(void);
 

@@ -325,23 +325,6 @@ int mz_write_empty(mz_store *s) {
     return mz_map_cover(&s->map, s->fd, s->file_size, s->path);
 }
 
-static int fsync_dir_of(const char *path) {
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) {
-        if (slash == dir) slash[1] = '\0';
-        else *slash = '\0';
-    } else {
-        snprintf(dir, sizeof dir, ".");
-    }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) return -1;
-    int r = fsync(dfd);
-    close(dfd);
-    return r;
-}
-
 /* Gives a file created with MMZIP_PUBLISH_ON_COMMIT its name, atomically, at its first commit. */
 int mz_publish(mz_store *s) {
     mz_crashpoint("publish.link");
@@ -380,7 +363,7 @@ int mz_publish(mz_store *s) {
             }
         }
     }
-    if ((s->opts.flags & MMZIP_DURABLE) && fsync_dir_of(s->path) != 0)
+    if ((s->opts.flags & MMZIP_DURABLE) && mz_fsync_dir_of(s->path) != 0)
         return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the directory entry", s->path);
     s->unpublished = 0;
     free(s->tmp_path);

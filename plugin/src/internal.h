@@ -256,6 +256,8 @@ void mz_map_free(mz_mapping *m);
 
 int mz_pread_full(int fd, void *buf, size_t len, uint64_t off);
 int mz_read_fd(void *ctx, void *buf, size_t len, uint64_t off); /* mz_read_fn over (int)(intptr_t)ctx */
+/* fsync() of the directory holding path, so that a rename or link into it is durable. 0 or -1. */
+int mz_fsync_dir_of(const char *path);
 
 struct mz_store;
 int mz_io_write(struct mz_store *s, const void *buf, size_t len, uint64_t off, const char *what);

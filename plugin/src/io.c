@@ -40,6 +40,20 @@ int mz_pread_full(int fd, void *buf, size_t len, uint64_t off) {
     return 0;
 }
 
+int mz_fsync_dir_of(const char *path) {
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return -1;
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) slash[1] = '\0';
+    else *slash = '\0';
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int r = fsync(fd);
+    close(fd);
+    return r;
+}
+
 int mz_read_fd(void *ctx, void *buf, size_t len, uint64_t off) {
     return mz_pread_full((int)(intptr_t)ctx, buf, len, off);
 }

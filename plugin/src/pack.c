@@ -37,20 +37,6 @@ static int out_write(out_file *o, const void *p, size_t len) {
     return MMZIP_OK;
 }
 
-static int fsync_dir(const char *path) {
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) slash[1] = '\0';
-    else *slash = '\0';
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int r = fsync(fd);
-    close(fd);
-    return r;
-}
-
 static int copy_entries(mz_store *s, out_file *o, uint32_t alignment, uint8_t **cd_out, uint64_t *cd_len,
                         uint64_t *count) {
     uint64_t cap = 4096, len = 0, n = 0;
@@ -183,7 +169,7 @@ int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts
         mz_crashpoint("pack.named");
         if (!st && rename(tmp, path) != 0) st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot replace it", path);
         mz_crashpoint("pack.renamed");
-        if (!st && fsync_dir(path) != 0) st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the directory", path);
+        if (!st && mz_fsync_dir_of(path) != 0) st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the directory", path);
         if (st && !anonymous) unlink(tmp);
     }
     close(of.fd);

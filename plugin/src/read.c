@@ -14,7 +14,7 @@
 
 uint32_t mz_crc32(uint32_t crc, const void *data, size_t len) { return libdeflate_crc32(crc, data, len); }
 
-static const char *method_name(unsigned m) {
+const char *mmzip_method_name(unsigned m) {
     switch (m) {
     case 0: return "stored";
     case 1: return "shrink";
@@ -228,7 +228,7 @@ int mz_entry_bytes(mz_store *s, mz_entry *e, const uint8_t **data, uint64_t *siz
         return MMZIP_OK;
     }
     return mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%.*s' uses compression method %u (%s); mmzip reads only "
-                   "stored (0) and deflate (8)", s->path, ENAME(e), e->method, method_name(e->method));
+                   "stored (0) and deflate (8)", s->path, ENAME(e), e->method, mmzip_method_name(e->method));
 }
 
 /* ---------------------------------------------------------------------------------------------------- */
