@@ -54,16 +54,12 @@ int mzv_dtype_parse_string(const char *s, mzv_dtype *out, char *err, size_t err_
         out->itemsize = n;
         break;
     case 'f':
-        if ((n != 2 && n != 4 && n != 8) || *rest)
-            return failf(err, err_len, "unsupported floating-point dtype (only f2, f4, f8)", text);
-        out->cls = MZV_DT_FLOAT;
-        out->itemsize = n;
-        break;
     case 'c':
-        if ((n != 8 && n != 16) || *rest)
-            return failf(err, err_len, "unsupported complex dtype (only c8, c16)", text);
-        out->cls = MZV_DT_COMPLEX;
+        if (*rest || n == 0) return failf(err, err_len, "unknown dtype", text);
         out->itemsize = n;
+        if (kind == 'f' && (n == 2 || n == 4 || n == 8)) out->cls = MZV_DT_FLOAT;
+        else if (kind == 'c' && (n == 8 || n == 16)) out->cls = MZV_DT_COMPLEX;
+        else out->cls = MZV_DT_OPAQUE; /* float128, complex256: kept as bytes */
         break;
     case 'S':
     case 'a':

@@ -27,7 +27,7 @@ typedef enum mzv_dtype_class {
     MZV_DT_OBJECT,    /* |O: Python objects, stored through an object codec (vlen-utf8, ...) */
     MZV_DT_DATETIME,  /* M8[unit]: int64 counts of unit since 1970-01-01 */
     MZV_DT_TIMEDELTA, /* m8[unit]: int64 counts of unit */
-    MZV_DT_OPAQUE     /* V<n> and structured dtypes: fixed-size records we do not interpret */
+    MZV_DT_OPAQUE     /* V<n>, structured dtypes, f16/c32: fixed-size records we do not interpret */
 } mzv_dtype_class;
 
 typedef struct mzv_dtype {

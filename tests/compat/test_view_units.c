@@ -127,6 +127,7 @@ static void test_dtypes(void) {
     CHECK(mzv_dtype_parse_string("<M8[ns]", &d, err, sizeof err) == 0 && d.cls == MZV_DT_DATETIME && !strcmp(d.unit, "ns"));
     CHECK(mzv_dtype_parse_string("<c16", &d, err, sizeof err) == 0 && d.cls == MZV_DT_COMPLEX && d.itemsize == 16);
     CHECK(mzv_dtype_parse_string("<f2", &d, err, sizeof err) == 0 && d.cls == MZV_DT_FLOAT && d.itemsize == 2);
+    CHECK(mzv_dtype_parse_string("<f16", &d, err, sizeof err) == 0 && d.cls == MZV_DT_OPAQUE && d.itemsize == 16);
     CHECK(mzv_dtype_parse_string("<i3", &d, err, sizeof err) != 0);
     CHECK(mzv_dtype_parse_string("x", &d, err, sizeof err) != 0);
     mzj_value *rec;
