@@ -1,4 +1,4 @@
-"""Point 4: appending in place. An archive opened NC_WRITE gets a new group and a variable with data; at
+"""Point 4: appending in place (and the one-writer rule). An archive opened NC_WRITE gets a new group and a variable with data; at
 close, every pre-existing entry keeps its offset, size and CRC (`mmzip ls` before and after, and Python's
 zipfile independently) and its bytes are untouched on disk; the only entry replaced is the group listing
 that NCZarr must update to name the new group (a new version appended; the old bytes stay where they
@@ -9,7 +9,7 @@ import hashlib
 import os
 import shutil
 
-from mmzip_testlib import PYTHON, TempDir, check_equal, ls_entries, main, mmzip, mmzip_run, run, zip_tools_ok
+from mmzip_testlib import MMZIP, PYTHON, TempDir, check_equal, ls_entries, main, mmzip, mmzip_run, run, zip_tools_ok
 from nczarr_testlib import (NO_PLUGINS, dir_url, ls_zip, make_sample_nc, make_zarr_python, ncdump, zarr_read_all,
                             zip_directory)
 
@@ -136,6 +136,35 @@ def test_open_for_write_adds_nothing():
         check_equal(digest(copy), before, "no-op open after an append")
 
 
+ONE_WRITER = r"""
+import subprocess, sys
+import mmzip
+mmzip.enable_netcdf()
+import netCDF4
+archive, mmzip_bin = sys.argv[1], sys.argv[2]
+d = netCDF4.Dataset(archive, "a")
+d.createDimension("extra", 3)
+d.createVariable("pending", "i4", ("extra",))[:] = [1, 2, 3]
+second = subprocess.run([sys.executable, "-c", "import sys, mmzip\nmmzip.enable_netcdf()\nimport netCDF4\n"
+                         "netCDF4.Dataset(sys.argv[1], 'a')", archive], capture_output=True, text=True)
+reader = subprocess.run([mmzip_bin, "run", "ncdump", "-h", archive], capture_output=True, text=True)
+d.close()
+print(second.returncode, "Device or resource busy" in second.stderr, reader.returncode, "pending" in reader.stdout)
+"""
+
+
+def test_one_writer_and_readers():
+    """A second writer gets EBUSY at once; a reader during the session sees the last commit."""
+    with TempDir() as d:
+        nc = make_sample_nc(os.path.join(d, "in.nc"))
+        archive = os.path.join(d, "ours.zarr.zip")
+        mmzip_run("nccopy", nc, archive)
+        out = run([PYTHON, "-c", ONE_WRITER, archive, MMZIP], env=NO_PLUGINS).stdout.split()
+        check_equal(out, ["1", "True", "0", "False"], "second writer status, EBUSY, reader status, reader sees "
+                    "uncommitted variable")
+        assert "pending" in ncdump(archive, "-h"), "the session's variable is missing after close"
+
+
 if __name__ == "__main__":
     main([test_append_to_our_archive, test_append_to_zarr_python_archive, test_append_to_nczarr_layout,
-          test_open_for_write_adds_nothing])
+          test_open_for_write_adds_nothing, test_one_writer_and_readers])
