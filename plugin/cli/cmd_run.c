@@ -54,14 +54,32 @@ static int run(int argc, char **argv) {
     }
     if (first < argc && strcmp(argv[first], "--") == 0) first++;
     if (first >= argc) return cli_usage(&cmd_run, "missing COMMAND");
+    /* Libraries already preloaded stay first (a sanitizer runtime must be the very first); the plugins come
+     * after them, which is still before libnetcdf and libhdf5, the libraries they interpose. */
     char preload[8192] = "";
     size_t used = 0;
+    const char *old = getenv("LD_PRELOAD");
+    if (old && *old) {
+        int w = snprintf(preload, sizeof preload, "%s", old);
+        if (w < 0 || (size_t)w >= sizeof preload) {
+            fprintf(stderr, "mmzip run: LD_PRELOAD is too long\n");
+            return EXIT_FAIL;
+        }
+        used = (size_t)w;
+    }
     int found = 0;
     for (size_t i = 0; i < sizeof plugins / sizeof plugins[0]; i++) {
         char path[PATH_MAX];
         if (!find_plugin(plugins[i], path, sizeof path)) continue;
+        if (old && strstr(old, path)) { /* already preloaded (a nested mmzip run) */
+            found++;
+            continue;
+        }
         int w = snprintf(preload + used, sizeof preload - used, "%s%s", used ? ":" : "", path);
-        if (w < 0 || (size_t)w >= sizeof preload - used) break;
+        if (w < 0 || (size_t)w >= sizeof preload - used) {
+            fprintf(stderr, "mmzip run: LD_PRELOAD is too long\n");
+            return EXIT_FAIL;
+        }
         used += (size_t)w;
         found++;
     }
@@ -69,11 +87,6 @@ static int run(int argc, char **argv) {
         fprintf(stderr, "mmzip run: neither the netCDF plugin (libmmzip_nczarr.so) nor the HDF5 driver "
                         "(libmmzip_h5fd.so) is installed beside this mmzip; build them (they are part of the "
                         "default build when netCDF-C and HDF5 are found) or set MMZIP_PLUGIN_DIR\n");
-        return EXIT_FAIL;
-    }
-    const char *old = getenv("LD_PRELOAD");
-    if (old && *old && snprintf(preload + used, sizeof preload - used, ":%s", old) >= (int)(sizeof preload - used)) {
-        fprintf(stderr, "mmzip run: LD_PRELOAD is too long\n");
         return EXIT_FAIL;
     }
     setenv("LD_PRELOAD", preload, 1);

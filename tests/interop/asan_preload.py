@@ -11,13 +11,14 @@ import sys
 _RUNTIME = os.environ.get("MMZIP_ASAN_RUNTIME")
 _MARK = "MMZIP_ASAN_PRELOADED"
 
-if _RUNTIME and os.path.exists(_RUNTIME):
+# The runtime may come with companions (colon-separated, see tests/CMakeLists.txt); all must exist.
+if _RUNTIME and all(os.path.exists(p) for p in _RUNTIME.split(":")):
     if os.environ.get(_MARK) != "1":
         env = dict(os.environ)
-        env["LD_PRELOAD"] = (_RUNTIME + " " + env.get("LD_PRELOAD", "")).strip()
+        env["LD_PRELOAD"] = ":".join(p for p in (_RUNTIME, env.get("LD_PRELOAD", "")) if p)
         env[_MARK] = "1"
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
-    preload = os.environ.get("LD_PRELOAD", "").replace(_RUNTIME, "").strip()
+    preload = os.environ.get("LD_PRELOAD", "").replace(_RUNTIME, "").strip(":")
     if preload:
         os.environ["LD_PRELOAD"] = preload
     else:
