@@ -170,6 +170,7 @@ int mzn_publish(mzn_session *s, mzn_publish_kind kind) {
         rc = mzn_nc_error(st);
         goto out;
     }
+    s->published = 1;
     /* Published objects leave the buffer; reads now find them in the archive. */
     mzn_keymap_clear(&s->pending_metadata, free);
     mzn_keymap_clear(&s->pending_chunks, NULL);

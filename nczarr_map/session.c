@@ -130,10 +130,9 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
     *out = s;
     return NC_NOERR;
 fail:
-    if (s->archive) {
-        if (s->writable) mmzip_rollback(s->archive);
-        mmzip_close(s->archive);
-    }
+    /* Discarded, not closed: closing a created store would publish it, replacing an existing archive with an
+     * empty one. */
+    if (s->archive) mmzip_discard(s->archive);
     free_session(s);
     return rc;
 }
@@ -143,17 +142,19 @@ int mzn_session_close(mzn_session *s, int deleteit) {
     mzn_registry_forget(s);
     int discard = deleteit || s->discard;
     if (s->writable && !discard) rc = mzn_publish(s, MZN_PUBLISH_FINAL);
-    if (s->writable && (discard || rc != NC_NOERR)) mmzip_rollback(s->archive);
     mzv_close(s->view);
-    int st = mmzip_close(s->archive);
-    if (st != MMZIP_OK && rc == NC_NOERR) {
-        mzn_diag("%s", mmzip_last_error());
-        rc = mzn_nc_error(st);
+    if (s->writable && (discard || rc != NC_NOERR)) {
+        /* A create that never published leaves no trace: no file, or the archive it was to replace intact. */
+        mmzip_discard(s->archive);
+    } else {
+        int st = mmzip_close(s->archive);
+        if (st != MMZIP_OK && rc == NC_NOERR) {
+            mzn_diag("%s", mmzip_last_error());
+            rc = mzn_nc_error(st);
+        }
     }
-    /* nc_abort of a create deletes the dataset (netCDF semantics: the create already clobbered any previous
-     * file). The archive cannot simply be left unpublished: closing an mmzip store created with
-     * MMZIP_PUBLISH_ON_COMMIT publishes it, even empty. */
-    if (deleteit && s->created && unlink(s->archive_path) != 0 && errno != ENOENT)
+    /* nc_abort of a create that an nc_sync already published deletes the dataset, as netCDF does. */
+    if (deleteit && s->created && s->published && unlink(s->archive_path) != 0 && errno != ENOENT)
         mzn_diag("%s: cannot remove the aborted dataset: %s", s->archive_path, strerror(errno));
     mzn_trace("close %s (deleteit %d) -> %d", s->archive_path, deleteit, rc);
     free_session(s);

@@ -41,6 +41,7 @@ typedef struct mzn_session {
     int writable;
     int created;              /* made by nczmap_create */
     int discard;              /* nc_abort(): roll back instead of publishing at close */
+    int published;            /* a commit of this session reached the disk (a created archive now exists) */
     mzv_view *view;
     mzn_keymap pending_metadata; /* key -> mzn_blob*: metadata written this session, not yet published */
     mzn_keymap pending_chunks;   /* chunk keys written since the last publish (publish.h, sync rule) */
@@ -69,7 +70,9 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
 
 /*
  * Publishes everything (unless discarding), closes the archive and frees the session. deleteit != 0 (an
- * aborted create) discards the session's writes and removes the archive, as netCDF's nc_abort does.
+ * aborted create) discards the session's writes. If nothing of the create was ever published the path is left
+ * as it was before (absent, or the archive the create was to replace); if an nc_sync published it, the
+ * archive is removed, as netCDF's nc_abort does.
  * Returns NC_NOERR or the netCDF error of a failed publish, in which case nothing of this session after
  * its last publish reaches the archive.
  */

@@ -10,6 +10,8 @@
  *   nc_writer touch DATASET    nc_open(NC_WRITE) then nc_close, nothing else
  *   nc_writer put-one DATASET VAR
  *                              nc_put_var1_int(VAR, index 0, 12345), then close; exits 3 if the put fails
+ *   nc_writer abort-create DATASET nosync|sync
+ *                              nc_create (NC_CLOBBER), a variable x(4) written, optionally nc_sync, nc_abort
  */
 #include <netcdf.h>
 #include <stdio.h>
@@ -89,10 +91,26 @@ static int put_one(const char *path, const char *var) {
     return rc ? 3 : 0;
 }
 
+static int abort_create(const char *path, int sync) {
+    int nc, dim, v;
+    CALL(nc_create(path, NC_NETCDF4 | NC_CLOBBER, &nc));
+    CALL(nc_def_dim(nc, "n", 4, &dim));
+    CALL(nc_def_var(nc, "x", NC_INT, 1, &dim, &v));
+    CALL(nc_enddef(nc));
+    CALL(nc_put_var_int(nc, v, (int[]){7, 8, 9, 10}));
+    if (sync) CALL(nc_sync(nc));
+    CALL(nc_abort(nc));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "update") == 0) return update(argv[2]);
     if (argc == 3 && strcmp(argv[1], "touch") == 0) return touch(argv[2]);
     if (argc == 4 && strcmp(argv[1], "put-one") == 0) return put_one(argv[2], argv[3]);
-    fprintf(stderr, "usage: nc_writer update|touch DATASET | nc_writer put-one DATASET VAR\n");
+    if (argc == 4 && strcmp(argv[1], "abort-create") == 0 &&
+        (strcmp(argv[3], "sync") == 0 || strcmp(argv[3], "nosync") == 0))
+        return abort_create(argv[2], strcmp(argv[3], "sync") == 0);
+    fprintf(stderr, "usage: nc_writer update|touch DATASET | nc_writer put-one DATASET VAR | "
+                    "nc_writer abort-create DATASET nosync|sync\n");
     return 2;
 }

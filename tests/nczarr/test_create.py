@@ -3,12 +3,13 @@ ending in .zip, file:///...#mode=nczarr,zip and file:///...#mode=zarr,zip. Each 
 `unzip -t` and `7z t`; zarr-python reads every array with the values and attributes of in.nc; and
 `nccopy OUT back.nc` round-trips the values. Mode lists that would hang netCDF-C 4.9.0 (zarr last) are
 made safe, and what is created keeps its keys at the archive root."""
+import hashlib
 import os
 import zipfile
 
 import numpy as np
 
-from mmzip_testlib import PYTHON, TempDir, check_equal, main, mmzip_run, run, zip_tools_ok
+from mmzip_testlib import BUILD, PYTHON, TempDir, check_equal, main, mmzip_run, run, zip_tools_ok
 from nczarr_testlib import make_sample_nc, netcdf_read_all, zarr_read_all
 
 # Attributes that NCZarr keeps for itself or that zarr-python shows although netCDF does not.
@@ -127,5 +128,36 @@ def test_overwrite_replaces():
             check_equal(len(z.namelist()), len(set(z.namelist())), "distinct names")
 
 
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def test_abort_of_a_create():
+    """nc_abort of an nc_create: before anything was published the path is left as it was (no file, or the
+    archive the create was to replace, byte-identical); after an nc_sync published the new dataset, the
+    archive is removed, as netCDF does for its own formats."""
+    writer = os.path.join(BUILD, "tests", "nczarr", "nc_writer")
+    with TempDir() as d:
+        fresh = os.path.join(d, "fresh.zarr.zip")
+        mmzip_run(writer, "abort-create", fresh, "nosync")
+        check_equal(os.path.exists(fresh), False, "a fresh create aborted before any sync leaves no file")
+
+        existing = os.path.join(d, "existing.zarr.zip")
+        mmzip_run("nccopy", make_sample_nc(os.path.join(d, "in.nc")), existing)
+        before = sha256(existing)
+        mmzip_run(writer, "abort-create", existing, "nosync")
+        check_equal(sha256(existing), before, "an aborted create leaves the archive it was to replace intact")
+        check_equal(zipfile.ZipFile(existing).testzip(), None, "testzip of the untouched archive")
+
+        # netCDF-C 4.9.0 writes a new variable's .zarray only at close, so this nc_sync publishes nothing
+        # (the group would list an array without metadata) and the old archive must survive; a netCDF-C whose
+        # sync does publish must see the archive removed. Never anything in between.
+        mmzip_run(writer, "abort-create", existing, "sync")
+        if os.path.exists(existing):
+            check_equal(sha256(existing), before, "an aborted create whose sync published nothing")
+
+
 if __name__ == "__main__":
-    main([test_three_forms, test_nczarr_and_zarr_metadata, test_large_chunks_round_trip, test_overwrite_replaces])
+    main([test_three_forms, test_nczarr_and_zarr_metadata, test_large_chunks_round_trip, test_overwrite_replaces,
+          test_abort_of_a_create])
