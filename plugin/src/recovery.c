@@ -9,11 +9,21 @@
  *   3. A torn tail written by another implementation of the seed protocol (DataAxesFormats), which
  *      publishes the directory before the data: the trailing entries whose local header is missing or
  *      whose CRC does not match are rolled back, as that protocol prescribes.
+ *   4. Beside the archive, the named temporary file of a pack or a creation killed between naming it and
+ *      renaming it over the archive (<archive>.mmzip-pack-<pid>, <archive>.mmzip-new-<pid>). It is removed
+ *      once its process is gone.
  * Recovery is itself crash-safe: it is made of the same steps as a commit.
  */
 #include "internal.h"
 
+#include <dirent.h>
+#include <limits.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 /* The physically last entry that is still live (not rolled back), or MZ_NONE. */
 static uint32_t last_live(mz_store *s) {
@@ -93,7 +103,45 @@ static int absolutize(mz_store *s) {
     return mz_table_rebuild(s);
 }
 
+/* The pid in a temporary name "<base><marker><pid>" beside the archive, or 0 if the name is not one. */
+static pid_t temp_owner(const char *name, const char *base, size_t base_len, const char *marker) {
+    size_t mlen = strlen(marker);
+    if (strncmp(name, base, base_len) != 0 || strncmp(name + base_len, marker, mlen) != 0) return 0;
+    const char *digits = name + base_len + mlen;
+    if (!*digits) return 0;
+    long pid = 0;
+    for (const char *p = digits; *p; p++) {
+        if (*p < '0' || *p > '9' || pid > 4194304) return 0;
+        pid = pid * 10 + (*p - '0');
+    }
+    return (pid_t)pid;
+}
+
+/* Best effort: a leftover costs disk space, never correctness, so failures are ignored. A file whose pid
+ * is alive (or reused) is left alone: it may be a pack or creation still at work. */
+static void remove_stale_temps(const char *archive_path) {
+    char dir[PATH_MAX];
+    if (snprintf(dir, sizeof dir, "%s", archive_path) >= (int)sizeof dir) return;
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : archive_path;
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    size_t base_len = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        pid_t pid = temp_owner(de->d_name, base, base_len, ".mmzip-pack-");
+        if (!pid) pid = temp_owner(de->d_name, base, base_len, ".mmzip-new-");
+        if (!pid || pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
+        (void)unlinkat(dirfd(d), de->d_name, 0);
+    }
+    closedir(d);
+}
+
 int mz_recover_locked(mz_store *s) {
+    remove_stale_temps(s->path);
     uint64_t trailer_end = s->trailer_key[0];
     int torn = trailer_end < s->file_size;
     int st;
