@@ -279,6 +279,14 @@ MMZIP_API int mmzip_reserve_resize(mmzip_t *h, const char *key, uint64_t capacit
 /* Completes the reservation of key with its final size (<= capacity). See mmzip_reserve(). */
 MMZIP_API int mmzip_patch(mmzip_t *h, const char *key, uint64_t size);
 
+/*
+ * Abandons the open (unpatched) reservation of key, leaving every other pending entry and reservation as it
+ * is: key reads as before the reservation, its view becomes invalid at once, and its space is dead until
+ * mmzip_pack() (or reused, if it was the last thing written). For giving up on one of several entries being
+ * produced in place; mmzip_rollback() drops them all. MMZIP_EINVAL if key has no open reservation.
+ */
+MMZIP_API int mmzip_unreserve(mmzip_t *h, const char *key);
+
 /* Starts a batch: puts are not committed until mmzip_commit(). Batches do not nest. */
 MMZIP_API int mmzip_begin(mmzip_t *h);
 

@@ -462,6 +462,33 @@ out:
     return st;
 }
 
+int mmzip_unreserve(mmzip_t *h, const char *key) {
+    int st = check_writer(h, key, "mmzip_unreserve");
+    if (st) return st;
+    mz_store *s = h->s;
+    pthread_mutex_lock(&s->wmu);
+    mz_entry *e = find_reserved(s, key);
+    if (!e) {
+        st = mz_fail(MMZIP_EINVAL, "%s: entry '%s' is not reserved", s->path, key);
+        goto out;
+    }
+    pthread_rwlock_wrlock(&s->rw);
+    /* The table keeps the entry, dead, as the head of its name: lookups fall through to the version it would
+     * have replaced (mz_visible_version), and the next commit leaves it out of the directory. */
+    e->mark = (uint8_t)((e->mark & ~MZ_MARK_RESERVED) | MZ_MARK_DEAD);
+    s->open_reservations--;
+    s->n_dead++;
+    s->sorted_valid = 0;
+    uint64_t end = e->data_off + e->csize;
+    mz_map_drop_writable(&s->map, e->data_off, e->csize);
+    pthread_rwlock_unlock(&s->rw);
+    /* The last thing written gives its space back, unless a commit already put the directory after it. */
+    if (end == s->pending_end && e->lfh_off >= s->data_end) s->pending_end = e->lfh_off;
+out:
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}
+
 int mmzip_begin(mmzip_t *h) {
     int st = check_writer(h, NULL, "mmzip_begin");
     if (st) return st;

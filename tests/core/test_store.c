@@ -424,6 +424,53 @@ static void test_independent_reservations(void) {
     OK(mmzip_close(h));
 }
 
+/* One reservation among several is abandoned: the others, and what the abandoned one would have replaced,
+ * are untouched; the name can be reserved again at once. */
+static void test_unreserve(void) {
+    const char *p = path_of("unreserve.zip");
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    OK(mmzip_put(h, "kept", "old version", 11, 0));
+    void *va, *vk, *vb;
+    OK(mmzip_reserve(h, "a", 20000, 4096, &va));
+    fill(va, 20000, 7);
+    OK(mmzip_reserve(h, "kept", 30000, 64, &vk));
+    memset(vk, 0xEE, 30000);
+    OK(mmzip_reserve(h, "b", 10000, 64, &vb));
+    fill(vb, 10000, 8);
+    FAILS_WITH(mmzip_unreserve(h, "nothing"), MMZIP_EINVAL, "not reserved");
+    OK(mmzip_unreserve(h, "kept"));
+    FAILS_WITH(mmzip_unreserve(h, "kept"), MMZIP_EINVAL, "not reserved");
+    FAILS_WITH(mmzip_patch(h, "kept", 10), MMZIP_EINVAL, "not reserved");
+    const void *d;
+    uint64_t n;
+    OK(mmzip_get(h, "kept", &d, &n));
+    CHECK(n == 11 && memcmp(d, "old version", 11) == 0);
+    OK(mmzip_unreserve(h, "b")); /* the last thing written: its space is reused by the next one */
+    OK(mmzip_reserve(h, "b", 5000, 64, &vb));
+    const uint8_t *zb = vb;
+    for (size_t i = 0; i < 5000; i++) CHECK(zb[i] == 0 || (fprintf(stderr, "stale byte %zu\n", i), 0));
+    fill(vb, 5000, 9);
+    OK(mmzip_patch(h, "b", 5000));
+    OK(mmzip_patch(h, "a", 20000));
+    OK(mmzip_commit(h));
+    OK(mmzip_close(h));
+    OK(mmzip_open(p, "r", NULL, &h));
+    OK(mmzip_check(h, NULL, NULL));
+    CHECK_EQ_U64(mmzip_count(h), 3);
+    OK(mmzip_get(h, "kept", &d, &n));
+    CHECK(n == 11 && memcmp(d, "old version", 11) == 0);
+    uint8_t *want = malloc(20000);
+    OK(mmzip_get(h, "a", &d, &n));
+    fill(want, 20000, 7);
+    CHECK(n == 20000 && memcmp(d, want, 20000) == 0);
+    OK(mmzip_get(h, "b", &d, &n));
+    fill(want, 5000, 9);
+    CHECK(n == 5000 && memcmp(d, want, 5000) == 0);
+    free(want);
+    OK(mmzip_close(h));
+}
+
 static void test_one_writer(void) {
     const char *p = path_of("lock.zip");
     mmzip_t *w, *w2, *r;
@@ -597,6 +644,7 @@ int main(void) {
     RUN(test_batch_and_rollback);
     RUN(test_manual_policy_commits_at_close);
     RUN(test_reserve_patch);
+    RUN(test_unreserve);
     RUN(test_independent_reservations);
     RUN(test_one_writer);
     RUN(test_refresh_across_processes);
