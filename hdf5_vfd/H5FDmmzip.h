@@ -32,9 +32,9 @@
  * One writer per archive, across processes (the mmzip writer lock; a second writable open fails at once).
  * Readers in other processes may open the archive while it is written: they see the member as of the last
  * commit before their open, never a half-written one. Within one process, all files the driver opens in
- * one archive share one mmzip handle; at most one member per archive may be open for writing at a time,
- * and an archive that this process has open read-only through the driver cannot be opened for writing
- * until those files are closed.
+ * one archive share one mmzip handle; several members of one archive may be open for writing at once (each
+ * has its own draft, and a flush publishes only its own member), and an archive that this process has open
+ * read-only through the driver cannot be opened for writing until those files are closed.
  *
  * The driver sets no superblock status flags (it has no `lock` callback): cross-process exclusion comes
  * from the archive's writer lock, and a crash never leaves a member that needs `h5clear`.

@@ -4,8 +4,8 @@
  * The core allows one writable handle per archive per process, and HDF5 opens every file twice (a
  * tentative open so that it can compare the file with those already open, then the real one), sometimes
  * while the same file is still open. So the driver keeps its own table of open archives, keyed by device
- * and inode, and its files share those handles. The table also remembers which member is being written:
- * all writes through one handle share its pending area, which holds one unpatched reservation at a time.
+ * and inode, and its files share those handles. It also counts the members open for writing: each has its
+ * own reservation in the handle's pending area, and giving up on one must not discard the others.
  */
 #include "h5mz_internal.h"
 
@@ -23,8 +23,7 @@ struct h5mz_archive {
     int writable;
     int durable;
     int refs;
-    char *writer_member; /* the member open for writing, or NULL */
-    int writer_claims;
+    int writers;         /* members open for writing through this handle */
     struct h5mz_archive *next;
 };
 
@@ -126,7 +125,6 @@ int h5mz_archive_release(h5mz_archive *a) {
             }
         st = mmzip_close(a->handle);
         if (st) st = h5mz_fail_core(st, "%s: closing the archive failed", a->path);
-        free(a->writer_member);
         free(a->path);
         free(a);
     }
@@ -143,27 +141,21 @@ void h5mz_archive_identity(const h5mz_archive *a, dev_t *dev, ino_t *ino) {
     *ino = a->ino;
 }
 
-int h5mz_archive_claim_writer(h5mz_archive *a, const char *member) {
+void h5mz_archive_claim_writer(h5mz_archive *a) {
     pthread_mutex_lock(&registry_mutex);
-    int st = MMZIP_OK;
-    if (a->writer_member && strcmp(a->writer_member, member) != 0) {
-        st = h5mz_fail(MMZIP_EBUSY, "%s: cannot write member '%s': member '%s' of the same archive is open for "
-                       "writing in this process, and the mmzip driver writes one member per archive at a time",
-                       a->path, member, a->writer_member);
-    } else if (!a->writer_member && !(a->writer_member = strdup(member))) {
-        st = h5mz_fail(MMZIP_ENOMEM, "%s: out of memory", a->path);
-    } else {
-        a->writer_claims++;
-    }
+    a->writers++;
     pthread_mutex_unlock(&registry_mutex);
-    return st;
 }
 
-void h5mz_archive_disclaim_writer(h5mz_archive *a, const char *member) {
+void h5mz_archive_disclaim_writer(h5mz_archive *a) {
     pthread_mutex_lock(&registry_mutex);
-    if (a->writer_member && strcmp(a->writer_member, member) == 0 && --a->writer_claims == 0) {
-        free(a->writer_member);
-        a->writer_member = NULL;
-    }
+    a->writers--;
     pthread_mutex_unlock(&registry_mutex);
+}
+
+int h5mz_archive_writers(h5mz_archive *a) {
+    pthread_mutex_lock(&registry_mutex);
+    int n = a->writers;
+    pthread_mutex_unlock(&registry_mutex);
+    return n;
 }

@@ -103,13 +103,13 @@ H5MZ_HIDDEN int h5mz_archive_writable(const h5mz_archive *a);
 H5MZ_HIDDEN void h5mz_archive_identity(const h5mz_archive *a, dev_t *dev, ino_t *ino);
 
 /*
- * Members written through one archive handle share its single pending area, so at most one member per
- * archive may be open for writing. claim() registers member as the writer (several claims of the same
- * member are counted: HDF5 opens a file tentatively before it opens it for real); it fails with
- * MMZIP_EBUSY naming the other member. disclaim() undoes one claim.
+ * Members written through one archive handle share its pending area. claim() counts a member opened for
+ * writing, disclaim() uncounts it; writers() tells whether others than the caller have drafts that an
+ * archive-wide rollback would destroy.
  */
-H5MZ_HIDDEN int h5mz_archive_claim_writer(h5mz_archive *a, const char *member);
-H5MZ_HIDDEN void h5mz_archive_disclaim_writer(h5mz_archive *a, const char *member);
+H5MZ_HIDDEN void h5mz_archive_claim_writer(h5mz_archive *a);
+H5MZ_HIDDEN void h5mz_archive_disclaim_writer(h5mz_archive *a);
+H5MZ_HIDDEN int h5mz_archive_writers(h5mz_archive *a);
 
 /* ---------------------------------------------------------------------------------------------------- */
 /* member_image.c                                                                                        */
@@ -140,7 +140,7 @@ typedef struct h5mz_member {
     int unpublished;            /* there are changes that no commit has published yet */
     int sealed;                 /* `committed` is a patched version whose commit failed: the next publish
                                  * retries the commit, the next write drafts on top of it */
-    int claimed;                /* this member holds the archive's writer claim */
+    int claimed;                /* opened for writing (counted by h5mz_archive_claim_writer) */
 } h5mz_member;
 
 /* Opens member name of archive as `how` says. On failure *m is left empty (safe to ignore). */

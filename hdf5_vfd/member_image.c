@@ -14,6 +14,11 @@
  * The draft is reserved with room to grow, and grown in place (mmzip_reserve_resize keeps its address),
  * so HDF5 appending to the file costs no copies beyond the first. Bytes of the draft at or past the end of
  * file are kept zero, so growing the file never exposes stale bytes.
+ *
+ * Several members of one archive may be written at once; each has its own reservation. A reservation can
+ * grow in place only while nothing was written after it and no commit put the directory behind it, so when
+ * another member's draft or publish is in the way the draft moves: it is copied aside, its reservation is
+ * abandoned (mmzip_unreserve, leaving dead space until mmzip pack) and a larger one is made at the end.
  */
 #include "h5mz_internal.h"
 
@@ -94,12 +99,7 @@ int h5mz_member_open(h5mz_member *m, h5mz_archive *archive, const char *name, un
         m->unpublished = writing;
     }
     if (writing) {
-        st = h5mz_archive_claim_writer(archive, name);
-        if (st) {
-            free(m->name);
-            memset(m, 0, sizeof *m);
-            return st;
-        }
+        h5mz_archive_claim_writer(archive);
         m->claimed = 1;
     }
     return MMZIP_OK;
@@ -133,11 +133,45 @@ static int begin_draft(h5mz_member *m, uint64_t need) {
     return MMZIP_OK;
 }
 
+/* Moves the draft to a new, larger reservation at the end of the archive (see the file comment). */
+static int move_draft(h5mz_member *m, uint64_t cap) {
+    mmzip_t *h = handle_of(m);
+    uint64_t keep = m->eof;
+    uint8_t *aside = keep ? malloc((size_t)keep) : NULL;
+    if (keep && !aside) return h5mz_fail(MMZIP_ENOMEM, "%s: member '%s': out of memory", path_of(m), m->name);
+    if (keep) memcpy(aside, m->draft, (size_t)keep);
+    int st = mmzip_unreserve(h, m->name);
+    if (st) {
+        free(aside);
+        return h5mz_fail_core(st, "%s: member '%s': cannot move its new version", path_of(m), m->name);
+    }
+    m->draft = NULL;
+    m->draft_capacity = 0;
+    void *view;
+    st = mmzip_reserve(h, m->name, cap, DRAFT_ALIGNMENT, &view);
+    if (st) {
+        free(aside);
+        /* The draft is lost; the member reads as its last committed version again. */
+        m->eof = m->committed ? m->committed_size : 0;
+        return h5mz_fail_core(st, "%s: member '%s': cannot reserve %llu bytes for its new version (its changes "
+                              "since the last flush are lost)", path_of(m), m->name, (unsigned long long)cap);
+    }
+    if (keep) {
+        prefault_for_writing(view, keep);
+        memcpy(view, aside, (size_t)keep);
+    }
+    free(aside);
+    m->draft = view;
+    m->draft_capacity = cap;
+    return MMZIP_OK;
+}
+
 static int ensure_capacity(h5mz_member *m, uint64_t need) {
     if (need <= m->draft_capacity) return MMZIP_OK;
     uint64_t cap = capacity_for(need);
     void *view;
     int st = mmzip_reserve_resize(handle_of(m), m->name, cap, &view);
+    if (st == MMZIP_EBUSY) return move_draft(m, cap); /* another member's draft or a commit is in the way */
     if (st)
         return h5mz_fail_core(st, "%s: member '%s': cannot grow its new version to %llu bytes", path_of(m),
                               m->name, (unsigned long long)cap);
@@ -230,10 +264,13 @@ int h5mz_member_close(h5mz_member *m) {
     if (m->claimed && m->unpublished) {
         st = h5mz_member_publish(m);
         /* Whatever could not be published must not reach the archive when its handle closes (close commits
-         * pending entries): drop it, leaving the member at its last commit. */
-        if (st) mmzip_rollback(handle_of(m));
+         * pending entries): drop it, leaving the member at its last commit. An open draft goes alone; a
+         * sealed version whose commit failed can only go with everything pending, which would destroy the
+         * drafts of other members open for writing, so then it stays (a later commit publishes it whole). */
+        if (st && m->draft) mmzip_unreserve(handle_of(m), m->name);
+        else if (st && h5mz_archive_writers(m->archive) == 1) mmzip_rollback(handle_of(m));
     }
-    if (m->claimed) h5mz_archive_disclaim_writer(m->archive, m->name);
+    if (m->claimed) h5mz_archive_disclaim_writer(m->archive);
     free(m->name);
     memset(m, 0, sizeof *m);
     return st;
