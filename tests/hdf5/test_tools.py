@@ -7,7 +7,7 @@ import zipfile
 
 import h5py
 
-from mmzip_testlib import MMZIP, TempDir, check_equal, main, mmzip_run, run, zip_tools_ok
+from mmzip_testlib import MMZIP, PYTHON, TempDir, check_equal, main, mmzip_run, run, zip_tools_ok
 from h5zip_testlib import (check_sample_with_h5dump, extract, make_archive, strip_name_line, write_sample)
 
 CDL = """netcdf weather {
@@ -183,6 +183,40 @@ def test_nccopy_in_and_out():
                     strip_name_line(CDL), "nccopy into a new member")
 
 
+NETCDF4_PYTHON_APPEND = r"""
+import sys, mmzip
+mmzip.enable_netcdf()
+import netCDF4
+d = netCDF4.Dataset(sys.argv[1], sys.argv[2])
+if "station" not in d.dimensions:
+    d.createDimension("station", 3)
+v = d.createVariable(sys.argv[3], "f8", ("station",))
+v[:] = [1.5, 2.5, 3.5]
+d.close()
+"""
+
+
+def test_netcdf4_python_appends_to_a_member():
+    """netCDF4-python under `mmzip run`, after mmzip.enable_netcdf(): modes "a" and "r+" on 'a.zip#/x.nc'
+    open the member (netCDF4-python alone would create it anew, since os.path.exists is false for the name)
+    and keep what it held; "a" on a missing member creates it. Values checked with ncdump."""
+    with TempDir() as d:
+        arc, _, _, _, weather = make_inputs(d)
+        member = arc + "#/data/weather.nc"
+        mmzip_run(PYTHON, "-c", NETCDF4_PYTHON_APPEND, member, "a", "pressure")
+        mmzip_run(PYTHON, "-c", NETCDF4_PYTHON_APPEND, member, "r+", "humidity")
+        got = mmzip_run("ncdump", member).stdout
+        for line in CDL.splitlines()[CDL.splitlines().index("data:"):]:
+            if line.strip() and line.strip() != "}":
+                assert line in got, "ncdump lost %r after appending:\n%s" % (line, got)
+        for name in ("pressure", "humidity"):
+            assert " %s = 1.5, 2.5, 3.5 ;" % name in got, "%s missing:\n%s" % (name, got)
+        mmzip_run(PYTHON, "-c", NETCDF4_PYTHON_APPEND, arc + "#/data/new.nc", "a", "fresh")
+        assert " fresh = 1.5, 2.5, 3.5 ;" in mmzip_run("ncdump", arc + "#/data/new.nc").stdout
+        zip_tools_ok(arc)
+
+
 if __name__ == "__main__":
     main([test_h5dump_and_h5ls_on_named_member, test_ncdump_on_named_member, test_single_member_archives_without_a_name,
-          test_archive_with_two_hdf5_members_needs_a_name, test_nccopy_in_and_out])
+          test_archive_with_two_hdf5_members_needs_a_name, test_nccopy_in_and_out,
+          test_netcdf4_python_appends_to_a_member])

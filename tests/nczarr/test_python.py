@@ -82,6 +82,31 @@ def test_write_and_append():
         zip_tools_ok(path)
 
 
+def test_append_through_urls():
+    """Modes "a" and "r+" on the URL forms append (netCDF4-python alone would take a URL for a missing file,
+    because os.path.exists is false for it, and create the dataset anew over the archive); "a" on the URL
+    of a missing archive still creates it."""
+    with TempDir() as d:
+        path = os.path.join(d, "py.zarr.zip")
+        python(WRITE, path)
+        for mode, form in (("a", "nczarr"), ("r+", "zarr")):
+            python(APPEND, "file://%s#mode=%s,zip" % (path, form), mode)
+        got = netcdf_read_all(path, enable_plugin=True)
+        for name in ("added_a", "added_rp"):
+            check_equal(got[name], [[-1, -2, -3, -4, -5], {"comment": "appended"}], name)
+        check_equal(got["field"][0], [[(r * 5 + c) * 0.25 for c in range(5)] for r in range(6)],
+                    "field after appending through URLs")
+        zip_tools_ok(path)
+        fresh = os.path.join(d, "fresh.zarr.zip")
+        python("import sys, mmzip\nmmzip.enable_netcdf()\nimport netCDF4\n"
+               "d = netCDF4.Dataset(sys.argv[1], 'a')\nd.createDimension('x', 5)\nd.close()",
+               "file://%s#mode=nczarr,zip" % fresh)
+        p = python("import sys, mmzip\nmmzip.enable_netcdf()\nimport netCDF4\n"
+                   "print({k: len(v) for k, v in netCDF4.Dataset(sys.argv[1]).dimensions.items()})", fresh)
+        check_equal(p.stdout.strip(), "{'x': 5}", "dimensions of the archive that mode 'a' created")
+        zip_tools_ok(fresh)
+
+
 def test_enable_after_import_refused():
     p = python("import netCDF4, mmzip\nmmzip.enable_netcdf()", check=False)
     assert p.returncode != 0 and "RuntimeError" in p.stderr and "before netCDF4" in p.stderr, p.stderr
@@ -111,5 +136,5 @@ def test_without_plugin_archive_unreadable():
 
 
 if __name__ == "__main__":
-    main([test_read, test_write_and_append, test_enable_after_import_refused, test_enable_under_mmzip_run,
+    main([test_read, test_write_and_append, test_append_through_urls, test_enable_after_import_refused, test_enable_under_mmzip_run,
           test_without_plugin_archive_unreadable])

@@ -68,12 +68,95 @@ def enable_netcdf():
     if preloaded:
         # Preloaded (LD_PRELOAD): it already comes before libnetcdf; this only gets a handle on it.
         _netcdf_plugin = ctypes.CDLL(preloaded[0], mode=ctypes.RTLD_GLOBAL)
+        _guard_netcdf4_append_modes()
         return _netcdf_plugin
     if _netcdf_already_loaded():
         raise RuntimeError("mmzip.enable_netcdf() must be called before netCDF4 (libnetcdf) is imported: "
                            "netCDF-C resolves its storage-map functions when it is loaded")
     _netcdf_plugin = ctypes.CDLL(_lib_path("libmmzip_nczarr.so"), mode=ctypes.RTLD_GLOBAL)
+    _guard_netcdf4_append_modes()
     return _netcdf_plugin
+
+
+# netCDF4-python chooses between opening and creating, in modes "a" and "r+", with os.path.exists(filename).
+# That is false for a URL ("file:///d/x.zarr.zip#mode=nczarr,zip") or a member name ("a.zip#/x.nc"), so
+# it would *create* the dataset, replacing the archive or the member with an empty one. The guard gives
+# netCDF4's module an os.path whose exists() answers for those names what the dataset's existence is; for
+# every other name, and for everything else in os, it is the real one.
+
+def _dataset_exists(name):
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    if not isinstance(name, str):
+        return os.path.exists(name)
+    if os.path.exists(name):
+        return True
+    if name.startswith("file://"):
+        return os.path.exists(name[len("file://"):].split("#", 1)[0])
+    if "#/" in name:
+        archive, member = name.split("#/", 1)
+        if not os.path.isfile(archive):
+            return False
+        try:
+            with Archive(archive) as a:
+                return member in a
+        except OSError:
+            return True  # let netCDF-C open it and report what is wrong, rather than create over it
+    return False
+
+
+class _DatasetAwarePath:
+    def __getattr__(self, attr):
+        return getattr(os.path, attr)
+
+    @staticmethod
+    def exists(name):
+        return _dataset_exists(name)
+
+
+class _DatasetAwareOs:
+    path = _DatasetAwarePath()
+
+    def __getattr__(self, attr):
+        return getattr(os, attr)
+
+
+def _install_guard(module):
+    if isinstance(getattr(module, "os", None), _DatasetAwareOs):
+        return
+    if getattr(module, "os", None) is not os:
+        return  # a netCDF4-python that does not decide this way: nothing to guard
+    module.os = _DatasetAwareOs()
+
+
+class _Netcdf4ImportHook:
+    """Installs the guard in netCDF4._netCDF4 as soon as it is imported (enable_netcdf runs before)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "netCDF4._netCDF4":
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                real_exec = spec.loader.exec_module
+
+                def exec_module(module, real_exec=real_exec):
+                    real_exec(module)
+                    _install_guard(module)
+
+                spec.loader.exec_module = exec_module
+                return spec
+        return None
+
+
+def _guard_netcdf4_append_modes():
+    loaded = sys.modules.get("netCDF4._netCDF4")
+    if loaded is not None:
+        _install_guard(loaded)
+    elif not any(isinstance(f, _Netcdf4ImportHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Netcdf4ImportHook())
 
 
 _h5_plugin = None
