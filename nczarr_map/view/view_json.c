@@ -215,6 +215,20 @@ mzj_value *mzj_clone(const mzj_value *v) {
     return NULL;
 }
 
+int mzj_merge(mzj_value *base, const mzj_value *overlay) {
+    if (!base || !overlay || base->kind != MZJ_OBJECT || overlay->kind != MZJ_OBJECT) return -1;
+    for (size_t i = 0; i < overlay->u.object.count; i++) {
+        const mzj_member *m = &overlay->u.object.members[i];
+        mzj_member *mine = find_member(base, m->key, m->key_len);
+        if (mine && mine->value->kind == MZJ_OBJECT && m->value->kind == MZJ_OBJECT) {
+            if (mzj_merge(mine->value, m->value) != 0) return -1;
+        } else if (object_set_n(base, m->key, m->key_len, mzj_clone(m->value)) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------------------------------- */
 /* Accessors                                                                                              */
 
@@ -679,6 +693,8 @@ static mzj_value *parse_value(parser *ps, int depth) {
 }
 
 int mzj_parse(const char *text, size_t len, mzj_value **out, char *err, size_t err_len) {
+    /* NULL + 0 is undefined behaviour; an empty buffer may come as NULL. */
+    if (!text) text = "", len = 0;
     parser ps = {(const unsigned char *)text, (const unsigned char *)text + len, (const unsigned char *)text,
                  err, err_len, 0};
     if (err && err_len) err[0] = '\0';
@@ -688,6 +704,7 @@ int mzj_parse(const char *text, size_t len, mzj_value **out, char *err, size_t e
     mzj_value *v = parse_value(&ps, 0);
     if (v) {
         skip_ws(&ps);
+        while (ps.p < ps.end && *ps.p == '\0') ps.p++;
         if (ps.p != ps.end) {
             fail(&ps, "trailing characters after the JSON value");
             mzj_free(v);
@@ -762,6 +779,11 @@ static void write_string(mzj_buf *b, const char *s, size_t len) {
 }
 
 static void write_real(mzj_buf *b, const mzj_value *v) {
+    /* The source text first: 1e400 stays 1e400, not the Infinity it reads as. */
+    if (v->u.real.text) {
+        mzj_buf_puts(b, v->u.real.text);
+        return;
+    }
     double d = v->u.real.value;
     if (isnan(d)) {
         mzj_buf_puts(b, "NaN");
@@ -769,10 +791,6 @@ static void write_real(mzj_buf *b, const mzj_value *v) {
     }
     if (isinf(d)) {
         mzj_buf_puts(b, d < 0 ? "-Infinity" : "Infinity");
-        return;
-    }
-    if (v->u.real.text) {
-        mzj_buf_puts(b, v->u.real.text);
         return;
     }
     char num[64];

@@ -6,6 +6,12 @@
  * 4.9.0's own parser (libdispatch/ncjson.c) reads back exactly. That parser does not decode \uXXXX
  * escapes, so the writer emits raw UTF-8 and escapes only what 4.9.0 understands.
  *
+ * The storage map uses it too (metadata_guard.c, publish.c), which is why it offers mzj_merge: netCDF-C
+ * rewrites metadata with the same meaning in other bytes (its key order, one line, numbers as it prints
+ * them), so the map compares documents with mzj_equal instead of bytes, and merges netCDF-C's lossy
+ * rewrites into what the archive holds. It lives in the view because the map depends on the view, never
+ * the reverse.
+ *
  * Values form a tree owned by its root: mzj_free() on the root frees everything. Strings are stored with
  * their length (they may contain NUL after \u0000) and are always NUL-terminated as well.
  *
@@ -61,10 +67,11 @@ struct mzj_value {
 #define MZJ_MAX_DEPTH 64
 
 /*
- * Parses len bytes of text (UTF-8, no NUL needed) into *out. Surrounding whitespace is allowed; anything
- * else after the value is an error. Returns 0, or -1 with a message in err (position and problem) and
- * *out NULL. Invalid UTF-8, unpaired surrogates, control characters in strings, trailing commas, comments
- * and nesting deeper than MZJ_MAX_DEPTH are errors.
+ * Parses len bytes of text (UTF-8, no NUL needed) into *out. Surrounding whitespace is allowed, and so are
+ * NUL bytes after the value (some writers store the C string's terminator); anything else after the value
+ * is an error. Returns 0, or -1 with a message in err (position and problem; err may be NULL) and *out
+ * NULL. Invalid UTF-8, unpaired surrogates, control characters in strings, trailing commas, comments and
+ * nesting deeper than MZJ_MAX_DEPTH are errors.
  */
 int mzj_parse(const char *text, size_t len, mzj_value **out, char *err, size_t err_len);
 
@@ -88,8 +95,17 @@ mzj_value *mzj_new_object(void);
 int mzj_array_push(mzj_value *array, mzj_value *item);
 
 /* Sets key in an object to value (taking ownership), replacing an existing member in place or appending.
- * Returns 0, or -1 on allocation failure (value is freed). */
+ * Returns 0, or -1 on allocation failure or if object is not an object (value is freed). A NULL value is
+ * refused with -1, so that mzj_object_set(o, k, mzj_clone(v)) sets a copy and reports a failed clone. */
 int mzj_object_set(mzj_value *object, const char *key, mzj_value *value);
+
+/*
+ * Deep merge of overlay into base, both objects: every member of overlay replaces (with a copy) the member
+ * of the same name in base, except that when both values are objects they are merged recursively; members
+ * only in base are kept, in place; new members are appended in overlay's order. Returns 0, or -1 on
+ * allocation failure (base may then be partly merged) or if either is not an object.
+ */
+int mzj_merge(mzj_value *base, const mzj_value *overlay);
 
 /* Removes key from an object if present. */
 void mzj_object_remove(mzj_value *object, const char *key);

@@ -1,6 +1,7 @@
 /*
- * test_view_units.c - unit tests of the compatibility view's parts (JSON, dtypes, codecs, filters,
- * layouts, strings, dimension names, attributes) and of the view itself over small archives written here.
+ * test_view_units.c - unit tests of the compatibility view's parts (dtypes, codecs, filters, layouts,
+ * strings, dimension names, attributes) and of the view itself over small archives written here. Its JSON
+ * has a test of its own (test_view_json.c).
  * The end-to-end tests with zarr-python data and the netCDF tools are the Python tests beside this file.
  */
 #define _GNU_SOURCE
@@ -19,6 +20,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "nczarr_ctest.h"
 #include "view_attrs.h"
 #include "view_codecs.h"
 #include "view_compressors.h"
@@ -30,88 +32,6 @@
 #include "view_layout.h"
 #include "view_strings.h"
 #include "view_zarr.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                                              \
-    do {                                                                                                  \
-        const char *g_ = (got), *w_ = (want);                                                             \
-        if (!g_ || strcmp(g_, w_) != 0) {                                                                 \
-            fprintf(stderr, "%s:%d: got %s%s%s, want \"%s\"\n", __FILE__, __LINE__, g_ ? "\"" : "",      \
-                    g_ ? g_ : "NULL", g_ ? "\"" : "", w_);                                                 \
-            failures++;                                                                                   \
-        }                                                                                                 \
-    } while (0)
-
-/* ---------------------------------------------------------------------------------------------------- */
-/* JSON                                                                                                   */
-
-static char *roundtrip(const char *text) {
-    mzj_value *v;
-    char err[200];
-    if (mzj_parse(text, strlen(text), &v, err, sizeof err) != 0) return strdup(err);
-    char *out = mzj_to_text(v, NULL);
-    mzj_free(v);
-    return out;
-}
-
-static int parses(const char *text) {
-    mzj_value *v;
-    char err[200];
-    int ok = mzj_parse(text, strlen(text), &v, err, sizeof err) == 0;
-    mzj_free(v);
-    return ok;
-}
-
-static void test_json(void) {
-    char *s;
-    CHECK_STR(s = roundtrip("{\"a\": [1, -2, 3.5e0, true, null, \"x\"]}"), "{\"a\": [1, -2, 3.5e0, true, null, \"x\"]}");
-    free(s);
-    /* \u escapes become raw UTF-8: netCDF-C 4.9.0 does not decode them. */
-    CHECK_STR(s = roundtrip("\"caf\\u00e9 \\ud83d\\ude00\""), "\"caf\xc3\xa9 \xf0\x9f\x98\x80\"");
-    free(s);
-    CHECK_STR(s = roundtrip("[NaN, Infinity, -Infinity]"), "[NaN, Infinity, -Infinity]");
-    free(s);
-    CHECK_STR(s = roundtrip("\"tab\\tquote\\\"back\\\\slash\\u0001\""), "\"tab\\tquote\\\"back\\\\slash\\u0001\"");
-    free(s);
-    CHECK_STR(s = roundtrip("{\"k\": 1, \"k\": 2}"), "{\"k\": 2}");
-    free(s);
-    /* Integers beyond 64 bits are reals that keep their digits. */
-    CHECK_STR(s = roundtrip("123456789012345678901234567890"), "123456789012345678901234567890");
-    free(s);
-    CHECK_STR(s = roundtrip("18446744073709551615"), "18446744073709551615");
-    free(s);
-    CHECK(!parses("[1, 2,]"));
-    CHECK(!parses("{\"a\": 1,}"));
-    CHECK(!parses("\"raw\ncontrol\""));
-    CHECK(!parses("\"bad \xff utf8\""));
-    CHECK(!parses("\"\\ud800 unpaired\""));
-    CHECK(!parses("01"));
-    CHECK(!parses("1 2"));
-    CHECK(!parses("// comment\n1"));
-    char deep[200];
-    memset(deep, '[', 100);
-    memset(deep + 100, ']', 100);
-    mzj_value *v;
-    char err[100];
-    CHECK(mzj_parse(deep, sizeof deep, &v, err, sizeof err) != 0 && strstr(err, "nesting"));
-
-    mzj_value *a, *b;
-    const char *t1 = "{\"x\": [1, 2.0], \"y\": NaN}", *t2 = "{\"y\": NaN, \"x\": [1.0, 2]}";
-    CHECK(mzj_parse(t1, strlen(t1), &a, err, sizeof err) == 0);
-    CHECK(mzj_parse(t2, strlen(t2), &b, err, sizeof err) == 0);
-    CHECK(mzj_equal(a, b));
-    mzj_free(a);
-    mzj_free(b);
-}
 
 /* ---------------------------------------------------------------------------------------------------- */
 /* Dtypes and .zarray                                                                                     */
@@ -704,20 +624,14 @@ static void test_hostile_archive(void) {
 }
 
 int main(void) {
-    test_json();
-    test_dtypes();
-    test_compressors();
-    test_filters();
-    test_conversions();
-    test_dims();
-    test_attrs();
-    test_view();
-    test_untranslated_writes();
-    test_hostile_archive();
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("all passed\n");
-    return 0;
+    RUN(test_dtypes);
+    RUN(test_compressors);
+    RUN(test_filters);
+    RUN(test_conversions);
+    RUN(test_dims);
+    RUN(test_attrs);
+    RUN(test_view);
+    RUN(test_untranslated_writes);
+    RUN(test_hostile_archive);
+    return ctest_result();
 }
