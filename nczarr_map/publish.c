@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "diag.h"
-#include "json.h"
 #include "status.h"
+#include "view_json.h"
 
 typedef struct pending_object {
     const char *key;
@@ -19,10 +19,10 @@ static int compare_keys(const void *a, const void *b) {
 }
 
 /* The group listing in a group's .zgroup (4.9.0-4.9.2) or .zattrs (4.9.3+), or NULL. */
-static mzn_json *group_listing(const mzn_json *doc) {
-    mzn_json *g = mzn_json_member(doc, "_NCZARR_GROUP");
-    if (!g) g = mzn_json_member(doc, "_nczarr_group");
-    return g && g->kind == MZN_JSON_OBJECT ? g : NULL;
+static const mzj_value *group_listing(const mzj_value *doc) {
+    const mzj_value *g = mzj_get(doc, "_NCZARR_GROUP");
+    if (!g) g = mzj_get(doc, "_nczarr_group");
+    return g && g->kind == MZJ_OBJECT ? g : NULL;
 }
 
 static int is_group_object(const char *key) {
@@ -46,19 +46,20 @@ static int will_exist(mzn_session *s, pending_object *objs, size_t n, const char
 
 /* Every name in listing[field] has <group>/<name>/<object> (or the array is absent or malformed). */
 static int members_complete(mzn_session *s, pending_object *objs, size_t n, const char *group_key,
-                            size_t group_len, const mzn_json *listing, const char *field, const char *object) {
-    const mzn_json *names = mzn_json_member(listing, field);
-    if (!names || names->kind != MZN_JSON_ARRAY) return 1;
-    for (size_t i = 0; i < names->count; i++) {
-        const mzn_json *nm = names->items[i];
-        if (nm->kind != MZN_JSON_STRING) continue;
-        size_t len = group_len + 1 + nm->text_len + strlen(object) + 1;
+                            size_t group_len, const mzj_value *listing, const char *field, const char *object) {
+    const mzj_value *names = mzj_get(listing, field);
+    if (!names || names->kind != MZJ_ARRAY) return 1;
+    for (size_t i = 0; i < names->u.array.count; i++) {
+        const mzj_value *nm = names->u.array.items[i];
+        if (nm->kind != MZJ_STRING) continue;
+        size_t name_len = nm->u.string.len;
+        size_t len = group_len + 1 + name_len + strlen(object) + 1;
         char *key = malloc(len);
         if (!key) return 0;
         memcpy(key, group_key, group_len);
         key[group_len] = '/';
-        memcpy(key + group_len + 1, nm->text, nm->text_len);
-        strcpy(key + group_len + 1 + nm->text_len, object);
+        memcpy(key + group_len + 1, nm->u.string.bytes, name_len);
+        strcpy(key + group_len + 1 + name_len, object);
         int ok = will_exist(s, objs, n, key);
         free(key);
         if (!ok) return 0;
@@ -69,8 +70,9 @@ static int members_complete(mzn_session *s, pending_object *objs, size_t n, cons
 /* 1 if the object is a group listing naming something that would be missing after the commit. */
 static int listing_incomplete(mzn_session *s, pending_object *objs, size_t n, const pending_object *o) {
     if (!is_group_object(o->key)) return 0;
-    mzn_json *doc = mzn_json_parse((const char *)o->blob->bytes, o->blob->len);
-    const mzn_json *listing = group_listing(doc);
+    mzj_value *doc; /* NULL if it does not parse: then it lists nothing */
+    mzj_parse((const char *)o->blob->bytes, o->blob->len, &doc, NULL, 0);
+    const mzj_value *listing = group_listing(doc);
     int incomplete = 0;
     if (listing) {
         /* "/.zgroup" belongs to the root group (key prefix ""), "/g/.zgroup" to "/g". */
@@ -78,7 +80,7 @@ static int listing_incomplete(mzn_session *s, pending_object *objs, size_t n, co
         incomplete = !members_complete(s, objs, n, o->key, group_len, listing, "vars", "/.zarray") ||
                      !members_complete(s, objs, n, o->key, group_len, listing, "groups", "/.zgroup");
     }
-    mzn_json_free(doc);
+    mzj_free(doc);
     return incomplete;
 }
 
@@ -121,11 +123,11 @@ static int already_archived(mzn_session *s, const char *name, const mzn_blob *b)
     uint64_t len;
     if (mmzip_get(s->archive, name, &data, &len) != MMZIP_OK) return 0;
     if (len == b->len && memcmp(data, b->bytes, b->len) == 0) return 1;
-    mzn_json *x = mzn_json_parse(data, (size_t)len);
-    mzn_json *y = x ? mzn_json_parse((const char *)b->bytes, b->len) : NULL;
-    int same = x && y && mzn_json_equal(x, y);
-    mzn_json_free(x);
-    mzn_json_free(y);
+    mzj_value *x, *y = NULL;
+    if (mzj_parse(data, (size_t)len, &x, NULL, 0) == 0) mzj_parse((const char *)b->bytes, b->len, &y, NULL, 0);
+    int same = x && y && mzj_equal(x, y);
+    mzj_free(x);
+    mzj_free(y);
     return same;
 }
 

@@ -10,8 +10,8 @@
  * array whose .zarray is; otherwise it publishes nothing and the session's writes wait for the next
  * publish (at the latest, close). What a sync publishes is thereby a dataset readers can open.
  *
- * Metadata that means the same as the archived version (json.h) is not written again: opening a dataset
- * for writing and closing it unchanged adds zero bytes.
+ * Metadata that means the same as the archived version (mzj_equal, view/view_json.h) is not written
+ * again: opening a dataset for writing and closing it unchanged adds zero bytes.
  */
 #ifndef MZN_PUBLISH_H
 #define MZN_PUBLISH_H
