@@ -1,4 +1,11 @@
-/* publish.c - flushing buffered metadata and committing, with self-consistent intermediate commits. */
+/*
+ * publish.c - flushing buffered metadata and committing, with self-consistent intermediate commits.
+ *
+ * An archive with consolidated metadata (.zmetadata at the dataset's root, which zarr-python and xarray
+ * read instead of the individual objects when present) gets it updated in the same commit as the objects
+ * it mirrors; otherwise arrays added through netCDF would be invisible to those readers, and changed
+ * attributes stale. netCDF-C itself never reads or writes it.
+ */
 #include "publish.h"
 
 #include <netcdf.h>
@@ -131,13 +138,75 @@ static int already_archived(mzn_session *s, const char *name, const mzn_blob *b)
     return same;
 }
 
-static int write_objects(mzn_session *s, pending_object *objs, size_t n) {
+/* Zarr v2 metadata objects, the ones consolidated metadata mirrors. */
+static int is_zarr_metadata(const char *key) {
+    const char *base = strrchr(key, '/');
+    base = base ? base + 1 : key;
+    return strcmp(base, ".zgroup") == 0 || strcmp(base, ".zarray") == 0 || strcmp(base, ".zattrs") == 0;
+}
+
+/* Rewrites .zmetadata, if the dataset has one, with the objects that this publish changed. */
+static int refresh_consolidated(mzn_session *s, pending_object *objs, size_t n, const unsigned char *changed) {
+    int any = 0;
+    for (size_t i = 0; i < n && !any; i++) any = changed[i] && is_zarr_metadata(objs[i].key);
+    if (!any) return NC_NOERR;
+    char *name = mzn_session_entry_name(s, "/.zmetadata");
+    if (!name) return NC_ENOMEM;
+    const void *data;
+    uint64_t len;
+    mzj_value *doc = NULL;
+    int rc = NC_NOERR;
+    if (mmzip_get(s->archive, name, &data, &len) != MMZIP_OK) goto out; /* not consolidated: nothing to do */
+    char err[160];
+    if (mzj_parse(data, (size_t)len, &doc, err, sizeof err) != 0 || !mzj_get(doc, "metadata") ||
+        mzj_get(doc, "metadata")->kind != MZJ_OBJECT) {
+        mzn_diag("%s: %s is not consolidated Zarr metadata (%s); left as it is, and now stale", s->archive_path,
+                 name, doc ? "no \"metadata\" object" : err);
+        goto out;
+    }
+    mzj_value *metadata = (mzj_value *)mzj_get(doc, "metadata");
+    for (size_t i = 0; i < n; i++) {
+        if (!changed[i] || !is_zarr_metadata(objs[i].key)) continue;
+        const char *relative = objs[i].key[0] == '/' ? objs[i].key + 1 : objs[i].key;
+        mzj_value *v;
+        if (mzj_parse((const char *)objs[i].blob->bytes, objs[i].blob->len, &v, err, sizeof err) != 0) {
+            /* An object that does not parse cannot be mirrored; a stale copy would contradict it. */
+            mzj_object_remove(metadata, relative);
+            mzn_diag("%s: %s: not JSON (%s); dropped from %s", s->archive_path, objs[i].key, err, name);
+            continue;
+        }
+        if (mzj_object_set(metadata, relative, v) != 0) {
+            rc = NC_ENOMEM;
+            goto out;
+        }
+    }
+    size_t text_len;
+    char *text = mzj_to_text(doc, &text_len);
+    if (!text) {
+        rc = NC_ENOMEM;
+        goto out;
+    }
+    int st = mmzip_put(s->archive, name, text, text_len, 0);
+    free(text);
+    mzn_trace("publish /.zmetadata (%zu bytes, consolidated metadata refreshed)", text_len);
+    if (st != MMZIP_OK) {
+        mzn_diag("%s", mmzip_last_error());
+        rc = mzn_nc_error(st);
+    }
+out:
+    mzj_free(doc);
+    free(name);
+    return rc;
+}
+
+static int write_objects(mzn_session *s, pending_object *objs, size_t n, unsigned char *changed) {
     for (size_t i = 0; i < n; i++) {
         char *name = mzn_session_entry_name(s, objs[i].key);
         if (!name) return NC_ENOMEM;
         int st = MMZIP_OK;
         if (!already_archived(s, name, objs[i].blob)) {
             st = mmzip_put(s->archive, name, objs[i].blob->bytes, objs[i].blob->len, 0);
+            changed[i] = 1;
             mzn_trace("publish %s (%zu bytes)", objs[i].key, objs[i].blob->len);
         }
         free(name);
@@ -153,7 +222,12 @@ int mzn_publish(mzn_session *s, mzn_publish_kind kind) {
     if (!s->writable) return NC_NOERR;
     size_t n = s->pending_metadata.count;
     pending_object *objs = n ? calloc(n, sizeof *objs) : NULL;
-    if (n && !objs) return NC_ENOMEM;
+    unsigned char *changed = n ? calloc(n, 1) : NULL;
+    if (n && (!objs || !changed)) {
+        free(objs);
+        free(changed);
+        return NC_ENOMEM;
+    }
     const char *key;
     void *value;
     size_t k = 0;
@@ -165,7 +239,8 @@ int mzn_publish(mzn_session *s, mzn_publish_kind kind) {
     if (n) qsort(objs, n, sizeof *objs, compare_keys);
     int rc = NC_NOERR;
     if (kind == MZN_PUBLISH_SYNC && !consistent_for_sync(s, objs, n)) goto out;
-    if ((rc = write_objects(s, objs, n)) != NC_NOERR) goto out;
+    if ((rc = write_objects(s, objs, n, changed)) != NC_NOERR) goto out;
+    if ((rc = refresh_consolidated(s, objs, n, changed)) != NC_NOERR) goto out;
     int st = mmzip_commit(s->archive);
     if (st != MMZIP_OK) {
         mzn_diag("%s", mmzip_last_error());
@@ -178,5 +253,6 @@ int mzn_publish(mzn_session *s, mzn_publish_kind kind) {
     mzn_keymap_clear(&s->pending_chunks, NULL);
 out:
     free(objs);
+    free(changed);
     return rc;
 }

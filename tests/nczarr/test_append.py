@@ -6,6 +6,7 @@ were). A zarr-python archive (no listings) keeps literally every entry. The new 
 ncdump and zarr-python. Opening for write and closing with no change adds zero bytes, for all three
 archive kinds."""
 import hashlib
+import json
 import os
 import shutil
 
@@ -136,6 +137,41 @@ def test_open_for_write_adds_nothing():
         check_equal(digest(copy), before, "no-op open after an append")
 
 
+CONSOLIDATE = r"""
+import sys, zarr
+store = zarr.ZipStore(sys.argv[1], mode="a")
+zarr.consolidate_metadata(store)
+store.close()
+"""
+
+READ_CONSOLIDATED = r"""
+import json, sys, zarr
+store = zarr.ZipStore(sys.argv[1], mode="r")
+g = zarr.open_consolidated(store)
+out = {"series": g["appended/series"][:].tolist(), "note": g["appended/series"].attrs["note"],
+       "elevation": g["elevation"][0, :3].tolist()}
+print(json.dumps(out))
+"""
+
+
+def test_consolidated_metadata_follows():
+    """A zarr-python archive with consolidated metadata (.zmetadata, which zarr-python and xarray read in
+    place of the objects): after a netCDF append it names the new group and array with their attributes,
+    in the same commit; a no-op session leaves it, and the archive, byte for byte."""
+    with TempDir() as d:
+        archive = make_zarr_python(os.path.join(d, "zp.zarr.zip"), "zip")
+        run([PYTHON, "-c", CONSOLIDATE, archive])
+        added = append_and_check(archive, [".zmetadata"])
+        check_equal(added, NEW_ENTRIES, "entries added beside the refreshed .zmetadata")
+        got = json.loads(run([PYTHON, "-c", READ_CONSOLIDATED, archive]).stdout)
+        check_equal(got["series"], [-5, 2, 9, 16, 23, 30], "appended array through consolidated metadata")
+        check_equal(got["note"], "added in place", "its attribute through consolidated metadata")
+        check_equal(got["elevation"], [-3.0, -1.75, -0.5], "old data through consolidated metadata")
+        before = digest(archive)
+        run([PYTHON, "-c", TOUCH, archive], env=NO_PLUGINS)
+        check_equal(digest(archive), before, "no-op NC_WRITE session on a consolidated archive")
+
+
 ONE_WRITER = r"""
 import subprocess, sys
 import mmzip
@@ -167,4 +203,4 @@ def test_one_writer_and_readers():
 
 if __name__ == "__main__":
     main([test_append_to_our_archive, test_append_to_zarr_python_archive, test_append_to_nczarr_layout,
-          test_open_for_write_adds_nothing, test_one_writer_and_readers])
+          test_open_for_write_adds_nothing, test_consolidated_metadata_follows, test_one_writer_and_readers])
