@@ -137,6 +137,49 @@ def test_open_for_write_adds_nothing():
         check_equal(digest(copy), before, "no-op open after an append")
 
 
+SPARSE = r"""
+import sys, mmzip
+mmzip.enable_netcdf()
+import netCDF4
+d = netCDF4.Dataset(sys.argv[1], "w")
+d.createDimension("x", 8)
+v = d.createVariable("v", "f4", ("x",), chunksizes=(2,), fill_value=-9.5)
+v[0:2] = [1, 2]
+w = d.createVariable("w", "i2", ("x",), chunksizes=(4,))
+w[4:8] = [5, 6, 7, 8]
+d.close()
+"""
+
+READ_IN_WRITE_SESSION = r"""
+import sys, mmzip
+mmzip.enable_netcdf()
+import netCDF4
+d = netCDF4.Dataset(sys.argv[1], "a")
+print(d["v"][:].filled(-1).tolist(), d["w"][:].filled(-1).tolist())
+d.close()
+"""
+
+
+def test_reading_missing_chunks_adds_nothing():
+    """netCDF-C 4.9 writes a chunk of fill values at close for every missing chunk an NC_WRITE session read.
+    The plugin recognises those and stores nothing: the archive stays byte for byte. (With the view
+    switched off, MMZIP_NCZARR_VIEW=raw, they are stored: shown as the contrast.)"""
+    with TempDir() as d:
+        archive = os.path.join(d, "sparse.zarr.zip")
+        run([PYTHON, "-c", SPARSE, archive], env=NO_PLUGINS)
+        before = digest(archive), sorted(ls_entries(archive))
+        check_equal(before[1], [".zattrs", ".zgroup", "v/.zarray", "v/.zattrs", "v/0", "w/.zarray", "w/.zattrs",
+                                "w/1"], "entries of the sparse dataset")
+        out = run([PYTHON, "-c", READ_IN_WRITE_SESSION, archive], env=NO_PLUGINS).stdout.strip()
+        check_equal(out, "[1.0, 2.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0] [-1, -1, -1, -1, 5, 6, 7, 8]",
+                    "values read in the write session")
+        check_equal((digest(archive), sorted(ls_entries(archive))), before, "archive after the session")
+        raw = dict(NO_PLUGINS, MMZIP_NCZARR_VIEW="raw")
+        run([PYTHON, "-c", READ_IN_WRITE_SESSION, archive], env=raw)
+        check_equal(sorted(set(ls_entries(archive)) - set(before[1])), ["v/1", "v/2", "v/3", "w/0"],
+                    "fill chunks netCDF-C writes with the view off")
+
+
 CONSOLIDATE = r"""
 import sys, zarr
 store = zarr.ZipStore(sys.argv[1], mode="a")
@@ -203,4 +246,5 @@ def test_one_writer_and_readers():
 
 if __name__ == "__main__":
     main([test_append_to_our_archive, test_append_to_zarr_python_archive, test_append_to_nczarr_layout,
-          test_open_for_write_adds_nothing, test_consolidated_metadata_follows, test_one_writer_and_readers])
+          test_open_for_write_adds_nothing, test_reading_missing_chunks_adds_nothing,
+          test_consolidated_metadata_follows, test_one_writer_and_readers])
