@@ -299,6 +299,19 @@ static mz_entry *find_reserved(mz_store *s, const char *key) {
     return (e->state == MZ_PENDING && (e->mark & MZ_MARK_RESERVED)) ? e : NULL;
 }
 
+/* The open reservation of key, with the writer mutex held; or NULL with *st set and the mutex released. */
+static mz_entry *lock_reservation(mmzip_t *h, const char *key, const char *fn, int *st) {
+    if ((*st = check_writer(h, key, fn)) != MMZIP_OK) return NULL;
+    mz_store *s = h->s;
+    pthread_mutex_lock(&s->wmu);
+    mz_entry *e = find_reserved(s, key);
+    if (!e) {
+        *st = mz_fail(MMZIP_EINVAL, "%s: entry '%s' is not reserved", s->path, key);
+        pthread_mutex_unlock(&s->wmu);
+    }
+    return e;
+}
+
 int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data) {
     int st = check_writer(h, key, "mmzip_reserve");
     if (st) return st;
@@ -362,15 +375,10 @@ out:
 }
 
 int mmzip_reserve_resize(mmzip_t *h, const char *key, uint64_t capacity, void **data) {
-    int st = check_writer(h, key, "mmzip_reserve_resize");
-    if (st) return st;
+    int st;
+    mz_entry *e = lock_reservation(h, key, "mmzip_reserve_resize", &st);
+    if (!e) return st;
     mz_store *s = h->s;
-    pthread_mutex_lock(&s->wmu);
-    mz_entry *e = find_reserved(s, key);
-    if (!e) {
-        st = mz_fail(MMZIP_EINVAL, "%s: entry '%s' is not reserved", s->path, key);
-        goto out;
-    }
     if (e->data_off + e->csize != s->pending_end) {
         st = mz_fail(MMZIP_EBUSY, "%s: entry '%s' cannot be resized: other entries were written after it",
                      s->path, key);
@@ -408,16 +416,11 @@ static void seal_own_pages(mz_store *s, mz_entry *e, uint64_t lo, uint64_t hi) {
 }
 
 int mmzip_patch(mmzip_t *h, const char *key, uint64_t size) {
-    int st = check_writer(h, key, "mmzip_patch");
-    if (st) return st;
+    int st;
+    mz_entry *e = lock_reservation(h, key, "mmzip_patch", &st);
+    if (!e) return st;
     mz_store *s = h->s;
     size_t nlen = strlen(key);
-    pthread_mutex_lock(&s->wmu);
-    mz_entry *e = find_reserved(s, key);
-    if (!e) {
-        st = mz_fail(MMZIP_EINVAL, "%s: entry '%s' is not reserved", s->path, key);
-        goto out;
-    }
     if (size > e->csize) {
         st = mz_fail(MMZIP_EINVAL, "%s: entry '%s': size %llu exceeds the reserved capacity %llu", s->path, key,
                      (unsigned long long)size, (unsigned long long)e->csize);
@@ -463,15 +466,10 @@ out:
 }
 
 int mmzip_unreserve(mmzip_t *h, const char *key) {
-    int st = check_writer(h, key, "mmzip_unreserve");
-    if (st) return st;
+    int st;
+    mz_entry *e = lock_reservation(h, key, "mmzip_unreserve", &st);
+    if (!e) return st;
     mz_store *s = h->s;
-    pthread_mutex_lock(&s->wmu);
-    mz_entry *e = find_reserved(s, key);
-    if (!e) {
-        st = mz_fail(MMZIP_EINVAL, "%s: entry '%s' is not reserved", s->path, key);
-        goto out;
-    }
     pthread_rwlock_wrlock(&s->rw);
     /* The table keeps the entry, dead, as the head of its name: lookups fall through to the version it would
      * have replaced (mz_visible_version), and the next commit leaves it out of the directory. */
@@ -484,7 +482,6 @@ int mmzip_unreserve(mmzip_t *h, const char *key) {
     pthread_rwlock_unlock(&s->rw);
     /* The last thing written gives its space back, unless a commit already put the directory after it. */
     if (end == s->pending_end && e->lfh_off >= s->data_end) s->pending_end = e->lfh_off;
-out:
     pthread_mutex_unlock(&s->wmu);
     return st;
 }
