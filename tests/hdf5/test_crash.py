@@ -125,5 +125,90 @@ def test_sigkill_at_random_moments():
         run([os.environ.get("MMZIP_BIN", "mmzip"), "check", arc])
 
 
+TWO_MEMBERS = ("a/one.h5", "b/two.h5")
+
+# Two members written side by side in one process: their drafts get in each other's way, so they move (a
+# copy into a new reservation, the old one abandoned) while the other member's versions are committed.
+WRITER_TWO = r"""
+import random, sys, time, numpy as np, h5py, mmzip
+mmzip.register_h5py()
+archive, progress, step_elems = sys.argv[1], sys.argv[2], int(sys.argv[3])
+names = sys.argv[4:]
+files = [h5py.File(archive, "a", driver="mmzip", member=m) for m in names]
+steps = []
+for f in files:
+    if "log" not in f:
+        f.create_dataset("log", shape=(0,), maxshape=(None,), chunks=(4096,), dtype="<i8", compression="gzip")
+    steps.append(len([k for k in f if k.startswith("step")]))
+print("open", flush=True)
+while True:
+    for i, f in enumerate(files):
+        step = steps[i]
+        f.create_dataset("step%05d" % step, data=np.arange(step_elems, dtype="<f8") + step)
+        log = f["log"]
+        log.resize((log.shape[0] + 1000,))
+        log[-1000:] = np.arange(1000) + 1000 * step
+        f.attrs["steps"] = step + 1
+    # Both drafts are open and grown before either is flushed.
+    for i, f in enumerate(files):
+        f.flush()
+        with open(progress, "a") as p:
+            p.write("%s %d\n" % (names[i], steps[i]))
+        steps[i] += 1
+    time.sleep(random.uniform(0.01, 0.05))
+"""
+
+
+def recorded_steps_of(progress, member):
+    if not os.path.exists(progress):
+        return -1
+    with open(progress) as f:
+        mine = [int(l.split()[1]) for l in f.read().split("\n") if l.startswith(member + " ")]
+    return mine[-1] if mine else -1
+
+
+def test_sigkill_two_members_written_at_once():
+    """The same kills, with one writer process writing two members of the archive side by side: each
+    member is at its own last flush (or the next), whole, and the archive valid."""
+    rng = random.Random(int(os.environ.get("MMZIP_CRASH_SEED", time.time())))
+    with TempDir() as d:
+        arc = os.path.join(d, "two.zip")
+        progress = os.path.join(d, "progress.txt")
+        make_archive(arc)
+        others = entry_table(arc)
+        seen = {m: 0 for m in TWO_MEMBERS}
+        for rnd in range(6):
+            writer = subprocess.Popen([PYTHON, "-c", WRITER_TWO, arc, progress, str(STEP_ELEMS)] + list(TWO_MEMBERS),
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            if writer.stdout.readline() != b"open\n":
+                raise AssertionError("the writer failed to start:\n" + writer.stderr.read().decode())
+            time.sleep(rng.uniform(0.05, 0.8))
+            if writer.poll() is not None:
+                raise AssertionError("the writer exited by itself:\n" + writer.stderr.read().decode())
+            writer.send_signal(signal.SIGKILL)
+            writer.wait()
+            writer.stdout.close()
+            writer.stderr.close()
+            zip_tools_ok(arc)
+            now = entry_table(arc)
+            for n, where in others.items():
+                check_equal(now[n], where, "round %d: offset/CRC of %s" % (rnd, n))
+            for m in TWO_MEMBERS:
+                last = recorded_steps_of(progress, m)
+                if m not in now:
+                    check_equal(last, -1, "round %d: %s: steps recorded but no member" % (rnd, m))
+                    continue
+                with h5py.File(arc, "r", driver="mmzip", member=m) as f:
+                    n = check_member(f, "round %d, %s" % (rnd, m))
+                if not (last + 1 <= n <= last + 2) or n < seen[m]:
+                    raise AssertionError("round %d: %s has %d steps; last recorded %d, seen before %d"
+                                         % (rnd, m, n, last, seen[m]))
+                seen[m] = n
+            print("round %d: steps %r; archive %d bytes" % (rnd, seen, os.path.getsize(arc)))
+        if not all(seen.values()):
+            raise AssertionError("a member never got to a flush; the test checked too little: %r" % seen)
+        run([os.environ.get("MMZIP_BIN", "mmzip"), "check", arc])
+
+
 if __name__ == "__main__":
-    main([test_sigkill_at_random_moments])
+    main([test_sigkill_at_random_moments, test_sigkill_two_members_written_at_once])
