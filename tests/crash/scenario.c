@@ -28,6 +28,7 @@ void scenario_content(const char *key, uint32_t version, uint8_t *buf, uint32_t 
 int scenario_steps(const char *name) {
     if (strcmp(name, "basic") == 0) return 12;
     if (strcmp(name, "loop") == 0) return LOOP_STEPS;
+    if (strcmp(name, "reservations") == 0) return 6;
     return -1;
 }
 
@@ -104,6 +105,52 @@ static void basic_step(int k, step *s) {
     }
 }
 
+static void grow(step *s, const char *key, uint32_t version, uint32_t capacity, uint32_t len) {
+    reserve_open(s, key, version, capacity, len, 0);
+    s->act[s->n - 1].kind = ACT_GROW;
+}
+
+static void unreserve(step *s, const char *key) {
+    action *a = &s->act[s->n++];
+    a->kind = ACT_UNRESERVE;
+    snprintf(a->key, sizeof a->key, "%s", key);
+}
+
+/* "reservations": what the HDF5 driver does with two members written at once. Several reservations open at
+ * the same time, commits while some stay open, growth in place and by moving, and abandoned reservations. */
+static void reservations_step(int k, step *s) {
+    s->batched = 1;
+    switch (k) {
+    case 1: put(s, "x", 1, 3000); break;
+    case 2: /* A cannot grow in place (B follows it): it moves; A is published, B stays open */
+        reserve_open(s, "A", 1, 60000, 50000, 0);
+        reserve_open(s, "B", 1, 60000, 40000, 0);
+        grow(s, "A", 1, 200000, 150000);
+        reserve_open(s, "A", 1, 200000, 150000, 1);
+        break;
+    case 3: /* B, open across the last commit, grows and is published */
+        grow(s, "B", 1, 250000, 240000);
+        reserve_open(s, "B", 1, 250000, 240000, 1);
+        break;
+    case 4: /* new versions of both; B's is abandoned, so B keeps version 1 */
+        reserve_open(s, "A", 2, 80000, 70000, 0);
+        reserve_open(s, "B", 2, 80000, 60000, 0);
+        unreserve(s, "B");
+        reserve_open(s, "A", 2, 80000, 70000, 1);
+        break;
+    case 5: /* the last reservation grows in place */
+        reserve_open(s, "B", 3, 100000, 90000, 0);
+        grow(s, "B", 3, 300000, 290000);
+        reserve_open(s, "B", 3, 300000, 290000, 1);
+        put(s, "y", 1, 500);
+        break;
+    case 6: /* a reservation left open at the end: closing drops it */
+        reserve_open(s, "C", 1, 50000, 40000, 0);
+        put(s, "z", 1, 700);
+        break;
+    }
+}
+
 /* "loop": thousands of small commits with the odd replacement, removal, batch and large entry; every step
  * also writes a marker "step/<k>" so that a reader can tell which state it sees. */
 static void loop_step(int k, step *s) {
@@ -138,6 +185,7 @@ static void loop_step(int k, step *s) {
 void scenario_step(const char *name, int k, step *out) {
     memset(out, 0, sizeof *out);
     if (strcmp(name, "basic") == 0) basic_step(k, out);
+    else if (strcmp(name, "reservations") == 0) reservations_step(k, out);
     else loop_step(k, out);
 }
 
@@ -161,7 +209,8 @@ void scenario_state(const char *name, int k, state *st) {
                 if (at >= 0) st->items[at] = st->items[--st->n];
                 continue;
             }
-            if (a->kind == ACT_RESERVE_OPEN) continue; /* invisible until patched */
+            if (a->kind == ACT_RESERVE_OPEN || a->kind == ACT_GROW || a->kind == ACT_UNRESERVE)
+                continue; /* invisible until patched */
             if (at < 0) {
                 if (st->n == cap) {
                     cap *= 2;
@@ -174,6 +223,56 @@ void scenario_state(const char *name, int k, state *st) {
             st->items[at].len = a->len;
         }
     }
+}
+
+/* The writable views of the open reservations of this process, by key. */
+static struct {
+    char key[48];
+    uint8_t *view;
+    uint32_t capacity;
+} open_views[8];
+
+static void remember_view(const char *key, void *view, uint32_t capacity) {
+    int free_slot = -1;
+    for (int i = 0; i < 8; i++) {
+        if (open_views[i].view && strcmp(open_views[i].key, key) == 0) free_slot = i;
+        if (free_slot < 0 && !open_views[i].view) free_slot = i;
+    }
+    snprintf(open_views[free_slot].key, sizeof open_views[free_slot].key, "%s", key);
+    open_views[free_slot].view = view;
+    open_views[free_slot].capacity = capacity;
+}
+
+static int find_view(const char *key) {
+    for (int i = 0; i < 8; i++)
+        if (open_views[i].view && strcmp(open_views[i].key, key) == 0) return i;
+    return -1;
+}
+
+/* Fills a reservation's view: the version's bytes, then junk up to the capacity. */
+static void fill_view(const action *a, uint8_t *view) {
+    scenario_content(a->key, a->version, view, a->len);
+    memset(view + a->len, 0xEE, a->capacity - a->len);
+}
+
+static int grow_reservation(mmzip_t *h, const action *a) {
+    int v = find_view(a->key);
+    if (v < 0) return MMZIP_EINVAL;
+    void *view;
+    int st = mmzip_reserve_resize(h, a->key, a->capacity, &view);
+    if (st == MMZIP_EBUSY) {
+        uint32_t old = open_views[v].capacity;
+        uint8_t *aside = malloc(old);
+        memcpy(aside, open_views[v].view, old);
+        st = mmzip_unreserve(h, a->key);
+        if (st == MMZIP_OK) st = mmzip_reserve(h, a->key, a->capacity, 4096, &view);
+        if (st == MMZIP_OK) memcpy(view, aside, old);
+        free(aside);
+    }
+    if (st != MMZIP_OK) return st;
+    fill_view(a, view);
+    remember_view(a->key, view, a->capacity);
+    return MMZIP_OK;
 }
 
 int scenario_apply(mmzip_t *h, const char *name, int k) {
@@ -195,23 +294,24 @@ int scenario_apply(mmzip_t *h, const char *name, int k) {
             void *view;
             st = mmzip_reserve(h, a->key, a->capacity, 4096, &view);
             if (st == MMZIP_OK) {
-                uint8_t *buf = malloc(a->capacity);
-                scenario_content(a->key, a->version, buf, a->len);
-                memset(buf + a->len, 0xEE, a->capacity - a->len);
-                memcpy(view, buf, a->capacity);
-                free(buf);
+                fill_view(a, view);
+                remember_view(a->key, view, a->capacity);
             }
+        } else if (a->kind == ACT_GROW) {
+            st = grow_reservation(h, a);
+        } else if (a->kind == ACT_UNRESERVE) {
+            st = mmzip_unreserve(h, a->key);
+            int v = find_view(a->key);
+            if (v >= 0) open_views[v].view = NULL;
         } else if (a->kind == ACT_PATCH) {
             st = mmzip_patch(h, a->key, a->len);
+            int v = find_view(a->key);
+            if (v >= 0) open_views[v].view = NULL;
         } else {
             void *view;
             st = mmzip_reserve(h, a->key, a->capacity, 4096, &view);
             if (st == MMZIP_OK) {
-                uint8_t *buf = malloc(a->capacity);
-                scenario_content(a->key, a->version, buf, a->len);
-                memset(buf + a->len, 0xEE, a->capacity - a->len); /* junk past the final size */
-                memcpy(view, buf, a->capacity);
-                free(buf);
+                fill_view(a, view); /* with junk past the final size */
                 st = mmzip_patch(h, a->key, a->len);
             }
         }

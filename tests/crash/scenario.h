@@ -11,8 +11,11 @@
 #include "mmzip.h"
 
 /* ACT_RESERVE reserves, fills and patches; ACT_RESERVE_OPEN reserves and fills but leaves the reservation open
- * across the step's commit; ACT_PATCH patches the open one in a later step. */
-typedef enum { ACT_PUT, ACT_REMOVE, ACT_RESERVE, ACT_RESERVE_OPEN, ACT_PATCH } act_kind;
+ * across the step's commit; ACT_PATCH patches the open one in a later step. ACT_GROW grows an open reservation
+ * to `capacity` the way the HDF5 driver does: in place if it can, otherwise by moving it (its bytes copied
+ * aside, the reservation abandoned, a larger one made at the end, the bytes copied back). ACT_UNRESERVE
+ * abandons an open reservation. */
+typedef enum { ACT_PUT, ACT_REMOVE, ACT_RESERVE, ACT_RESERVE_OPEN, ACT_PATCH, ACT_GROW, ACT_UNRESERVE } act_kind;
 
 typedef struct {
     act_kind kind;
@@ -38,7 +41,7 @@ typedef struct {
     item *items;
 } state;
 
-/* Number of steps in a scenario ("basic", "loop"), or -1 if unknown. */
+/* Number of steps in a scenario ("basic", "loop", "reservations"), or -1 if unknown. */
 int scenario_steps(const char *name);
 /* Step k (1-based). */
 void scenario_step(const char *name, int k, step *out);

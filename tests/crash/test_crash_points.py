@@ -83,7 +83,7 @@ def run_killed(argv, crash_at, hit, what):
 
 def test_every_crash_point():
     exercised = set()
-    for scenario, extra in (("basic", []), ("basic", ["durable"])):
+    for scenario, extra in (("basic", []), ("basic", ["durable"]), ("reservations", [])):
         with TempDir() as tmp:
             archive, log = os.path.join(tmp, "a.zip"), os.path.join(tmp, "log")
             points = crash_points([TOOL, "write", scenario, archive, log] + extra, tmp)
