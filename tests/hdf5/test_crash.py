@@ -25,35 +25,70 @@ STEP_ELEMS = 16 * 1024  # 128 KiB per step: the member grows to megabytes, so fl
 # Every flush copies the whole member into a new version and leaves the old one as dead space, so the writer
 # pauses between steps: the archive stays in the hundreds of megabytes over all rounds.
 
+# The writer takes the members to write (one or more) after its three arguments. Each step writes into every
+# member before flushing any, so that with two members both drafts are open and grown at once (they then get
+# in each other's way and move: a copy into a new reservation, the old one abandoned); then each member is
+# flushed and its step recorded as "member step".
 WRITER = r"""
-import os, random, sys, time, numpy as np, h5py, mmzip
+import random, sys, time, numpy as np, h5py, mmzip
 mmzip.register_h5py()
 archive, progress, step_elems = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with h5py.File(archive, "a", driver="mmzip", member="log/run.h5") as f:
+names = sys.argv[4:]
+files = [h5py.File(archive, "a", driver="mmzip", member=m) for m in names]
+steps = []
+for f in files:
     if "log" not in f:
         f.create_dataset("log", shape=(0,), maxshape=(None,), chunks=(4096,), dtype="<i8", compression="gzip")
-    step = len([k for k in f if k.startswith("step")])
-    print("open", flush=True)
-    while True:
+    steps.append(len([k for k in f if k.startswith("step")]))
+print("open", flush=True)
+while True:
+    for i, f in enumerate(files):
+        step = steps[i]
         f.create_dataset("step%05d" % step, data=np.arange(step_elems, dtype="<f8") + step)
         log = f["log"]
         log.resize((log.shape[0] + 1000,))
         log[-1000:] = np.arange(1000) + 1000 * step
         f.attrs["steps"] = step + 1
+    for i, f in enumerate(files):
         f.flush()
         with open(progress, "a") as p:
-            p.write("%d\n" % step)
-        step += 1
-        time.sleep(random.uniform(0.01, 0.08))
+            p.write("%s %d\n" % (names[i], steps[i]))
+        steps[i] += 1
+    time.sleep(random.uniform(0.01, 0.08))
 """
 
 
-def recorded_steps(progress):
+def recorded_steps(progress, member):
+    """The last step recorded as flushed for member, or -1."""
     if not os.path.exists(progress):
         return -1
     with open(progress) as f:
-        lines = [l for l in f.read().split("\n") if l.strip()]
-    return int(lines[-1]) if lines else -1
+        mine = [int(l.split()[1]) for l in f.read().split("\n") if l.startswith(member + " ")]
+    return mine[-1] if mine else -1
+
+
+def kill_writer_after(arc, progress, members, delay):
+    """Starts a writer of members, lets it work for delay seconds once it has them open, then SIGKILLs it."""
+    writer = subprocess.Popen([PYTHON, "-c", WRITER, arc, progress, str(STEP_ELEMS)] + list(members),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if writer.stdout.readline() != b"open\n":
+        raise AssertionError("the writer failed to start:\n" + writer.stderr.read().decode())
+    time.sleep(delay)
+    if writer.poll() is not None:
+        raise AssertionError("the writer exited by itself:\n" + writer.stderr.read().decode())
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    writer.stdout.close()
+    writer.stderr.close()
+
+
+def check_archive_after_kill(arc, others, rnd):
+    """The archive passes the ZIP tools and every other entry kept its offset and CRC; returns its entries."""
+    zip_tools_ok(arc)
+    now = entry_table(arc)
+    for n, where in others.items():
+        check_equal(now[n], where, "round %d: offset/CRC of %s" % (rnd, n))
+    return now
 
 
 def check_member(f, where):
@@ -80,26 +115,12 @@ def test_sigkill_at_random_moments():
         others = entry_table(arc)
         total_seen = 0
         for rnd in range(ROUNDS):
-            writer = subprocess.Popen([PYTHON, "-c", WRITER, arc, progress, str(STEP_ELEMS)],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             # Once it has the member open, let it work for a random while (round 0 may die before its
             # first flush), then kill it.
-            if writer.stdout.readline() != b"open\n":
-                raise AssertionError("the writer failed to start:\n" + writer.stderr.read().decode())
             delay = rng.uniform(0.0, 0.15) if rnd == 0 else rng.uniform(0.05, 0.8)
-            time.sleep(delay)
-            if writer.poll() is not None:
-                raise AssertionError("the writer exited by itself:\n" + writer.stderr.read().decode())
-            writer.send_signal(signal.SIGKILL)
-            writer.wait()
-            writer.stdout.close()
-            writer.stderr.close()
-            last = recorded_steps(progress)
-
-            zip_tools_ok(arc)
-            now = entry_table(arc)
-            for n, where in others.items():
-                check_equal(now[n], where, "round %d: offset/CRC of %s" % (rnd, n))
+            kill_writer_after(arc, progress, ["log/run.h5"], delay)
+            last = recorded_steps(progress, "log/run.h5")
+            now = check_archive_after_kill(arc, others, rnd)
             if "log/run.h5" not in now:
                 # Killed before the first flush of the first round: nothing was published.
                 check_equal(last, -1, "round %d: steps recorded but no member" % rnd)
@@ -127,45 +148,6 @@ def test_sigkill_at_random_moments():
 
 TWO_MEMBERS = ("a/one.h5", "b/two.h5")
 
-# Two members written side by side in one process: their drafts get in each other's way, so they move (a
-# copy into a new reservation, the old one abandoned) while the other member's versions are committed.
-WRITER_TWO = r"""
-import random, sys, time, numpy as np, h5py, mmzip
-mmzip.register_h5py()
-archive, progress, step_elems = sys.argv[1], sys.argv[2], int(sys.argv[3])
-names = sys.argv[4:]
-files = [h5py.File(archive, "a", driver="mmzip", member=m) for m in names]
-steps = []
-for f in files:
-    if "log" not in f:
-        f.create_dataset("log", shape=(0,), maxshape=(None,), chunks=(4096,), dtype="<i8", compression="gzip")
-    steps.append(len([k for k in f if k.startswith("step")]))
-print("open", flush=True)
-while True:
-    for i, f in enumerate(files):
-        step = steps[i]
-        f.create_dataset("step%05d" % step, data=np.arange(step_elems, dtype="<f8") + step)
-        log = f["log"]
-        log.resize((log.shape[0] + 1000,))
-        log[-1000:] = np.arange(1000) + 1000 * step
-        f.attrs["steps"] = step + 1
-    # Both drafts are open and grown before either is flushed.
-    for i, f in enumerate(files):
-        f.flush()
-        with open(progress, "a") as p:
-            p.write("%s %d\n" % (names[i], steps[i]))
-        steps[i] += 1
-    time.sleep(random.uniform(0.01, 0.05))
-"""
-
-
-def recorded_steps_of(progress, member):
-    if not os.path.exists(progress):
-        return -1
-    with open(progress) as f:
-        mine = [int(l.split()[1]) for l in f.read().split("\n") if l.startswith(member + " ")]
-    return mine[-1] if mine else -1
-
 
 def test_sigkill_two_members_written_at_once():
     """The same kills, with one writer process writing two members of the archive side by side: each
@@ -178,23 +160,10 @@ def test_sigkill_two_members_written_at_once():
         others = entry_table(arc)
         seen = {m: 0 for m in TWO_MEMBERS}
         for rnd in range(6):
-            writer = subprocess.Popen([PYTHON, "-c", WRITER_TWO, arc, progress, str(STEP_ELEMS)] + list(TWO_MEMBERS),
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            if writer.stdout.readline() != b"open\n":
-                raise AssertionError("the writer failed to start:\n" + writer.stderr.read().decode())
-            time.sleep(rng.uniform(0.05, 0.8))
-            if writer.poll() is not None:
-                raise AssertionError("the writer exited by itself:\n" + writer.stderr.read().decode())
-            writer.send_signal(signal.SIGKILL)
-            writer.wait()
-            writer.stdout.close()
-            writer.stderr.close()
-            zip_tools_ok(arc)
-            now = entry_table(arc)
-            for n, where in others.items():
-                check_equal(now[n], where, "round %d: offset/CRC of %s" % (rnd, n))
+            kill_writer_after(arc, progress, TWO_MEMBERS, rng.uniform(0.05, 0.8))
+            now = check_archive_after_kill(arc, others, rnd)
             for m in TWO_MEMBERS:
-                last = recorded_steps_of(progress, m)
+                last = recorded_steps(progress, m)
                 if m not in now:
                     check_equal(last, -1, "round %d: %s: steps recorded but no member" % (rnd, m))
                     continue
