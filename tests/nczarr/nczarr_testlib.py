@@ -100,6 +100,15 @@ def make_sample_nc(path):
     return path
 
 
+def sample_archive(directory, name="ours.zarr.zip"):
+    """The sample as a netCDF-4 file in directory, and copied by `mmzip run nccopy` into the archive
+    directory/name; returns (netCDF-4 path, archive path)."""
+    nc = make_sample_nc(os.path.join(directory, "sample.nc"))
+    archive = os.path.join(directory, name)
+    mmzip_run("nccopy", nc, archive)
+    return nc, archive
+
+
 def dir_url(path, mode="nczarr"):
     """netCDF-C's own directory store for path."""
     return "file://%s#mode=%s,file" % (os.path.abspath(path), mode)

@@ -11,8 +11,8 @@ import os
 import shutil
 
 from mmzip_testlib import MMZIP, PYTHON, TempDir, check_equal, ls_entries, main, mmzip, mmzip_run, run, zip_tools_ok
-from nczarr_testlib import (NO_PLUGINS, dir_url, ls_zip, make_sample_nc, make_zarr_python, ncdump, zarr_read_all,
-                            zip_directory)
+from nczarr_testlib import (NO_PLUGINS, dir_url, ls_zip, make_sample_nc, make_zarr_python, ncdump, sample_archive,
+                            zarr_read_all, zip_directory)
 
 APPEND = r"""
 import sys
@@ -79,9 +79,7 @@ def check_new_variable_reads_back(archive, group=""):
 
 def test_append_to_our_archive():
     with TempDir() as d:
-        nc = make_sample_nc(os.path.join(d, "in.nc"))
-        archive = os.path.join(d, "ours.zarr.zip")
-        mmzip_run("nccopy", nc, archive)
+        nc, archive = sample_archive(d)
         before = ncdump(archive)
         # NCZarr lists a group's subgroups in its .zgroup: that one object must change.
         added = append_and_check(archive, [".zgroup"])
@@ -116,9 +114,7 @@ def test_append_to_nczarr_layout():
 
 def test_open_for_write_adds_nothing():
     with TempDir() as d:
-        nc = make_sample_nc(os.path.join(d, "in.nc"))
-        ours = os.path.join(d, "ours.zarr.zip")
-        mmzip_run("nccopy", nc, ours)
+        nc, ours = sample_archive(d)
         store = os.path.join(d, "own.zarr")
         mmzip_run("nccopy", nc, dir_url(store))
         own = zip_directory(store, os.path.join(d, "own.zarr.zip"))
@@ -235,9 +231,7 @@ print(second.returncode, "Device or resource busy" in second.stderr, reader.retu
 def test_one_writer_and_readers():
     """A second writer gets EBUSY at once; a reader during the session sees the last commit."""
     with TempDir() as d:
-        nc = make_sample_nc(os.path.join(d, "in.nc"))
-        archive = os.path.join(d, "ours.zarr.zip")
-        mmzip_run("nccopy", nc, archive)
+        nc, archive = sample_archive(d)
         out = run([PYTHON, "-c", ONE_WRITER, archive, MMZIP], env=NO_PLUGINS).stdout.split()
         check_equal(out, ["1", "True", "0", "False"], "second writer status, EBUSY, reader status, reader sees "
                     "uncommitted variable")

@@ -14,7 +14,7 @@ import sys
 import time
 
 from mmzip_testlib import MMZIP, PYTHON, TempDir, check_equal, main, mmzip, mmzip_run, run
-from nczarr_testlib import NO_PLUGINS, ls_zip, make_sample_nc
+from nczarr_testlib import NO_PLUGINS, ls_zip, make_sample_nc, sample_archive
 
 SEED = int(os.environ.get("NCZARR_CRASH_SEED", random.SystemRandom().randrange(1 << 30)))
 RNG = random.Random(SEED)
@@ -128,9 +128,7 @@ def test_killed_nccopy():
 
 def test_killed_appender():
     with TempDir() as d:
-        nc = make_sample_nc(os.path.join(d, "sample.nc"))
-        original = os.path.join(d, "original.zarr.zip")
-        mmzip_run("nccopy", nc, original)
+        nc, original = sample_archive(d, "original.zarr.zip")
         reference = os.path.join(d, "reference.zarr.zip")
         with open(original, "rb") as f, open(reference, "wb") as g:
             g.write(f.read())

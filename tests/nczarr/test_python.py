@@ -5,8 +5,7 @@ clearly, is harmless under `mmzip run`, and without it netCDF4 cannot open the a
 import os
 
 from mmzip_testlib import PYTHON, TempDir, check_equal, main, mmzip_run, run, zip_tools_ok
-from nczarr_testlib import (NO_PLUGINS, make_sample_nc, make_zarr_python, netcdf_read_all, zarr_read_all,
-                            zip_url)
+from nczarr_testlib import NO_PLUGINS, make_zarr_python, netcdf_read_all, sample_archive, zarr_read_all, zip_url
 
 
 def python(script, *args, check=True):
@@ -16,9 +15,7 @@ def python(script, *args, check=True):
 
 def test_read():
     with TempDir() as d:
-        nc = make_sample_nc(os.path.join(d, "in.nc"))
-        ours = os.path.join(d, "ours.zarr.zip")
-        mmzip_run("nccopy", nc, ours)
+        nc, ours = sample_archive(d)
         expected = netcdf_read_all(nc)
         for name in (ours, zip_url(ours)):
             got = netcdf_read_all(name, enable_plugin=True)
@@ -115,9 +112,7 @@ def test_enable_after_import_refused():
 def test_enable_under_mmzip_run():
     """Under `mmzip run` the plugin is preloaded (and libnetcdf with it): enable_netcdf() only returns it."""
     with TempDir() as d:
-        nc = make_sample_nc(os.path.join(d, "in.nc"))
-        ours = os.path.join(d, "ours.zarr.zip")
-        mmzip_run("nccopy", nc, ours)
+        nc, ours = sample_archive(d)
         p = mmzip_run(PYTHON, "-c", "import sys, mmzip\nmmzip.enable_netcdf()\nimport netCDF4\n"
                       "print(netCDF4.Dataset(sys.argv[1]).title)", ours)
         check_equal(p.stdout.strip(), "mmzip NCZarr test sample", "title read under mmzip run")
@@ -125,9 +120,7 @@ def test_enable_under_mmzip_run():
 
 def test_without_plugin_archive_unreadable():
     with TempDir() as d:
-        nc = make_sample_nc(os.path.join(d, "in.nc"))
-        ours = os.path.join(d, "ours.zarr.zip")
-        mmzip_run("nccopy", nc, ours)
+        nc, ours = sample_archive(d)
         p = python("import sys, netCDF4\nnetCDF4.Dataset(sys.argv[1])", zip_url(ours), check=False)
         assert p.returncode != 0 and "not turned on" in p.stderr, "netCDF-C alone opened a zip dataset:\n" + p.stderr
         p = python("import sys, mmzip\nmmzip.enable_netcdf()\nimport netCDF4\n"

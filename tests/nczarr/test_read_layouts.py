@@ -8,8 +8,8 @@ Each is named both by a bare path and by the file:// URL with #mode=nczarr,zip."
 import os
 
 from mmzip_testlib import TempDir, main, mmzip_run
-from nczarr_testlib import (assert_same_dump, dir_url, make_sample_nc, make_zarr_python, ncdump, zip_directory,
-                            zip_url)
+from nczarr_testlib import (assert_same_dump, dir_url, make_sample_nc, make_zarr_python, ncdump, sample_archive,
+                            zip_directory, zip_url)
 
 DUMP_OPTIONS = (["-h"], ["-v", "temp,lon"], [])
 ZARR_PYTHON_OPTIONS = (["-h"], ["-v", "elevation,counts"], [])
@@ -25,9 +25,7 @@ def compare(archive, reference, options_list, what):
 
 def test_archive_we_wrote():
     with TempDir() as d:
-        nc = make_sample_nc(os.path.join(d, "sample.nc"))
-        archive = os.path.join(d, "ours.zarr.zip")
-        mmzip_run("nccopy", nc, archive)
+        nc, archive = sample_archive(d)
         reference = os.path.join(d, "reference.zarr")
         mmzip_run("nccopy", nc, dir_url(reference))
         compare(archive, dir_url(reference), DUMP_OPTIONS, "archive written by mmzip run nccopy")

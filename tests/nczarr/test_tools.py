@@ -8,14 +8,12 @@ import os
 import shutil
 
 from mmzip_testlib import TempDir, check_equal, main, mmzip_run, run
-from nczarr_testlib import dir_url, make_sample_nc, normalized, zip_url
+from nczarr_testlib import dir_url, normalized, sample_archive, zip_url
 
 
 def test_ncks():
     with TempDir() as d:
-        nc = make_sample_nc(os.path.join(d, "sample.nc"))
-        archive = os.path.join(d, "ours.zarr.zip")
-        mmzip_run("nccopy", nc, archive)
+        nc, archive = sample_archive(d)
         store = os.path.join(d, "store.zarr")
         run(["nccopy", nc, dir_url(store)])
         for options in (["-m"], ["-H", "-v", "temp,lon"], ["-M", "-m"]):
@@ -30,9 +28,7 @@ def test_cdo():
     if not shutil.which("cdo"):
         raise AssertionError("cdo is not installed (it is in .ci/deps)")
     with TempDir() as d:
-        nc = make_sample_nc(os.path.join(d, "sample.nc"))
-        archive = os.path.join(d, "ours.zarr.zip")
-        mmzip_run("nccopy", nc, archive)
+        nc, archive = sample_archive(d)
         store = os.path.join(d, "store.zarr")
         run(["nccopy", nc, dir_url(store)])
         want = run(["cdo", "-s", "sinfo", dir_url(store)])
