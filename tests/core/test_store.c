@@ -18,13 +18,7 @@
 
 static char dir[256];
 
-static const char *path_of(const char *name) {
-    static char p[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
-    return p[k];
-}
+static const char *path_of(const char *name) { return ctest_path_in(dir, name); }
 
 static uint64_t file_size(const char *p) {
     struct stat st;

@@ -67,4 +67,14 @@ static inline int ctest_result(void) {
     return ctest_failures ? 1 : 0;
 }
 
+/* dir/name, for tests that keep their files in one directory. Four results stay valid at once (a test often
+ * holds a source and a destination path while building a third). */
+static inline const char *ctest_path_in(const char *dir, const char *name) {
+    static char p[4][600];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
+    return p[k];
+}
+
 #endif
