@@ -402,17 +402,23 @@ out:
     return st;
 }
 
-/* Pages of [lo, hi) that no other open reservation shares, so sealing them cannot fault a writer. */
-static void seal_own_pages(mz_store *s, mz_entry *e, uint64_t lo, uint64_t hi) {
+/*
+ * The whole pages covering [lo, hi) minus the first and last if another open reservation has bytes in them:
+ * changing the protection of what is left (sealing it, or dropping the writable view) cannot fault a writer
+ * of another reservation. Sets *plo and *phi; empty if *plo >= *phi.
+ */
+static void own_pages(const mz_store *s, const mz_entry *e, uint64_t lo, uint64_t hi, uint64_t *plo,
+                      uint64_t *phi) {
     uint64_t pg = mz_page_size;
+    *plo = lo / pg * pg;
+    *phi = (hi + pg - 1) / pg * pg;
     for (uint32_t i = s->n_committed; i < s->n; i++) {
-        mz_entry *o = &s->e[i];
+        const mz_entry *o = &s->e[i];
         if (o == e || !(o->mark & MZ_MARK_RESERVED)) continue;
         uint64_t olo = o->data_off / pg * pg, ohi = (o->data_off + o->csize + pg - 1) / pg * pg;
-        if (lo / pg * pg < ohi && olo <= lo) lo = (lo / pg + 1) * pg;
-        if (hi > olo && hi <= ohi) hi = hi / pg * pg;
+        if (olo <= *plo && *plo < ohi) *plo += pg;
+        if (*phi > olo && *phi - pg < ohi && *phi > *plo) *phi -= pg;
     }
-    if (lo < hi) mz_map_seal(&s->map, lo, hi - lo);
 }
 
 int mmzip_patch(mmzip_t *h, const char *key, uint64_t size) {
@@ -457,7 +463,9 @@ int mmzip_patch(mmzip_t *h, const char *key, uint64_t size) {
     /* A shrunken reservation that is still the last pending entry gives its slack back, unless a commit made
      * in the meantime already put the directory behind the whole reservation. */
     if (last && e->data_off + size >= s->data_end) s->pending_end = e->data_off + size;
-    seal_own_pages(s, e, e->data_off, e->data_off + size);
+    uint64_t plo, phi;
+    own_pages(s, e, e->data_off, e->data_off + size, &plo, &phi);
+    if (plo < phi) mz_map_seal(&s->map, plo, phi - plo);
     s->bytes_since_commit += size + hlen;
     st = maybe_autocommit(s);
 out:
@@ -477,8 +485,9 @@ int mmzip_unreserve(mmzip_t *h, const char *key) {
     s->open_reservations--;
     s->n_dead++;
     s->sorted_valid = 0;
-    uint64_t end = e->data_off + e->csize;
-    mz_map_drop_writable(&s->map, e->data_off, e->csize);
+    uint64_t end = e->data_off + e->csize, plo, phi;
+    own_pages(s, e, e->data_off, end, &plo, &phi);
+    if (plo < phi) mz_map_drop_writable(&s->map, plo, phi - plo);
     pthread_rwlock_unlock(&s->rw);
     /* The last thing written gives its space back, unless a commit already put the directory after it. */
     if (end == s->pending_end && e->lfh_off >= s->data_end) s->pending_end = e->lfh_off;

@@ -434,6 +434,9 @@ static void test_unreserve(void) {
     fill(vb, 10000, 8);
     FAILS_WITH(mmzip_unreserve(h, "nothing"), MMZIP_EINVAL, "not reserved");
     OK(mmzip_unreserve(h, "kept"));
+    /* Its neighbours share pages with it, and stay writable in full. */
+    fill(va, 20000, 7);
+    fill(vb, 10000, 8);
     FAILS_WITH(mmzip_unreserve(h, "kept"), MMZIP_EINVAL, "not reserved");
     FAILS_WITH(mmzip_patch(h, "kept", 10), MMZIP_EINVAL, "not reserved");
     const void *d;
