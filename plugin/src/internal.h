@@ -187,6 +187,13 @@ static inline void mz_entry_set_name_head(mz_entry *e, const char *name, size_t 
  * such arrays at random, and 4 KiB pages would make most of those hits TLB misses too. */
 void mz_prefer_huge_pages(void *p, size_t len);
 
+/* Faults in, writable, the whole pages of [dst, dst + len) that a copy is about to fill, with one system
+ * call instead of one page fault per page. A caller's buffer is often memory its allocator has just
+ * obtained from the kernel (every page untouched); filling it page by page took a fault each, and those
+ * faults were most of the time of a large read. Only pages that lie entirely inside the range are touched,
+ * and their contents are not changed. Best effort: on kernels before 5.14 it does nothing. */
+void mz_prefault_for_copy(void *dst, size_t len);
+
 #define MZ_NONE UINT32_MAX
 enum { MZ_COMMITTED = 0, MZ_PENDING = 1 };
 enum {

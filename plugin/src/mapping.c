@@ -21,6 +21,9 @@ static uint64_t page(void) {
     return mz_page_size;
 }
 
+/* Below this many whole pages, one fault per page costs less than the system calls that would avoid them. */
+#define MZ_PREFAULT_MIN_PAGES 8
+
 static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 static void *reserve_va(uint64_t len) {
@@ -41,6 +44,21 @@ void mz_prefer_huge_pages(void *p, size_t len) {
     if (hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 #else
     (void)p, (void)len;
+#endif
+}
+
+void mz_prefault_for_copy(void *dst, size_t len) {
+#ifdef MADV_POPULATE_WRITE
+    uintptr_t pg = (uintptr_t)page();
+    uintptr_t lo = ((uintptr_t)dst + pg - 1) & ~(pg - 1), hi = ((uintptr_t)dst + len) & ~(pg - 1);
+    if (hi < lo + MZ_PREFAULT_MIN_PAGES * pg) return;
+    /* A buffer the caller reuses is already there: its first whole page tells, for one cheap call, and
+     * saves a walk over every page table entry of the range. */
+    unsigned char present = 0;
+    if (mincore((void *)lo, (size_t)pg, &present) == 0 && (present & 1)) return;
+    madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE); /* best effort: an error leaves the faults to the copy */
+#else
+    (void)dst, (void)len;
 #endif
 }
 

@@ -382,6 +382,7 @@ int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t l
         if (st) return st;
         if (offset >= size) return MMZIP_OK;
         size_t k = (size_t)(size - offset < len ? size - offset : len);
+        mz_prefault_for_copy(buf, k);
         if (mz_pread_full(s->fd, buf, k, at) != 0)
             return mz_fail_errno(MMZIP_EIO, errno, "%s: entry '%s': cannot read %zu bytes", s->path, key, k);
         *nread = k;
@@ -392,6 +393,7 @@ int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t l
     int st = mz_entry_bytes(s, e, &p, &n);
     if (st == MMZIP_OK && offset < n) {
         uint64_t k = n - offset < len ? n - offset : len;
+        mz_prefault_for_copy(buf, (size_t)k);
         memcpy(buf, p + offset, (size_t)k);
         *nread = (size_t)k;
     }

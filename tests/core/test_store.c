@@ -105,6 +105,47 @@ static void test_put_get_list(void) {
     OK(mmzip_close(h));
 }
 
+/* Large reads into memory the process has never touched (what an allocator hands out for a big buffer) take
+ * a different path: the whole pages they will fill are faulted in first, in one call. The bytes around the
+ * range, in pages the read only partly covers, must not change; nor may a read that ends mid-page. Checked
+ * for both ways of copying: pread (large) and the mapping (smaller). */
+static void test_read_into_untouched_memory(void) {
+    const char *p = path_of("fresh.zip");
+    const size_t big = (600u << 10) + 123, small = (100u << 10) + 7;
+    uint8_t *src = malloc(big);
+    CHECK(src != NULL);
+    fill(src, big, 11);
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    OK(mmzip_put(h, "big", src, big, 0));
+    OK(mmzip_put(h, "small", src, small, 0));
+    OK(mmzip_close(h));
+    OK(mmzip_open(p, "r", NULL, &h));
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE), span = big + 4 * pg;
+    const struct { const char *key; size_t len; uint64_t offset; } reads[] = {
+        {"big", big, 0}, {"big", big - 5000, 3333}, {"small", small, 0}, {"small", small - 99, 77}};
+    for (size_t r = 0; r < sizeof reads / sizeof reads[0]; r++) {
+        uint8_t *m = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(m != MAP_FAILED);
+        /* Only the page the buffer starts in and the one it ends in are touched, as by a malloc header. */
+        uint8_t *dst = m + pg + 100;
+        size_t len = reads[r].len;
+        uint8_t *end = dst + len;
+        memset(m + pg, 0xA5, 100);
+        uint8_t *last_page = (uint8_t *)((uintptr_t)end & ~(uintptr_t)(pg - 1));
+        memset(end, 0x5A, (size_t)(last_page + pg - end));
+        size_t got = 0;
+        OK(mmzip_read(h, reads[r].key, reads[r].offset, dst, len, &got));
+        CHECK_EQ_U64(got, len);
+        CHECK(memcmp(dst, src + reads[r].offset, len) == 0);
+        for (size_t i = 0; i < 100; i++) CHECK(m[pg + i] == 0xA5);
+        for (uint8_t *q = end; q < last_page + pg; q++) CHECK(*q == 0x5A);
+        munmap(m, span);
+    }
+    OK(mmzip_close(h));
+    free(src);
+}
+
 typedef struct {
     char names[16][64];
     int n;
@@ -632,6 +673,7 @@ int main(void) {
     if (!mkdtemp(dir)) return 2;
     RUN(test_modes);
     RUN(test_put_get_list);
+    RUN(test_read_into_untouched_memory);
     RUN(test_list_prefix);
     RUN(test_pointer_stability);
     RUN(test_views_read_only);
