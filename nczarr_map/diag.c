@@ -32,10 +32,12 @@ void mzn_diag(const char *fmt, ...) {
 static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
 static int trace_on;
 
-static void read_trace_env(void) {
-    const char *v = getenv("MMZIP_NCZARR_TRACE");
-    trace_on = v && *v && strcmp(v, "0") != 0;
+int mzn_env_flag(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
 }
+
+static void read_trace_env(void) { trace_on = mzn_env_flag("MMZIP_NCZARR_TRACE"); }
 
 int mzn_trace_enabled(void) {
     pthread_once(&trace_once, read_trace_env);

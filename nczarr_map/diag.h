@@ -12,6 +12,9 @@
 /* Prints "mmzip_nczarr: <message>\n" on stderr. Thread-safe (one write per message). */
 void mzn_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* 1 if the environment variable name is set to a non-empty value other than "0". */
+int mzn_env_flag(const char *name);
+
 /* 1 if MMZIP_NCZARR_TRACE is set to a non-empty value other than "0" (read once). */
 int mzn_trace_enabled(void);
 

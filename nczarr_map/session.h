@@ -27,6 +27,7 @@
 
 #include "abi_version.h"
 #include "keymap.h"
+#include "stats.h"
 #include "mmzip.h"
 #include "view.h"
 #include "zmap_abi.h"
@@ -48,6 +49,7 @@ typedef struct mzn_session {
     mzn_keymap attrs_read;       /* .zattrs keys read in this session */
     mzn_keymap created_metadata; /* metadata keys absent from the archive when this session first wrote
                                   * them: its own, rewritten freely (others: metadata_guard.h) */
+    mzn_stats stats;             /* time spent in this map's calls (stats.h; kept only when enabled) */
 } mzn_session;
 
 /* An owned byte string. */

@@ -9,11 +9,13 @@
 #include <netcdf.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "abi_version.h"
 #include "diag.h"
 #include "forward.h"
 #include "session.h"
+#include "stats.h"
 #include "status.h"
 #include "url.h"
 #include "zmap_abi.h"
@@ -22,16 +24,48 @@
 
 static mzn_session *session_of(mzn_zmap *map) { return (mzn_session *)map; }
 
-static int op_close(mzn_zmap *map, int deleteit) { return mzn_session_close(session_of(map), deleteit); }
+/* Each adapter times its call when MMZIP_NCZARR_STATS asks for it (stats.h). */
 
-static int op_exists(mzn_zmap *map, const char *key) { return mzn_session_exists(session_of(map), key); }
+static int op_close(mzn_zmap *map, int deleteit) {
+    mzn_session *s = session_of(map);
+    if (!mzn_stats_enabled()) return mzn_session_close(s, deleteit);
+    /* The session is gone after the close: keep what the stats line needs. */
+    mzn_stats st = s->stats;
+    char *path = strdup(s->archive_path);
+    mzn_stats_clock c = mzn_stats_start();
+    int rc = mzn_session_close(s, deleteit);
+    mzn_stats_stop(&st, MZN_OP_CLOSE, &c, 0);
+    mzn_stats_print(&st, path);
+    free(path);
+    return rc;
+}
+
+static int op_exists(mzn_zmap *map, const char *key) {
+    mzn_stats_clock c = mzn_stats_start();
+    int rc = mzn_session_exists(session_of(map), key);
+    mzn_stats_stop(&session_of(map)->stats, MZN_OP_PROBE, &c, 0);
+    return rc;
+}
 
 static int op_len(mzn_zmap *map, const char *key, mzn_size64 *sizep) {
-    return mzn_session_len(session_of(map), key, sizep);
+    mzn_stats_clock c = mzn_stats_start();
+    int rc = mzn_session_len(session_of(map), key, sizep);
+    mzn_stats_stop(&session_of(map)->stats, MZN_OP_PROBE, &c, 0);
+    return rc;
 }
 
 static int op_read(mzn_zmap *map, const char *key, mzn_size64 start, mzn_size64 count, void *content) {
-    return mzn_session_read(session_of(map), key, start, count, content);
+    mzn_stats_clock c = mzn_stats_start();
+    int rc = mzn_session_read(session_of(map), key, start, count, content);
+    mzn_stats_stop(&session_of(map)->stats, MZN_OP_READ, &c, rc == NC_NOERR ? count : 0);
+    return rc;
+}
+
+static int timed_write(mzn_session *s, const char *key, const void *content, size_t count) {
+    mzn_stats_clock c = mzn_stats_start();
+    int rc = mzn_session_write(s, key, content, count);
+    mzn_stats_stop(&s->stats, MZN_OP_WRITE, &c, rc == NC_NOERR ? count : 0);
+    return rc;
 }
 
 static int op_write_v490(mzn_zmap *map, const char *key, mzn_size64 start, mzn_size64 count,
@@ -42,15 +76,18 @@ static int op_write_v490(mzn_zmap *map, const char *key, mzn_size64 start, mzn_s
                  key, start);
         return NC_EEDGE;
     }
-    return mzn_session_write(session_of(map), key, content, (size_t)count);
+    return timed_write(session_of(map), key, content, (size_t)count);
 }
 
 static int op_write_v493(mzn_zmap *map, const char *key, mzn_size64 count, const void *content) {
-    return mzn_session_write(session_of(map), key, content, (size_t)count);
+    return timed_write(session_of(map), key, content, (size_t)count);
 }
 
 static int op_search(mzn_zmap *map, const char *prefix, void *matches) {
-    return mzn_session_search(session_of(map), prefix, matches);
+    mzn_stats_clock c = mzn_stats_start();
+    int rc = mzn_session_search(session_of(map), prefix, matches);
+    mzn_stats_stop(&session_of(map)->stats, MZN_OP_PROBE, &c, 0);
+    return rc;
 }
 
 static const mzn_zmap_api_v490 api_v490 = {MZN_MAP_API_VERSION, op_close, op_exists, op_len,
@@ -76,8 +113,10 @@ static int serve(const char *path, int mode, mzn_size64 flags, int create, mzn_z
     if (!api) return mzn_abi_refuse();
     if (!path || !mapp) return NC_EINVAL;
     mzn_session *s;
+    mzn_stats_clock c = mzn_stats_start();
     int rc = mzn_session_open(path, mode, flags, abi, create, &s);
     if (rc != NC_NOERR) return rc;
+    mzn_stats_stop(&s->stats, MZN_OP_OPEN, &c, 0);
     s->base.api = api;
     *mapp = &s->base;
     return NC_NOERR;
