@@ -26,16 +26,22 @@ typedef struct totals {
     uint64_t checksum;
 } totals;
 
-/* An order-dependent checksum of the bytes (FNV-1a over 8-byte words, then the tail). */
+/* An order-dependent checksum of the bytes: FNV-1a over 8-byte words in four interleaved lanes (word i goes
+ * to lane i % 4), folded into the running value at the end of each call, then the tail. One chain of
+ * multiplies would cost about 0.1 s per 512 MiB on this machine, a large, equal share of both stores' read
+ * time that has nothing to do with either; four independent chains take a quarter of that. */
 static void add_bytes(totals *t, const unsigned char *p, size_t n) {
-    uint64_t h = t->checksum;
+    const uint64_t prime = 1099511628211ull;
+    uint64_t lane[4] = {t->checksum, t->checksum ^ 1, t->checksum ^ 2, t->checksum ^ 3};
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 1099511628211ull;
+    for (; i + 32 <= n; i += 32) {
+        uint64_t w[4];
+        memcpy(w, p + i, 32);
+        for (int k = 0; k < 4; k++) lane[k] = (lane[k] ^ w[k]) * prime;
     }
-    for (; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    uint64_t h = t->checksum;
+    for (int k = 0; k < 4; k++) h = (h ^ lane[k]) * prime;
+    for (; i < n; i++) h = (h ^ p[i]) * prime;
     t->checksum = h;
     t->bytes += n;
 }
