@@ -12,6 +12,10 @@ dropped). The ratio is mmzip time / directory-store time; the issue's target is 
 reading. No timing is asserted; the programs' outputs are compared (the readers' checksums must be equal,
 nccopy's round trip must give the input's values) so that a fast wrong answer cannot pass.
 
+Each mmzip operation also runs once with MMZIP_NCZARR_STATS=1: the plugin reports the time spent inside the
+storage map, and the rest of that run, netCDF-C's own work, over the directory store's time is the ratio a
+store that took no time at all would reach (the "zero-time" column): the best any store could do.
+
 --smoke runs everything at toy size, once."""
 import argparse
 import json
