@@ -29,6 +29,27 @@ static void fill(uint8_t *b, size_t n, unsigned seed) {
     for (size_t i = 0; i < n; i++) b[i] = (uint8_t)((i * 2654435761u) >> 13 ^ seed);
 }
 
+/* Entry key holds exactly size bytes, the first size bytes of fill(seed). */
+static void expect_filled(mmzip_t *h, const char *key, uint64_t size, unsigned seed) {
+    const void *d;
+    uint64_t n;
+    OK(mmzip_get(h, key, &d, &n));
+    uint8_t *want = malloc(size ? (size_t)size : 1);
+    CHECK(want != NULL);
+    fill(want, (size_t)size, seed);
+    CHECK_EQ_U64(n, size);
+    CHECK(n == size && memcmp(d, want, (size_t)size) == 0);
+    free(want);
+}
+
+/* Every one of the n bytes at p is zero (what names them in a failure). */
+static void expect_zeros(const uint8_t *p, size_t n, const char *what) {
+    size_t i = 0;
+    while (i < n && p[i] == 0) i++;
+    if (i < n) fprintf(stderr, "%s: byte %zu of %zu is %u, not 0\n", what, i, n, p[i]);
+    CHECK(i == n);
+}
+
 static void test_modes(void) {
     const char *p = path_of("modes.zip");
     mmzip_t *h;
@@ -388,7 +409,7 @@ static void test_reserve_patch(void) {
     CHECK_EQ_U64((uintptr_t)v % 4096, 0);
     CHECK(!mmzip_exists(h, "big")); /* invisible until patched */
     uint8_t *b = v;
-    for (size_t i = 0; i < (1u << 20); i++) CHECK(b[i] == 0 || (fprintf(stderr, "byte %zu\n", i), 0));
+    expect_zeros(b, 1u << 20, "a new reservation");
     OK(mmzip_reserve_resize(h, "big", 3u << 20, &v));
     CHECK(v == (void *)b);
     fill(b, 3u << 20, 42);
@@ -403,11 +424,7 @@ static void test_reserve_patch(void) {
     OK(mmzip_close(h));
     OK(mmzip_open(p, "r", NULL, &h));
     OK(mmzip_check(h, NULL, NULL));
-    OK(mmzip_get(h, "big", &d, &n));
-    uint8_t *want = malloc(3u << 20);
-    fill(want, 3u << 20, 42);
-    CHECK(n == (3u << 20) - 5 && memcmp(d, want, (size_t)n) == 0);
-    free(want);
+    expect_filled(h, "big", (3u << 20) - 5, 42);
     OK(mmzip_close(h));
     /* Closing with an unpatched reservation drops it and keeps everything else. */
     OK(mmzip_open(p, "r+", NULL, &h));
@@ -445,16 +462,8 @@ static void test_independent_reservations(void) {
     OK(mmzip_close(h));
     OK(mmzip_open(p, "r", NULL, &h));
     OK(mmzip_check(h, NULL, NULL));
-    uint8_t *want = malloc(100000);
-    const void *d;
-    uint64_t n;
-    OK(mmzip_get(h, "a", &d, &n));
-    fill(want, 100000, 1);
-    CHECK(n == 99999 && memcmp(d, want, 99999) == 0);
-    OK(mmzip_get(h, "b", &d, &n));
-    fill(want, 50000, 2);
-    CHECK(n == 50000 && memcmp(d, want, 50000) == 0);
-    free(want);
+    expect_filled(h, "a", 99999, 1);
+    expect_filled(h, "b", 50000, 2);
     CHECK_EQ_U64(mmzip_count(h), 3);
     OK(mmzip_close(h));
 }
@@ -486,8 +495,7 @@ static void test_unreserve(void) {
     CHECK(n == 11 && memcmp(d, "old version", 11) == 0);
     OK(mmzip_unreserve(h, "b")); /* the last thing written: its space is reused by the next one */
     OK(mmzip_reserve(h, "b", 5000, 64, &vb));
-    const uint8_t *zb = vb;
-    for (size_t i = 0; i < 5000; i++) CHECK(zb[i] == 0 || (fprintf(stderr, "stale byte %zu\n", i), 0));
+    expect_zeros(vb, 5000, "a reservation in the space of an unreserved one");
     fill(vb, 5000, 9);
     OK(mmzip_patch(h, "b", 5000));
     OK(mmzip_patch(h, "a", 20000));
@@ -498,14 +506,8 @@ static void test_unreserve(void) {
     CHECK_EQ_U64(mmzip_count(h), 3);
     OK(mmzip_get(h, "kept", &d, &n));
     CHECK(n == 11 && memcmp(d, "old version", 11) == 0);
-    uint8_t *want = malloc(20000);
-    OK(mmzip_get(h, "a", &d, &n));
-    fill(want, 20000, 7);
-    CHECK(n == 20000 && memcmp(d, want, 20000) == 0);
-    OK(mmzip_get(h, "b", &d, &n));
-    fill(want, 5000, 9);
-    CHECK(n == 5000 && memcmp(d, want, 5000) == 0);
-    free(want);
+    expect_filled(h, "a", 20000, 7);
+    expect_filled(h, "b", 5000, 9);
     OK(mmzip_close(h));
 }
 

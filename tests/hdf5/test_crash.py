@@ -119,13 +119,18 @@ def check_member(f, where):
     return n
 
 
-def test_sigkill_at_random_moments():
+def crash_setup(d, name):
+    """A seeded random source (MMZIP_CRASH_SEED, else the clock), and in d: the archive name (made with its
+    other entries), the writer's progress file, and the other entries' offsets and CRCs to compare with."""
     rng = random.Random(int(os.environ.get("MMZIP_CRASH_SEED", time.time())))
+    arc = os.path.join(d, name)
+    make_archive(arc)
+    return rng, arc, os.path.join(d, "progress.txt"), entry_table(arc)
+
+
+def test_sigkill_at_random_moments():
     with TempDir() as d:
-        arc = os.path.join(d, "crash.zip")
-        progress = os.path.join(d, "progress.txt")
-        make_archive(arc)
-        others = entry_table(arc)
+        rng, arc, progress, others = crash_setup(d, "crash.zip")
         total_seen = 0
         for rnd in range(ROUNDS):
             # Once it has the member open, let it work for a random while (round 0 may die before its
@@ -167,12 +172,8 @@ TWO_MEMBERS = ("a/one.h5", "b/two.h5")
 def test_sigkill_two_members_written_at_once():
     """The same kills, with one writer process writing two members of the archive side by side: each
     member is at its own last flush (or the next), whole, and the archive valid."""
-    rng = random.Random(int(os.environ.get("MMZIP_CRASH_SEED", time.time())))
     with TempDir() as d:
-        arc = os.path.join(d, "two.zip")
-        progress = os.path.join(d, "progress.txt")
-        make_archive(arc)
-        others = entry_table(arc)
+        rng, arc, progress, others = crash_setup(d, "two.zip")
         seen = {m: 0 for m in TWO_MEMBERS}
         for rnd in range(6):
             kill_writer_after(arc, progress, TWO_MEMBERS, rng.uniform(0.05, 0.8))
