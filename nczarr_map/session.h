@@ -27,8 +27,8 @@
 
 #include "abi_version.h"
 #include "keymap.h"
-#include "stats.h"
 #include "mmzip.h"
+#include "stats.h"
 #include "view.h"
 #include "zmap_abi.h"
 

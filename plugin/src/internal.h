@@ -191,7 +191,8 @@ void mz_prefer_huge_pages(void *p, size_t len);
  * call instead of one page fault per page. A caller's buffer is often memory its allocator has just
  * obtained from the kernel (every page untouched); filling it page by page took a fault each, and those
  * faults were most of the time of a large read. Only pages that lie entirely inside the range are touched,
- * and their contents are not changed. Best effort: on kernels before 5.14 it does nothing. */
+ * and their contents are not changed. A range of fewer than 8 such pages, or whose first such page is
+ * already there (a reused buffer), is left alone. Best effort: on kernels before 5.14 it does nothing. */
 void mz_prefault_for_copy(void *dst, size_t len);
 
 #define MZ_NONE UINT32_MAX
