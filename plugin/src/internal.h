@@ -13,6 +13,7 @@
  *   recovery.c     repairing a file left by a killed writer, at writable open
  *   store.c        opening and closing stores, the per-process registry, handles
  *   read.c         get, read, typed views, inflate, CRC checks
+ *   copy.c         copying large stored ranges out to the caller, split over helper threads
  *   write.c        put, reserve, patch, remove, begin, commit, rollback
  *   check.c        full verification of an archive
  *   pack.c         rewriting an archive without dead space
@@ -194,6 +195,15 @@ void mz_prefer_huge_pages(void *p, size_t len);
  * and their contents are not changed. A range of fewer than 8 such pages, or whose first such page is
  * already there (a reused buffer), is left alone. Best effort: on kernels before 5.14 it does nothing. */
 void mz_prefault_for_copy(void *dst, size_t len);
+
+/* copy.c */
+#define MZ_COPY_THREADS_MAX 16u
+/* Reads len bytes at file offset off into buf, faulting buf's pages in first, split over up to `threads`
+ * threads (the caller's included; 0 = mz_copy_threads_auto()) in pieces of at least 1 MiB. Returns 0, or
+ * -1 with errno set by the first piece that failed. */
+int mz_copy_out(int fd, void *buf, size_t len, uint64_t off, unsigned threads);
+/* MMZIP_COPY_THREADS from the environment if set, else the CPUs this process may run on, at most 4. */
+unsigned mz_copy_threads_auto(void);
 
 #define MZ_NONE UINT32_MAX
 enum { MZ_COMMITTED = 0, MZ_PENDING = 1 };

@@ -46,6 +46,9 @@ static int check_options(const char *path, mmzip_options *o) {
     if (o->max_file_size == 0) o->max_file_size = MZ_DEFAULT_MAX_FILE_SIZE;
     if (o->alignment == 0) o->alignment = MZ_DEFAULT_ALIGNMENT;
     if (o->max_decoded_size == 0) o->max_decoded_size = MZ_DEFAULT_MAX_DECODED;
+    if (o->copy_threads > MZ_COPY_THREADS_MAX)
+        return mz_fail(MMZIP_EINVAL, "%s: copy_threads %u is more than %u", path, o->copy_threads,
+                       MZ_COPY_THREADS_MAX);
     if ((o->alignment & (o->alignment - 1)) || o->alignment > MZ_MAX_ALIGNMENT || o->alignment > mz_page_size)
         return mz_fail(MMZIP_EINVAL, "%s: alignment %u is not a power of two between 1 and %u", path,
                        o->alignment, (unsigned)(mz_page_size < MZ_MAX_ALIGNMENT ? mz_page_size : MZ_MAX_ALIGNMENT));

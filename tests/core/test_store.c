@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -130,6 +131,35 @@ static void test_put_get_list(void) {
  * a different path: the whole pages they will fill are faulted in first, in one call. The bytes around the
  * range, in pages the read only partly covers, must not change; nor may a read that ends mid-page. Checked
  * for both ways of copying: pread (large) and the mapping (smaller). */
+/* Reads [offset, offset + len) of key into fresh, untouched memory and checks the bytes against src. Only
+ * the page the buffer starts in and the one it ends in are touched beforehand, as by a malloc header; the
+ * bytes there outside the buffer must survive. Returns the page faults this thread took and the faults the
+ * whole process took (helper threads included) during the read. */
+static void check_read_into_fresh(mmzip_t *h, const char *key, uint64_t offset, size_t len, const uint8_t *src,
+                                  long *thread_faults, long *process_faults) {
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE), span = len + 4 * pg;
+    uint8_t *m = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(m != MAP_FAILED);
+    uint8_t *dst = m + pg + 100, *end = dst + len;
+    memset(m + pg, 0xA5, 100);
+    uint8_t *last_page = (uint8_t *)((uintptr_t)end & ~(uintptr_t)(pg - 1));
+    memset(end, 0x5A, (size_t)(last_page + pg - end));
+    struct rusage t0, p0, t1, p1;
+    getrusage(RUSAGE_THREAD, &t0);
+    getrusage(RUSAGE_SELF, &p0);
+    size_t got = 0;
+    OK(mmzip_read(h, key, offset, dst, len, &got));
+    getrusage(RUSAGE_THREAD, &t1);
+    getrusage(RUSAGE_SELF, &p1);
+    CHECK_EQ_U64(got, len);
+    CHECK(memcmp(dst, src + offset, len) == 0);
+    for (size_t i = 0; i < 100; i++) CHECK(m[pg + i] == 0xA5);
+    for (uint8_t *q = end; q < last_page + pg; q++) CHECK(*q == 0x5A);
+    munmap(m, span);
+    if (thread_faults) *thread_faults = t1.ru_minflt - t0.ru_minflt;
+    if (process_faults) *process_faults = p1.ru_minflt - p0.ru_minflt;
+}
+
 static void test_read_into_untouched_memory(void) {
     const char *p = path_of("fresh.zip");
     const size_t big = (600u << 10) + 123, small = (100u << 10) + 7;
@@ -142,28 +172,47 @@ static void test_read_into_untouched_memory(void) {
     OK(mmzip_put(h, "small", src, small, 0));
     OK(mmzip_close(h));
     OK(mmzip_open(p, "r", NULL, &h));
-    const size_t pg = (size_t)sysconf(_SC_PAGESIZE), span = big + 4 * pg;
-    const struct { const char *key; size_t len; uint64_t offset; } reads[] = {
-        {"big", big, 0}, {"big", big - 5000, 3333}, {"small", small, 0}, {"small", small - 99, 77}};
-    for (size_t r = 0; r < sizeof reads / sizeof reads[0]; r++) {
-        uint8_t *m = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        CHECK(m != MAP_FAILED);
-        /* Only the page the buffer starts in and the one it ends in are touched, as by a malloc header. */
-        uint8_t *dst = m + pg + 100;
-        size_t len = reads[r].len;
-        uint8_t *end = dst + len;
-        memset(m + pg, 0xA5, 100);
-        uint8_t *last_page = (uint8_t *)((uintptr_t)end & ~(uintptr_t)(pg - 1));
-        memset(end, 0x5A, (size_t)(last_page + pg - end));
-        size_t got = 0;
-        OK(mmzip_read(h, reads[r].key, reads[r].offset, dst, len, &got));
-        CHECK_EQ_U64(got, len);
-        CHECK(memcmp(dst, src + reads[r].offset, len) == 0);
-        for (size_t i = 0; i < 100; i++) CHECK(m[pg + i] == 0xA5);
-        for (uint8_t *q = end; q < last_page + pg; q++) CHECK(*q == 0x5A);
-        munmap(m, span);
-    }
+    check_read_into_fresh(h, "big", 0, big, src, NULL, NULL);
+    check_read_into_fresh(h, "big", 3333, big - 5000, src, NULL, NULL);
+    check_read_into_fresh(h, "small", 0, small, src, NULL, NULL);
+    check_read_into_fresh(h, "small", 77, small - 99, src, NULL, NULL);
     OK(mmzip_close(h));
+    free(src);
+}
+
+/* Large reads are split over helper threads: every split gives the same bytes, and the helpers, not the
+ * caller, take the page faults of their pieces. */
+static void test_large_read_split(void) {
+    const char *p = path_of("split.zip");
+    const size_t big = (6u << 20) + 4321;
+    uint8_t *src = malloc(big);
+    CHECK(src != NULL);
+    fill(src, big, 23);
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    OK(mmzip_put(h, "big", src, big, 0));
+    OK(mmzip_close(h));
+    mmzip_options o;
+    mmzip_options_init(&o);
+    o.copy_threads = 17;
+    CHECK(mmzip_open(p, "r", &o, &h) == MMZIP_EINVAL);
+    CHECK(strstr(mmzip_last_error(), "copy_threads 17") != NULL);
+    const unsigned threads[] = {1, 2, 3, 16, 0};
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        o.copy_threads = threads[t];
+        OK(mmzip_open(p, "r", &o, &h));
+        long mine = 0, all = 0;
+        check_read_into_fresh(h, "big", 0, big, src, &mine, &all);
+        /* 1536 fresh pages were faulted in: all by the caller alone, about half of them with two threads. */
+        CHECK(all >= 1536);
+        if (threads[t] == 1) CHECK(mine >= all - 16);
+        if (threads[t] == 2) CHECK(mine <= all * 3 / 4 && mine >= all / 4);
+        if (threads[t] == 16) CHECK(mine <= all / 4); /* 6 pieces of at least 1 MiB */
+        check_read_into_fresh(h, "big", 5555, big - 7777, src, NULL, NULL);
+        check_read_into_fresh(h, "big", big - (2u << 20), 2u << 20, src, NULL, NULL);
+        check_read_into_fresh(h, "big", 1, (2u << 20) - 1, src, NULL, NULL); /* below the split size */
+        OK(mmzip_close(h));
+    }
     free(src);
 }
 
@@ -676,6 +725,7 @@ int main(void) {
     RUN(test_modes);
     RUN(test_put_get_list);
     RUN(test_read_into_untouched_memory);
+    RUN(test_large_read_split);
     RUN(test_list_prefix);
     RUN(test_pointer_stability);
     RUN(test_views_read_only);
