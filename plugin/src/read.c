@@ -243,7 +243,7 @@ static mz_entry *find(mmzip_t *h, const char *key) {
  * looks the entry up again: the table may have changed while the lock was released), 0 if not needed.
  */
 static int written_or_flush(mz_store *s, const mz_entry *e, int *status) {
-    if (e->state != MZ_PENDING || e->data_off + e->csize <= __atomic_load_n(&s->written_end, __ATOMIC_ACQUIRE))
+    if (e->state != MZ_PENDING || e->data_off + e->csize <= mz_unwritten_from(s))
         return 0;
     pthread_rwlock_unlock(&s->rw);
     pthread_mutex_lock(&s->wmu);
@@ -382,7 +382,7 @@ int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t l
         if (st) return st;
         if (offset >= size) return MMZIP_OK;
         size_t k = (size_t)(size - offset < len ? size - offset : len);
-        if (mz_copy_out(s->fd, buf, k, at, s->opts.copy_threads) != 0)
+        if (mz_copy_out(s->fd, buf, k, at, s->opts.threads) != 0)
             return mz_fail_errno(MMZIP_EIO, errno, "%s: entry '%s': cannot read %zu bytes", s->path, key, k);
         *nread = k;
         return MMZIP_OK;

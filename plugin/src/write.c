@@ -38,13 +38,28 @@ static int check_alignment(mz_store *s, uint32_t *alignment) {
 #define MZ_GATHER_MAX_ENTRY (64u << 10) /* larger entries are written directly */
 #define MZ_GATHER_BUFFER (1u << 20)
 
-int mz_flush_writes(mz_store *s) {
+/* Writes entry bytes at off, through the write-behind queue if it takes them. Every write of entry bytes
+ * goes through here: one that bypasses the queue first waits for it, so writes land in the order made. */
+static int write_in_order(mz_store *s, const mmzip_iovec *v, int n, uint64_t total, uint64_t off) {
+    int st = mz_wb_submit(s, v, n, total, off);
+    if (st != MZ_WB_DECLINED) return st;
+    st = mz_wb_drain(s);
+    return st ? st : mz_io_writev(s, v, n, off, "put.entry");
+}
+
+static int flush_gathered(mz_store *s) {
     if (!s->wbuf_len) return MMZIP_OK;
-    int st = mz_io_write(s, s->wbuf, s->wbuf_len, s->wbuf_off, "put.entry");
+    mmzip_iovec v = {s->wbuf, s->wbuf_len};
+    int st = write_in_order(s, &v, 1, s->wbuf_len, s->wbuf_off);
     if (st) return st; /* the buffer stays, so a retried commit writes it again */
     s->wbuf_len = 0;
     __atomic_store_n(&s->written_end, UINT64_MAX, __ATOMIC_RELEASE);
     return MMZIP_OK;
+}
+
+int mz_flush_writes(mz_store *s) {
+    int st = flush_gathered(s);
+    return st ? st : mz_wb_drain(s);
 }
 
 /* Drops gathered bytes at and after `off` (their entries were superseded or rolled back). */
@@ -58,13 +73,13 @@ static void unwrite_from(mz_store *s, uint64_t off) {
 static int write_entry(mz_store *s, const mmzip_iovec *v, int n, uint64_t total, uint64_t lfh_off) {
     if (total > MZ_GATHER_MAX_ENTRY || (s->wbuf_len && s->wbuf_off + s->wbuf_len != lfh_off) ||
         s->wbuf_len + total > MZ_GATHER_BUFFER) {
-        int st = mz_flush_writes(s);
+        int st = flush_gathered(s);
         if (st) return st;
-        if (total > MZ_GATHER_MAX_ENTRY) return mz_io_writev(s, v, n, lfh_off, "put.entry");
+        if (total > MZ_GATHER_MAX_ENTRY) return write_in_order(s, v, n, total, lfh_off);
     }
     if (!s->wbuf) {
         s->wbuf = malloc(MZ_GATHER_BUFFER);
-        if (!s->wbuf) return mz_io_writev(s, v, n, lfh_off, "put.entry");
+        if (!s->wbuf) return write_in_order(s, v, n, total, lfh_off);
         s->wbuf_cap = MZ_GATHER_BUFFER;
     }
     if (!s->wbuf_len) s->wbuf_off = lfh_off;
@@ -529,6 +544,7 @@ int mmzip_rollback(mmzip_t *h) {
 
 int mz_rollback_locked(mz_store *s) {
     int st;
+    mz_wb_discard(s);
     pthread_rwlock_wrlock(&s->rw);
     for (uint32_t i = s->n_committed; i < s->n; i++)
         if (s->e[i].mark & MZ_MARK_RESERVED) mz_map_drop_writable(&s->map, s->e[i].data_off, s->e[i].csize);
