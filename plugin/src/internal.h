@@ -47,6 +47,8 @@
 
 #define MZ_LFH_FIXED 30u
 #define MZ_CDH_FIXED 46u
+#define MZ_LFH_CRC_AT 14u               /* where the CRC-32 sits in a local header ... */
+#define MZ_CDH_CRC_AT 16u               /* ... and in a central-directory header */
 #define MZ_EOCD_FIXED 22u
 #define MZ_Z64_EOCD_FIXED 56u
 #define MZ_Z64_LOC_FIXED 20u
@@ -310,6 +312,11 @@ typedef struct mz_decoded {
 
 /* write_behind.c: the queue of entry bytes a background thread writes to the file (see there). */
 typedef struct mz_wb_job mz_wb_job;
+typedef struct mz_wb_result {      /* a CRC-32 the writer computed, for the entry it belongs to */
+    uint64_t lfh_off;
+    uint32_t entry;
+    uint32_t crc;
+} mz_wb_result;
 typedef struct mz_write_behind {
     pthread_mutex_t mu;
     pthread_cond_t wake;           /* to the writer: a job was queued, or stop */
@@ -322,7 +329,10 @@ typedef struct mz_write_behind {
     mz_wb_job *spare;              /* written jobs, whose buffers are reused */
     unsigned n_spare;
     uint64_t queued_bytes;
-    uint64_t unwritten_from;       /* lowest offset of a queued job, UINT64_MAX if none; read atomically */
+    mz_wb_result *results;         /* written entries whose CRC is not yet in the entry table */
+    size_t n_results, cap_results;
+    uint64_t unwritten_from;       /* lowest offset of a queued job or of an entry in results, UINT64_MAX if
+                                    * none: pending entries from there on are not settled; read atomically */
 } mz_write_behind;
 
 typedef struct mz_store {
@@ -438,13 +448,22 @@ int mz_written_by_mmzip(mz_store *s, const mz_entry *e);
  * write-behind queue. Call with s->wmu held. */
 int mz_flush_writes(mz_store *s);
 
-/* write_behind.c. Submit, drain and discard are called with s->wmu held. */
+/* write_behind.c. Submit, drain and discard are called with s->wmu held, and without s->rw. */
 #define MZ_WB_DECLINED 1
 void mz_wb_init(mz_write_behind *wb);
+/* Whether a put of `total` bytes (header and data) would be queued, so its CRC can be left to the writer. */
+int mz_wb_takes(mz_store *s, uint64_t total);
+/* The CRC-32 of an entry whose bytes are queued, left to the writer: v[0] is its local header, the data
+ * follows, and the result goes to table entry `entry` if it still has its local header at lfh_off. */
+typedef struct mz_late_crc {
+    uint32_t entry;
+} mz_late_crc;
 /* Queues a copy of the buffers for writing at off. MMZIP_OK, or MZ_WB_DECLINED when the caller must drain
- * and write itself (write-behind off, too large, no thread or memory to be had, or an earlier write failed). */
-int mz_wb_submit(mz_store *s, const mmzip_iovec *v, int n, uint64_t total, uint64_t off);
-/* Waits until every queued byte is in the file. A failed write is retried here; its error is returned. */
+ * and write itself (write-behind off, too large, no thread or memory to be had, or an earlier write failed).
+ * With late != NULL the writer computes the entry's CRC-32 and fills it in (see mz_late_crc). */
+int mz_wb_submit(mz_store *s, const mmzip_iovec *v, int n, uint64_t total, uint64_t off, const mz_late_crc *late);
+/* Waits until every queued byte is in the file and every CRC the writer computed is in the entry table and
+ * the directory image. A failed write is retried here; its error is returned. */
 int mz_wb_drain(mz_store *s);
 /* Drops what is queued (rolled back); returns once nothing more will be written. */
 void mz_wb_discard(mz_store *s);

@@ -297,6 +297,12 @@ int mmzip_stat(mmzip_t *h, const char *key, mmzip_entry_info *info) {
     mz_store *s = h->s;
     pthread_rwlock_rdlock(&s->rw);
     mz_entry *e = find(h, key);
+    int st = MMZIP_OK;
+    while (e && written_or_flush(s, e, &st) && st == MMZIP_OK) e = find(h, key); /* its CRC may be due */
+    if (st) {
+        pthread_rwlock_unlock(&s->rw);
+        return st;
+    }
     if (!e) {
         pthread_rwlock_unlock(&s->rw);
         return mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s'", s->path, key);
@@ -404,9 +410,17 @@ int mmzip_list(mmzip_t *h, const char *prefix, mmzip_list_fn fn, void *ctx) {
     if (!h || !fn) return mz_fail(MMZIP_EINVAL, "mmzip_list: NULL argument");
     mz_store *s = h->s;
     size_t plen = prefix ? strlen(prefix) : 0;
+    int st = MMZIP_OK;
+    if (h->writable && mz_unwritten_from(s) != UINT64_MAX) {
+        /* The writer lists its pending entries too: their CRCs must be known. */
+        pthread_mutex_lock(&s->wmu);
+        st = mz_flush_writes(s);
+        pthread_mutex_unlock(&s->wmu);
+        if (st) return st;
+    }
     /* The sorted index is built lazily; building needs exclusive access. */
     pthread_rwlock_wrlock(&s->rw);
-    int st = mz_sorted_index(s, h->writable);
+    st = mz_sorted_index(s, h->writable);
     if (st) {
         pthread_rwlock_unlock(&s->rw);
         return st;

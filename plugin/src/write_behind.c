@@ -5,11 +5,14 @@
  * them. The caller (netCDF-C producing its next chunk, say) need not wait for that. With
  * mmzip_options.threads >= 2, a put copies its header and data into a staging buffer that is reused from put
  * to put (so its pages are already there), queues it and returns; one background thread per writable store
- * writes the queue to the file in submission order.
+ * writes the queue to the file in submission order. For a large entry the writer also computes the CRC-32
+ * (filling it into the local header before the write, and into the entry table and the directory image at
+ * the next drain), so the caller's thread pays one copy of the data and nothing else.
  *
  * What is committed does not change. Every path that needs the bytes in the file drains the queue first
  * (mz_flush_writes): a commit, before any directory names them; a read of a pending entry whose bytes are
- * still queued (mz_wb_unwritten_from tells readers which); the identical-rewrite check; a reservation. Jobs
+ * still queued or whose CRC is not yet in the table (mz_unwritten_from tells readers which: mmzip_get,
+ * mmzip_read and mmzip_stat settle such an entry first); the identical-rewrite check; a reservation. Jobs
  * are written strictly in order, so a later version of an entry written over the space of an earlier one
  * still lands last, and every write of entry bytes goes through the queue or waits for it to drain. A write
  * that fails in the background stops the queue; the next drain retries it, and what follows it, in the
@@ -35,6 +38,11 @@ struct mz_wb_job {
     uint8_t *buf;
     size_t len, cap;
     uint64_t off;
+    int late_crc;     /* the buffer is one entry, header first, whose CRC-32 the writer computes */
+    int crc_done;     /* ... and has computed (a retried write does not compute it again) */
+    size_t data_at;   /* where its data starts in buf */
+    uint32_t entry;   /* its index in the entry table */
+    uint32_t crc;
 };
 
 void mz_wb_init(mz_write_behind *wb) {
@@ -50,7 +58,54 @@ static void update_unwritten_from(mz_write_behind *wb) {
     uint64_t lo = UINT64_MAX;
     for (mz_wb_job *j = wb->head; j; j = j->next)
         if (j->off < lo) lo = j->off;
+    for (size_t i = 0; i < wb->n_results; i++)
+        if (wb->results[i].lfh_off < lo) lo = wb->results[i].lfh_off;
     __atomic_store_n(&wb->unwritten_from, lo, __ATOMIC_RELEASE);
+}
+
+/* Fills in the CRC-32 of a late-CRC job, in its local header too, before the job is written. Reading the
+ * data here, on the writer's thread, takes it off the caller's. */
+static void compute_late_crc(mz_wb_job *j) {
+    if (!j->late_crc || j->crc_done) return;
+    j->crc = mz_crc32(0, j->buf + j->data_at, j->len - j->data_at);
+    mz_put32(j->buf + MZ_LFH_CRC_AT, j->crc);
+    j->crc_done = 1;
+}
+
+/* Call with wb->mu held, after job j was written. Returns 0 if out of memory (the caller then keeps the job
+ * as failed: its write is retried, and the retry records the result). */
+static int record_result(mz_write_behind *wb, const mz_wb_job *j) {
+    if (!j->late_crc) return 1;
+    if (wb->n_results == wb->cap_results) {
+        size_t cap = wb->cap_results ? 2 * wb->cap_results : 16;
+        mz_wb_result *r = realloc(wb->results, cap * sizeof *r);
+        if (!r) return 0;
+        wb->results = r;
+        wb->cap_results = cap;
+    }
+    wb->results[wb->n_results++] = (mz_wb_result){j->off, j->entry, j->crc};
+    return 1;
+}
+
+/* Moves the CRCs the writer computed into the entry table and the directory image. Call with s->wmu and
+ * wb->mu held, and not s->rw. */
+static void apply_results(mz_store *s) {
+    mz_write_behind *wb = &s->wb;
+    if (!wb->n_results) return;
+    pthread_rwlock_wrlock(&s->rw);
+    for (size_t i = 0; i < wb->n_results; i++) {
+        const mz_wb_result *r = &wb->results[i];
+        /* The entry may never have been added (its put failed after the write was queued); then the index
+         * is someone else's, and the local header offset tells. */
+        if (r->entry >= s->n) continue;
+        mz_entry *e = &s->e[r->entry];
+        if (e->state != MZ_PENDING || e->lfh_off != r->lfh_off) continue;
+        e->crc = r->crc;
+        mz_put32(s->cd + e->cd_rec + MZ_CDH_CRC_AT, r->crc);
+    }
+    pthread_rwlock_unlock(&s->rw);
+    wb->n_results = 0;
+    update_unwritten_from(wb);
 }
 
 static void free_jobs(mz_wb_job *j) {
@@ -84,9 +139,10 @@ static void *writer_main(void *arg) {
         mz_wb_job *j = wb->head;
         pthread_mutex_unlock(&wb->mu);
         /* The job stays at the head while it is written: readers and drains see it as unwritten. */
+        compute_late_crc(j);
         int st = mz_io_write(s, j->buf, j->len, j->off, "put.entry");
         pthread_mutex_lock(&wb->mu);
-        if (st) {
+        if (st || !record_result(wb, j)) {
             wb->failed = 1; /* the next drain retries it in the caller's thread, for the error message */
         } else {
             wb->head = j->next;
@@ -115,10 +171,15 @@ static int ensure_writer(mz_store *s) {
     return wb->started;
 }
 
-int mz_wb_submit(mz_store *s, const mmzip_iovec *v, int n, uint64_t total, uint64_t off) {
+int mz_wb_takes(mz_store *s, uint64_t total) {
+    return s->opts.threads >= 2 && total > 0 && total <= MZ_WB_JOB_MAX;
+}
+
+int mz_wb_submit(mz_store *s, const mmzip_iovec *v, int n, uint64_t total, uint64_t off, const mz_late_crc *late) {
     mz_write_behind *wb = &s->wb;
-    if (s->opts.threads < 2 || total > MZ_WB_JOB_MAX || total == 0) return MZ_WB_DECLINED;
+    if (!mz_wb_takes(s, total) || (late && (n < 1 || v[0].len < MZ_LFH_FIXED))) return MZ_WB_DECLINED;
     pthread_mutex_lock(&wb->mu);
+    apply_results(s);
     while (!wb->failed && wb->head && wb->queued_bytes + total > MZ_WB_QUEUE_MAX)
         pthread_cond_wait(&wb->done, &wb->mu);
     if (wb->failed || !ensure_writer(s)) {
@@ -153,6 +214,11 @@ int mz_wb_submit(mz_store *s, const mmzip_iovec *v, int n, uint64_t total, uint6
     j->len = at;
     j->off = off;
     j->next = NULL;
+    j->late_crc = late != NULL;
+    j->crc_done = 0;
+    j->data_at = late ? (size_t)v[0].len : 0;
+    j->entry = late ? late->entry : 0;
+    j->crc = 0;
     pthread_mutex_lock(&wb->mu);
     if (wb->tail) wb->tail->next = j;
     else wb->head = j;
@@ -170,6 +236,7 @@ int mz_wb_drain(mz_store *s) {
     pthread_mutex_lock(&wb->mu);
     while (wb->head && !wb->failed) pthread_cond_wait(&wb->done, &wb->mu);
     if (!wb->failed) {
+        apply_results(s);
         pthread_mutex_unlock(&wb->mu);
         return MMZIP_OK;
     }
@@ -177,7 +244,9 @@ int mz_wb_drain(mz_store *s) {
     int st = MMZIP_OK;
     while (wb->head) {
         mz_wb_job *j = wb->head;
+        compute_late_crc(j);
         st = mz_io_write(s, j->buf, j->len, j->off, "put.entry");
+        if (!st && !record_result(wb, j)) st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
         if (st) break;
         wb->head = j->next;
         if (!wb->head) wb->tail = NULL;
@@ -185,6 +254,7 @@ int mz_wb_drain(mz_store *s) {
         recycle(wb, j);
     }
     if (!st) wb->failed = 0;
+    apply_results(s);
     update_unwritten_from(wb);
     pthread_cond_broadcast(&wb->done);
     pthread_mutex_unlock(&wb->mu);
@@ -207,6 +277,7 @@ void mz_wb_discard(mz_store *s) {
     wb->head = wb->tail = NULL;
     wb->queued_bytes = 0;
     wb->failed = 0;
+    wb->n_results = 0;
     update_unwritten_from(wb);
     pthread_mutex_unlock(&wb->mu);
 }
@@ -226,6 +297,9 @@ void mz_wb_stop(mz_store *s) {
     free_jobs(wb->head);
     free_jobs(wb->spare);
     wb->head = wb->tail = wb->spare = NULL;
+    free(wb->results);
+    wb->results = NULL;
+    wb->n_results = wb->cap_results = 0;
     pthread_cond_destroy(&wb->wake);
     pthread_cond_destroy(&wb->done);
     pthread_mutex_destroy(&wb->mu);
