@@ -123,11 +123,9 @@ typedef struct mmzip_options {
     uint32_t max_pending_entries;  /* MMZIP_COMMIT_AMORTIZED: commit at this many pending entries (0 = no limit) */
     uint64_t max_pending_bytes;    /* MMZIP_COMMIT_AMORTIZED: commit at this many pending bytes (0 = no limit) */
     uint64_t max_decoded_size;     /* largest deflated entry that will be decoded; 0 = 16 GiB */
-    uint32_t threads;              /* threads the store may use, the caller's included, 1..16: large reads
-                                    * are split over up to this many (mmzip_read), and with 2 or more,
-                                    * large puts are written by a background thread (mmzip_put). 1 = only
-                                    * the caller's. 0 = automatic: $MMZIP_THREADS if set, else the CPUs the
-                                    * process may run on, at most 4. */
+    uint32_t copy_threads;         /* threads one large mmzip_read() may use, the caller's included, 1..16;
+                                    * 0 = automatic: $MMZIP_COPY_THREADS if set, else the CPUs the process
+                                    * may run on, at most 4 (see mmzip_read) */
     uint32_t reserved32_;          /* zero */
     uint64_t reserved_[3];         /* zero */
 } mmzip_options;
@@ -224,7 +222,7 @@ MMZIP_API const void *mmzip_get_typed(mmzip_t *h, const char *key, size_t elem_s
  * the end of the entry). Works for every supported method.
  *
  * Copies of 2 MiB or more from a committed stored entry are split into page-aligned pieces of at least
- * 1 MiB that helper threads read at the same time as the caller (mmzip_options.threads; the helpers
+ * 1 MiB that helper threads read at the same time as the caller (mmzip_options.copy_threads; the helpers
  * start with every signal blocked and are joined before this returns). Whole pages of buf that are not yet
  * in memory are faulted in at once rather than one fault per page. Neither changes what buf holds
  * afterwards: bytes of buf outside the copied range are untouched.

@@ -249,12 +249,10 @@ int mz_commit_locked(mz_store *s, int force_compact) {
     uint8_t *img = NULL;
     uint64_t img_len = 0;
     uint32_t count = 0;
-    /* Entries before any directory that names them; and the CRCs the write-behind thread computed are in
-     * the directory image before it is copied. */
-    int st = mz_flush_writes(s);
+    int st = build_image(s, &img, &img_len, &count);
     if (st) return st;
-    st = build_image(s, &img, &img_len, &count);
-    if (st) return st;
+    st = mz_flush_writes(s); /* entries before any directory that names them */
+    if (st) goto fail;
     const uint8_t *dir = img ? img : s->cd;
     /* Dead pending entries at the end of the pending region (dropped reservations, removals) are cut off:
      * the directory goes right after the last live byte. */

@@ -5,23 +5,51 @@
  * for every chunk it reads), most of the cost is not the copy but the kernel making the buffer's pages: a
  * zeroed page, a page-table update and a memory-cgroup charge for every 4 KiB. That work and the copy out
  * of the page cache are per page and touch disjoint pages, so a large copy is split into page-aligned pieces
- * that helper threads (up to mmzip_options.threads, the caller's included) fault in and read while the
- * caller does its own piece. With two CPUs this takes about
+ * that helper threads fault in and read while the caller does its own piece. With two CPUs this takes about
  * 40% off a 4 MiB read into fresh memory (docs/performance.md).
  *
  * Helpers are created per call and joined before it returns: no thread outlives a read, none is left
  * behind in a forked child, and a store that is never read large costs nothing. Creating one costs tens of
  * microseconds, against about a millisecond of work per MiB piece.
  */
+#define _GNU_SOURCE
 #include "internal.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 
 /* A piece smaller than this is not worth a thread. */
 #define MZ_COPY_PIECE_MIN (1u << 20)
+/* More helpers than this stop paying: a copy is bound by memory bandwidth long before. */
+#define MZ_COPY_THREADS_AUTO_MAX 4u
+
+static pthread_once_t auto_once = PTHREAD_ONCE_INIT;
+static unsigned auto_threads = 1;
+
+static void resolve_auto_threads(void) {
+    const char *env = getenv("MMZIP_COPY_THREADS");
+    if (env && *env) {
+        char *end;
+        unsigned long v = strtoul(env, &end, 10);
+        if (*end == 0 && v >= 1) {
+            auto_threads = v > MZ_COPY_THREADS_MAX ? MZ_COPY_THREADS_MAX : (unsigned)v;
+            return;
+        }
+    }
+    /* The CPUs this process may run on, not the machine's: a job pinned to one core gains nothing. */
+    cpu_set_t set;
+    int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    auto_threads = cpus < 1 ? 1 : (unsigned)cpus > MZ_COPY_THREADS_AUTO_MAX ? MZ_COPY_THREADS_AUTO_MAX : (unsigned)cpus;
+}
+
+unsigned mz_copy_threads_auto(void) {
+    pthread_once(&auto_once, resolve_auto_threads);
+    return auto_threads;
+}
+
 typedef struct copy_piece {
     int fd;
     uint8_t *dst;
@@ -42,8 +70,8 @@ static void *copy_piece_thread(void *arg) {
 
 int mz_copy_out(int fd, void *buf, size_t len, uint64_t off, unsigned threads) {
     size_t pg = mz_page_size ? mz_page_size : 4096;
-    unsigned n = threads ? threads : 1;
-    if (n > MZ_THREADS_MAX) n = MZ_THREADS_MAX;
+    unsigned n = threads ? threads : mz_copy_threads_auto();
+    if (n > MZ_COPY_THREADS_MAX) n = MZ_COPY_THREADS_MAX;
     if (n > len / MZ_COPY_PIECE_MIN) n = (unsigned)(len / MZ_COPY_PIECE_MIN);
     if (n <= 1) {
         copy_piece whole = {fd, buf, len, off, 0};
@@ -53,9 +81,9 @@ int mz_copy_out(int fd, void *buf, size_t len, uint64_t off, unsigned threads) {
     }
 
     /* Piece boundaries fall on the destination's page boundaries, so no two threads fault the same page. */
-    copy_piece piece[MZ_THREADS_MAX];
-    pthread_t tid[MZ_THREADS_MAX];
-    int started[MZ_THREADS_MAX] = {0};
+    copy_piece piece[MZ_COPY_THREADS_MAX];
+    pthread_t tid[MZ_COPY_THREADS_MAX];
+    int started[MZ_COPY_THREADS_MAX] = {0};
     uintptr_t base = (uintptr_t)buf;
     size_t done = 0;
     for (unsigned i = 0; i < n; i++) {

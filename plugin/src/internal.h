@@ -15,7 +15,6 @@
  *   read.c         get, read, typed views, inflate, CRC checks
  *   copy.c         copying large stored ranges out to the caller, split over helper threads
  *   write.c        put, reserve, patch, remove, begin, commit, rollback
- *   write_behind.c writing the bytes of puts to the file on a background thread
  *   check.c        full verification of an archive
  *   pack.c         rewriting an archive without dead space
  *   errors.c       status codes and the per-thread error message
@@ -47,8 +46,6 @@
 
 #define MZ_LFH_FIXED 30u
 #define MZ_CDH_FIXED 46u
-#define MZ_LFH_CRC_AT 14u               /* where the CRC-32 sits in a local header ... */
-#define MZ_CDH_CRC_AT 16u               /* ... and in a central-directory header */
 #define MZ_EOCD_FIXED 22u
 #define MZ_Z64_EOCD_FIXED 56u
 #define MZ_Z64_LOC_FIXED 20u
@@ -200,11 +197,13 @@ void mz_prefer_huge_pages(void *p, size_t len);
 void mz_prefault_for_copy(void *dst, size_t len);
 
 /* copy.c */
-#define MZ_THREADS_MAX 16u
+#define MZ_COPY_THREADS_MAX 16u
 /* Reads len bytes at file offset off into buf, faulting buf's pages in first, split over up to `threads`
- * threads (the caller's included) in pieces of at least 1 MiB. Returns 0, or -1 with errno set by the
- * first piece that failed. */
+ * threads (the caller's included; 0 = mz_copy_threads_auto()) in pieces of at least 1 MiB. Returns 0, or
+ * -1 with errno set by the first piece that failed. */
 int mz_copy_out(int fd, void *buf, size_t len, uint64_t off, unsigned threads);
+/* MMZIP_COPY_THREADS from the environment if set, else the CPUs this process may run on, at most 4. */
+unsigned mz_copy_threads_auto(void);
 
 #define MZ_NONE UINT32_MAX
 enum { MZ_COMMITTED = 0, MZ_PENDING = 1 };
@@ -310,31 +309,6 @@ typedef struct mz_decoded {
     uint64_t size;
 } mz_decoded;
 
-/* write_behind.c: the queue of entry bytes a background thread writes to the file (see there). */
-typedef struct mz_wb_job mz_wb_job;
-typedef struct mz_wb_result {      /* a CRC-32 the writer computed, for the entry it belongs to */
-    uint64_t lfh_off;
-    uint32_t entry;
-    uint32_t crc;
-} mz_wb_result;
-typedef struct mz_write_behind {
-    pthread_mutex_t mu;
-    pthread_cond_t wake;           /* to the writer: a job was queued, or stop */
-    pthread_cond_t done;           /* to callers: a job was written, or a write failed */
-    pthread_t thread;
-    int started, stop;
-    int failed;                    /* the head job's write failed; the queue waits for a drain */
-    pid_t owner;                   /* the process whose thread it is */
-    mz_wb_job *head, *tail;        /* queued in submission order; the head is being written */
-    mz_wb_job *spare;              /* written jobs, whose buffers are reused */
-    unsigned n_spare;
-    uint64_t queued_bytes;
-    mz_wb_result *results;         /* written entries whose CRC is not yet in the entry table */
-    size_t n_results, cap_results;
-    uint64_t unwritten_from;       /* lowest offset of a queued job or of an entry in results, UINT64_MAX if
-                                    * none: pending entries from there on are not settled; read atomically */
-} mz_write_behind;
-
 typedef struct mz_store {
     struct mz_store *next;         /* the per-process registry */
     char *path;
@@ -391,7 +365,6 @@ typedef struct mz_store {
     size_t wbuf_len, wbuf_cap;
     uint64_t wbuf_off;
     uint64_t written_end;          /* UINT64_MAX when the buffer is empty; read atomically by readers */
-    mz_write_behind wb;            /* larger puts, and full gather buffers, on their way to the file */
 
     int batch;
     uint32_t open_reservations;
@@ -444,37 +417,8 @@ int mz_data_end_of(mz_store *s, mz_entry *e, uint64_t *end); /* data end incl. a
 int mz_written_by_mmzip(mz_store *s, const mz_entry *e);
 
 /* write.c */
-/* Puts every byte put so far into the file: the gathered small puts (see mz_store.wbuf) and the
- * write-behind queue. Call with s->wmu held. */
+/* Writes the gathered small puts (see mz_store.wbuf). Call with s->wmu held. */
 int mz_flush_writes(mz_store *s);
-
-/* write_behind.c. Submit, drain and discard are called with s->wmu held, and without s->rw. */
-#define MZ_WB_DECLINED 1
-void mz_wb_init(mz_write_behind *wb);
-/* Whether a put of `total` bytes (header and data) would be queued, so its CRC can be left to the writer. */
-int mz_wb_takes(mz_store *s, uint64_t total);
-/* The CRC-32 of an entry whose bytes are queued, left to the writer: v[0] is its local header, the data
- * follows, and the result goes to table entry `entry` if it still has its local header at lfh_off. */
-typedef struct mz_late_crc {
-    uint32_t entry;
-} mz_late_crc;
-/* Queues a copy of the buffers for writing at off. MMZIP_OK, or MZ_WB_DECLINED when the caller must drain
- * and write itself (write-behind off, too large, no thread or memory to be had, or an earlier write failed).
- * With late != NULL the writer computes the entry's CRC-32 and fills it in (see mz_late_crc). */
-int mz_wb_submit(mz_store *s, const mmzip_iovec *v, int n, uint64_t total, uint64_t off, const mz_late_crc *late);
-/* Waits until every queued byte is in the file and every CRC the writer computed is in the entry table and
- * the directory image. A failed write is retried here; its error is returned. */
-int mz_wb_drain(mz_store *s);
-/* Drops what is queued (rolled back); returns once nothing more will be written. */
-void mz_wb_discard(mz_store *s);
-/* Discards, stops and joins the writer thread, and frees the queue. */
-void mz_wb_stop(mz_store *s);
-/* Pending entry bytes at or after this offset may not be in the file yet. */
-static inline uint64_t mz_unwritten_from(mz_store *s) {
-    uint64_t a = __atomic_load_n(&s->written_end, __ATOMIC_ACQUIRE);
-    uint64_t b = __atomic_load_n(&s->wb.unwritten_from, __ATOMIC_ACQUIRE);
-    return a < b ? a : b;
-}
 /* Drops everything pending. Call with s->wmu held. */
 int mz_rollback_locked(mz_store *s);
 

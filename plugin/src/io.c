@@ -7,9 +7,7 @@
  *   MMZIP_CRASH_AT=<name>:torn   write the first half of the bytes, then die (a torn header or directory)
  *   MMZIP_CRASH_AT=<name>:grow   extend the file to the write's end with zeros, then die (zeros at EOF, as a
  *                                power loss can leave them)
- * and one way to fail without dying, for the error paths:
- *   MMZIP_CRASH_AT=<name>:fail   the write fails with EIO (ENOSPC and its kind, without filling a disk)
- * MMZIP_CRASH_HIT=<n> picks the n-th time the point is reached (default 1), <n>+ that time and every later one. MMZIP_CRASH_LIST=<file> appends
+ * MMZIP_CRASH_HIT=<n> picks the n-th time the point is reached (default 1). MMZIP_CRASH_LIST=<file> appends
  * the name of every point reached, so a harness can enumerate them. mmzip__set_io_trace() reports every
  * operation with its bytes, for the power-loss simulation of the durable mode.
  */
@@ -70,15 +68,9 @@ void mmzip__set_io_trace(mmzip_io_trace_fn fn, void *ctx) {
     trace_ctx = ctx;
 }
 
-/* The write-behind thread writes beside the caller's thread: the tracer sees one operation at a time. */
-static pthread_mutex_t trace_mu = PTHREAD_MUTEX_INITIALIZER;
 #define TRACE(op, off, data, len, what)                                                                     \
     do {                                                                                                   \
-        if (trace_fn) {                                                                                    \
-            pthread_mutex_lock(&trace_mu);                                                                 \
-            trace_fn(trace_ctx, op, off, data, len, what);                                                 \
-            pthread_mutex_unlock(&trace_mu);                                                               \
-        }                                                                                                  \
+        if (trace_fn) trace_fn(trace_ctx, op, off, data, len, what);                                      \
     } while (0)
 
 typedef struct { char name[96]; unsigned hits; } hit_count;
@@ -102,7 +94,7 @@ static unsigned count_hit(const char *name) {
     return h;
 }
 
-/* Returns 0 (carry on), 1 (die before), 2 (tear), 3 (grow then die), 4 (fail with EIO). */
+/* Returns 0 (carry on), 1 (die before), 2 (tear), 3 (grow then die). */
 static int crash_check(const char *name) {
     const char *list = getenv("MMZIP_CRASH_LIST");
     unsigned hit = count_hit(name);
@@ -119,13 +111,11 @@ static int crash_check(const char *name) {
     size_t nlen = colon ? (size_t)(colon - at) : strlen(at);
     if (strlen(name) != nlen || strncmp(name, at, nlen) != 0) return 0;
     const char *want = getenv("MMZIP_CRASH_HIT");
-    char *plus = NULL;
-    unsigned want_hit = want && *want ? (unsigned)strtoul(want, &plus, 10) : 1;
-    if (plus && *plus == '+' ? hit < want_hit : hit != want_hit) return 0;
+    unsigned want_hit = want && *want ? (unsigned)strtoul(want, NULL, 10) : 1;
+    if (hit != want_hit) return 0;
     if (!colon) return 1;
     if (strcmp(colon + 1, "torn") == 0) return 2;
     if (strcmp(colon + 1, "grow") == 0) return 3;
-    if (strcmp(colon + 1, "fail") == 0) return 4;
     return 1;
 }
 
@@ -162,9 +152,6 @@ int mz_io_writev(mz_store *s, const mmzip_iovec *iov, int n, uint64_t off, const
         die();
     }
     if (mode == 2) total = total > 1 ? total / 2 : total;
-    if (mode == 4)
-        return mz_fail_errno(MMZIP_EIO, EIO, "%s: cannot write %s (%llu bytes at offset %llu)", s->path, what,
-                             (unsigned long long)total, (unsigned long long)off);
 #endif
     /* One pwritev for a header and its data; the list is rebuilt as partial writes advance. */
     struct iovec v[16];

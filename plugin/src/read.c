@@ -243,7 +243,7 @@ static mz_entry *find(mmzip_t *h, const char *key) {
  * looks the entry up again: the table may have changed while the lock was released), 0 if not needed.
  */
 static int written_or_flush(mz_store *s, const mz_entry *e, int *status) {
-    if (e->state != MZ_PENDING || e->data_off + e->csize <= mz_unwritten_from(s))
+    if (e->state != MZ_PENDING || e->data_off + e->csize <= __atomic_load_n(&s->written_end, __ATOMIC_ACQUIRE))
         return 0;
     pthread_rwlock_unlock(&s->rw);
     pthread_mutex_lock(&s->wmu);
@@ -297,12 +297,6 @@ int mmzip_stat(mmzip_t *h, const char *key, mmzip_entry_info *info) {
     mz_store *s = h->s;
     pthread_rwlock_rdlock(&s->rw);
     mz_entry *e = find(h, key);
-    int st = MMZIP_OK;
-    while (e && written_or_flush(s, e, &st) && st == MMZIP_OK) e = find(h, key); /* its CRC may be due */
-    if (st) {
-        pthread_rwlock_unlock(&s->rw);
-        return st;
-    }
     if (!e) {
         pthread_rwlock_unlock(&s->rw);
         return mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s'", s->path, key);
@@ -388,7 +382,7 @@ int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t l
         if (st) return st;
         if (offset >= size) return MMZIP_OK;
         size_t k = (size_t)(size - offset < len ? size - offset : len);
-        if (mz_copy_out(s->fd, buf, k, at, s->opts.threads) != 0)
+        if (mz_copy_out(s->fd, buf, k, at, s->opts.copy_threads) != 0)
             return mz_fail_errno(MMZIP_EIO, errno, "%s: entry '%s': cannot read %zu bytes", s->path, key, k);
         *nread = k;
         return MMZIP_OK;
@@ -410,17 +404,9 @@ int mmzip_list(mmzip_t *h, const char *prefix, mmzip_list_fn fn, void *ctx) {
     if (!h || !fn) return mz_fail(MMZIP_EINVAL, "mmzip_list: NULL argument");
     mz_store *s = h->s;
     size_t plen = prefix ? strlen(prefix) : 0;
-    int st = MMZIP_OK;
-    if (h->writable && mz_unwritten_from(s) != UINT64_MAX) {
-        /* The writer lists its pending entries too: their CRCs must be known. */
-        pthread_mutex_lock(&s->wmu);
-        st = mz_flush_writes(s);
-        pthread_mutex_unlock(&s->wmu);
-        if (st) return st;
-    }
     /* The sorted index is built lazily; building needs exclusive access. */
     pthread_rwlock_wrlock(&s->rw);
-    st = mz_sorted_index(s, h->writable);
+    int st = mz_sorted_index(s, h->writable);
     if (st) {
         pthread_rwlock_unlock(&s->rw);
         return st;

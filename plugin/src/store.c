@@ -9,8 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -43,42 +41,14 @@ void mmzip_options_init(mmzip_options *o) {
     o->max_decoded_size = MZ_DEFAULT_MAX_DECODED;
 }
 
-/* More threads than this stop paying: a copy is bound by memory bandwidth long before. */
-#define MZ_THREADS_AUTO_MAX 4u
-
-static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
-static unsigned threads_default = 1;
-
-static void resolve_threads_auto(void) {
-    const char *env = getenv("MMZIP_THREADS");
-    if (env && *env) {
-        char *end;
-        unsigned long v = strtoul(env, &end, 10);
-        if (*end == 0 && v >= 1) {
-            threads_default = v > MZ_THREADS_MAX ? MZ_THREADS_MAX : (unsigned)v;
-            return;
-        }
-    }
-    /* The CPUs this process may run on, not the machine's: a job pinned to one core gains nothing. */
-    cpu_set_t set;
-    int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    threads_default = cpus < 1 ? 1 : (unsigned)cpus > MZ_THREADS_AUTO_MAX ? MZ_THREADS_AUTO_MAX : (unsigned)cpus;
-}
-
-/* mmzip_options.threads = 0: $MMZIP_THREADS if set, else the CPUs this process may run on, at most 4. */
-static unsigned threads_auto(void) {
-    pthread_once(&threads_once, resolve_threads_auto);
-    return threads_default;
-}
-
 static int check_options(const char *path, mmzip_options *o) {
     if (!mz_page_size) mz_page_size = (size_t)sysconf(_SC_PAGESIZE);
     if (o->max_file_size == 0) o->max_file_size = MZ_DEFAULT_MAX_FILE_SIZE;
     if (o->alignment == 0) o->alignment = MZ_DEFAULT_ALIGNMENT;
     if (o->max_decoded_size == 0) o->max_decoded_size = MZ_DEFAULT_MAX_DECODED;
-    if (o->threads > MZ_THREADS_MAX)
-        return mz_fail(MMZIP_EINVAL, "%s: threads %u is more than %u", path, o->threads, MZ_THREADS_MAX);
-    if (o->threads == 0) o->threads = threads_auto();
+    if (o->copy_threads > MZ_COPY_THREADS_MAX)
+        return mz_fail(MMZIP_EINVAL, "%s: copy_threads %u is more than %u", path, o->copy_threads,
+                       MZ_COPY_THREADS_MAX);
     if ((o->alignment & (o->alignment - 1)) || o->alignment > MZ_MAX_ALIGNMENT || o->alignment > mz_page_size)
         return mz_fail(MMZIP_EINVAL, "%s: alignment %u is not a power of two between 1 and %u", path,
                        o->alignment, (unsigned)(mz_page_size < MZ_MAX_ALIGNMENT ? mz_page_size : MZ_MAX_ALIGNMENT));
@@ -197,7 +167,6 @@ static void store_free(mz_store *s) {
     if (s->tmp_is_named && s->tmp_path && s->unpublished) unlink(s->tmp_path);
     free(s->tmp_path);
     free(s->comment);
-    mz_wb_stop(s);
     free(s->wbuf);
     free(s->path);
     pthread_mutex_destroy(&s->wmu);
@@ -221,7 +190,6 @@ static mz_store *store_new(const char *path, const mmzip_options *o, int writabl
     s->locks_supported = 1;
     s->trailer_len = MZ_TRAILER_FIXED;
     s->written_end = UINT64_MAX;
-    mz_wb_init(&s->wb);
     pthread_mutex_init(&s->wmu, NULL);
     pthread_mutex_init(&s->decode_mu, NULL);
     pthread_rwlock_init(&s->rw, NULL);

@@ -38,37 +38,13 @@ static int check_alignment(mz_store *s, uint32_t *alignment) {
 #define MZ_GATHER_MAX_ENTRY (64u << 10) /* larger entries are written directly */
 #define MZ_GATHER_BUFFER (1u << 20)
 
-/* Writes entry bytes at off, through the write-behind queue if it takes them. Every write of entry bytes
- * goes through here: one that bypasses the queue first waits for it, so writes land in the order made.
- * With late != NULL (v[0] is a local header whose CRC-32 is not filled in), the queue computes the CRC, or,
- * if it declines, it is computed here, into the header and *crc. */
-static int write_in_order(mz_store *s, const mmzip_iovec *v, int n, uint64_t total, uint64_t off,
-                          const mz_late_crc *late, uint32_t *crc) {
-    int st = mz_wb_submit(s, v, n, total, off, late);
-    if (st != MZ_WB_DECLINED) return st;
-    if (late) {
-        uint32_t c = 0;
-        for (int i = 1; i < n; i++) c = mz_crc32(c, v[i].base, (size_t)v[i].len);
-        mz_put32((uint8_t *)v[0].base + MZ_LFH_CRC_AT, c);
-        *crc = c;
-    }
-    st = mz_wb_drain(s);
-    return st ? st : mz_io_writev(s, v, n, off, "put.entry");
-}
-
-static int flush_gathered(mz_store *s) {
+int mz_flush_writes(mz_store *s) {
     if (!s->wbuf_len) return MMZIP_OK;
-    mmzip_iovec v = {s->wbuf, s->wbuf_len};
-    int st = write_in_order(s, &v, 1, s->wbuf_len, s->wbuf_off, NULL, NULL);
+    int st = mz_io_write(s, s->wbuf, s->wbuf_len, s->wbuf_off, "put.entry");
     if (st) return st; /* the buffer stays, so a retried commit writes it again */
     s->wbuf_len = 0;
     __atomic_store_n(&s->written_end, UINT64_MAX, __ATOMIC_RELEASE);
     return MMZIP_OK;
-}
-
-int mz_flush_writes(mz_store *s) {
-    int st = flush_gathered(s);
-    return st ? st : mz_wb_drain(s);
 }
 
 /* Drops gathered bytes at and after `off` (their entries were superseded or rolled back). */
@@ -78,19 +54,17 @@ static void unwrite_from(mz_store *s, uint64_t off) {
     if (!s->wbuf_len) __atomic_store_n(&s->written_end, UINT64_MAX, __ATOMIC_RELEASE);
 }
 
-/* Writes header + data of an entry at lfh_off: gathered if small, directly otherwise (late and crc as for
- * write_in_order; a late CRC is only asked of entries too large to gather). */
-static int write_entry(mz_store *s, const mmzip_iovec *v, int n, uint64_t total, uint64_t lfh_off,
-                       const mz_late_crc *late, uint32_t *crc) {
+/* Writes header + data of an entry at lfh_off: gathered if small, directly otherwise. */
+static int write_entry(mz_store *s, const mmzip_iovec *v, int n, uint64_t total, uint64_t lfh_off) {
     if (total > MZ_GATHER_MAX_ENTRY || (s->wbuf_len && s->wbuf_off + s->wbuf_len != lfh_off) ||
         s->wbuf_len + total > MZ_GATHER_BUFFER) {
-        int st = flush_gathered(s);
+        int st = mz_flush_writes(s);
         if (st) return st;
-        if (total > MZ_GATHER_MAX_ENTRY) return write_in_order(s, v, n, total, lfh_off, late, crc);
+        if (total > MZ_GATHER_MAX_ENTRY) return mz_io_writev(s, v, n, lfh_off, "put.entry");
     }
     if (!s->wbuf) {
         s->wbuf = malloc(MZ_GATHER_BUFFER);
-        if (!s->wbuf) return write_in_order(s, v, n, total, lfh_off, late, crc);
+        if (!s->wbuf) return mz_io_writev(s, v, n, lfh_off, "put.entry");
         s->wbuf_cap = MZ_GATHER_BUFFER;
     }
     if (!s->wbuf_len) s->wbuf_off = lfh_off;
@@ -187,9 +161,11 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
     if (st) return st;
     size_t nlen = strlen(key);
     uint64_t total = 0;
+    uint32_t crc = 0;
     for (int i = 0; i < count; i++) {
         if (iov[i].len && !iov[i].base) return mz_fail(MMZIP_EINVAL, "mmzip_put: NULL data");
         total += iov[i].len;
+        crc = mz_crc32(crc, iov[i].base, (size_t)iov[i].len);
     }
     pthread_mutex_lock(&s->wmu);
     uint32_t head = mz_lookup_head(s, key, nlen);
@@ -197,16 +173,10 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
         pthread_mutex_unlock(&s->wmu);
         return mz_fail(MMZIP_EBUSY, "%s: entry '%s' is reserved and not yet patched", s->path, key);
     }
+    /* Rewriting a key with the bytes it already holds is a no-op: no byte is written. */
     mz_entry *old = mz_visible_version(s, head, 1);
-    /* A large entry's CRC-32 is left to the write-behind thread, off the caller's time, unless it is needed
-     * now: to compare with a version of the key that has as many bytes. */
-    int crc_late = total > MZ_GATHER_MAX_ENTRY && mz_wb_takes(s, total + mz_our_lfh_size(nlen, MZ_MAX_ALIGNMENT)) &&
-                   !(old && old->usize == total);
-    uint32_t crc = 0;
-    for (int i = 0; i < count && !crc_late; i++) crc = mz_crc32(crc, iov[i].base, (size_t)iov[i].len);
-    /* Rewriting a key with the bytes it already holds is a no-op: no byte is written. A pending version is
-     * settled first (its bytes written, its CRC known). */
-    if (old && old->state == MZ_PENDING && old->usize == total && (st = mz_flush_writes(s)) != MMZIP_OK) {
+    if (old && old->state == MZ_PENDING && old->usize == total && old->crc == crc &&
+        (st = mz_flush_writes(s)) != MMZIP_OK) {
         pthread_mutex_unlock(&s->wmu);
         return st;
     }
@@ -241,8 +211,7 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
     v[0].base = hdr;
     v[0].len = hlen;
     for (int i = 0; i < count; i++) v[i + 1] = iov[i];
-    mz_late_crc late = {s->n};
-    st = write_entry(s, v, count + 1, hlen + total, lfh_off, crc_late ? &late : NULL, &crc);
+    st = write_entry(s, v, count + 1, hlen + total, lfh_off);
     free(hdr);
     free(v);
     if (st) goto out;
@@ -560,7 +529,6 @@ int mmzip_rollback(mmzip_t *h) {
 
 int mz_rollback_locked(mz_store *s) {
     int st;
-    mz_wb_discard(s);
     pthread_rwlock_wrlock(&s->rw);
     for (uint32_t i = s->n_committed; i < s->n; i++)
         if (s->e[i].mark & MZ_MARK_RESERVED) mz_map_drop_writable(&s->map, s->e[i].data_off, s->e[i].csize);

@@ -27,7 +27,7 @@ void mz_write_lfh_ex(uint8_t *p, const mz_header_fields *f, const char *name, si
     mz_put16(p + 8, f->method);
     mz_put16(p + 10, f->dos_time);
     mz_put16(p + 12, f->dos_date);
-    mz_put32(p + MZ_LFH_CRC_AT, f->crc);
+    mz_put32(p + 14, f->crc);
     mz_put32(p + 18, 0xFFFFFFFFu);         /* sizes live in the ZIP64 field ... */
     mz_put32(p + 22, 0xFFFFFFFFu);         /* ... which in a local header must hold both */
     mz_put16(p + 26, (uint16_t)name_len);
@@ -62,7 +62,7 @@ void mz_write_cdh_ex(uint8_t *p, const mz_header_fields *f, const char *name, si
     mz_put16(p + 10, f->method);
     mz_put16(p + 12, f->dos_time);
     mz_put16(p + 14, f->dos_date);
-    mz_put32(p + MZ_CDH_CRC_AT, f->crc);
+    mz_put32(p + 16, f->crc);
     mz_put32(p + 20, 0xFFFFFFFFu);
     mz_put32(p + 24, 0xFFFFFFFFu);
     mz_put16(p + 28, (uint16_t)name_len);

@@ -194,12 +194,12 @@ static void test_large_read_split(void) {
     OK(mmzip_close(h));
     mmzip_options o;
     mmzip_options_init(&o);
-    o.threads = 17;
+    o.copy_threads = 17;
     CHECK(mmzip_open(p, "r", &o, &h) == MMZIP_EINVAL);
-    CHECK(strstr(mmzip_last_error(), "threads 17") != NULL);
+    CHECK(strstr(mmzip_last_error(), "copy_threads 17") != NULL);
     const unsigned threads[] = {1, 2, 3, 16, 0};
     for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
-        o.threads = threads[t];
+        o.copy_threads = threads[t];
         OK(mmzip_open(p, "r", &o, &h));
         long mine = 0, all = 0;
         check_read_into_fresh(h, "big", 0, big, src, &mine, &all);
