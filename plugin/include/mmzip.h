@@ -40,6 +40,10 @@
  * (put, reserve, patch, commit, ...) are serialised per store. mmzip_close() must not race with other
  * calls on the same handle. The last-error message (mmzip_last_error()) is per thread.
  *
+ * The library's own threads: a large mmzip_read() may be shared by helper threads (mmzip_options.copy_threads),
+ * created for that call with every signal blocked and joined before it returns. No other thread is ever
+ * started, and none outlives a call.
+ *
  * ERRORS
  *
  * Functions return MMZIP_OK (0) or a negative mmzip_status. On failure, mmzip_last_error() gives a message
