@@ -234,6 +234,16 @@ MMZIP_API const void *mmzip_get_typed(mmzip_t *h, const char *key, size_t elem_s
 MMZIP_API int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t len, size_t *nread);
 
 /*
+ * Copies len bytes from src to dst the way mmzip_read() fills its buffer: whole pages of dst that are not
+ * yet in memory are faulted in at once (8 pages or more), and a copy of 2 MiB or more is split into
+ * page-aligned pieces that helper threads copy beside the caller (mmzip_options.copy_threads of h's store;
+ * h may be NULL for one thread). For zero-copy readers that must hand a copy to someone else, typically
+ * from a pointer mmzip_get() returned into memory the application has just allocated: the HDF5 driver
+ * copies into HDF5's buffers this way. Any readable src works. dst and src must not overlap. Cannot fail.
+ */
+MMZIP_API void mmzip_copy(mmzip_t *h, void *dst, const void *src, size_t len);
+
+/*
  * Calls fn once per visible entry whose name starts with prefix (NULL or "" for all), in name order.
  * info->name is valid only during the call. A non-zero return from fn stops the walk and is returned.
  * fn must not call write functions on the same store.

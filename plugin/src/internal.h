@@ -198,10 +198,10 @@ void mz_prefault_for_copy(void *dst, size_t len);
 
 /* copy.c */
 #define MZ_COPY_THREADS_MAX 16u
-/* Reads len bytes at file offset off into buf, faulting buf's pages in first, split over up to `threads`
- * threads (the caller's included; 0 = mz_copy_threads_auto()) in pieces of at least 1 MiB. Returns 0, or
- * -1 with errno set by the first piece that failed. */
-int mz_copy_out(int fd, void *buf, size_t len, uint64_t off, unsigned threads);
+/* Copies len bytes into buf, faulting buf's pages in first, split over up to `threads` threads (the
+ * caller's included) in page-aligned pieces of at least 1 MiB: read from file fd at offset off, or if fd is
+ * negative copied from src. Returns 0, or -1 with errno set by the first read that failed. */
+int mz_copy_split(int fd, const void *src, void *buf, size_t len, uint64_t off, unsigned threads);
 /* MMZIP_COPY_THREADS from the environment if set, else the CPUs this process may run on, at most 4. */
 unsigned mz_copy_threads_auto(void);
 

@@ -382,7 +382,7 @@ int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t l
         if (st) return st;
         if (offset >= size) return MMZIP_OK;
         size_t k = (size_t)(size - offset < len ? size - offset : len);
-        if (mz_copy_out(s->fd, buf, k, at, s->opts.copy_threads) != 0)
+        if (mz_copy_split(s->fd, NULL, buf, k, at, s->opts.copy_threads) != 0)
             return mz_fail_errno(MMZIP_EIO, errno, "%s: entry '%s': cannot read %zu bytes", s->path, key, k);
         *nread = k;
         return MMZIP_OK;

@@ -131,12 +131,13 @@ static void test_put_get_list(void) {
  * a different path: the whole pages they will fill are faulted in first, in one call. The bytes around the
  * range, in pages the read only partly covers, must not change; nor may a read that ends mid-page. Checked
  * for both ways of copying: pread (large) and the mapping (smaller). */
-/* Reads [offset, offset + len) of key into fresh, untouched memory and checks the bytes against src. Only
- * the page the buffer starts in and the one it ends in are touched beforehand, as by a malloc header; the
- * bytes there outside the buffer must survive. Returns the page faults this thread took and the faults the
- * whole process took (helper threads included) during the read. */
+/* Reads [offset, offset + len) of key into fresh, untouched memory, with mmzip_read or (by_copy) with
+ * mmzip_copy from the pointer mmzip_get gives, and checks the bytes against src. Only the page the buffer
+ * starts in and the one it ends in are touched beforehand, as by a malloc header; the bytes there outside
+ * the buffer must survive. Returns the page faults this thread took and the faults the whole process took
+ * (helper threads included) during the read. */
 static void check_read_into_fresh(mmzip_t *h, const char *key, uint64_t offset, size_t len, const uint8_t *src,
-                                  long *thread_faults, long *process_faults) {
+                                  int by_copy, long *thread_faults, long *process_faults) {
     const size_t pg = (size_t)sysconf(_SC_PAGESIZE), span = len + 4 * pg;
     uint8_t *m = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(m != MAP_FAILED);
@@ -145,10 +146,18 @@ static void check_read_into_fresh(mmzip_t *h, const char *key, uint64_t offset, 
     uint8_t *last_page = (uint8_t *)((uintptr_t)end & ~(uintptr_t)(pg - 1));
     memset(end, 0x5A, (size_t)(last_page + pg - end));
     struct rusage t0, p0, t1, p1;
+    size_t got = 0;
+    const void *view = NULL;
+    uint64_t view_len = 0;
+    if (by_copy) OK(mmzip_get(h, key, &view, &view_len));
     getrusage(RUSAGE_THREAD, &t0);
     getrusage(RUSAGE_SELF, &p0);
-    size_t got = 0;
-    OK(mmzip_read(h, key, offset, dst, len, &got));
+    if (by_copy) {
+        mmzip_copy(h, dst, (const uint8_t *)view + offset, len);
+        got = offset + len <= view_len ? len : 0;
+    } else {
+        OK(mmzip_read(h, key, offset, dst, len, &got));
+    }
     getrusage(RUSAGE_THREAD, &t1);
     getrusage(RUSAGE_SELF, &p1);
     CHECK_EQ_U64(got, len);
@@ -172,16 +181,18 @@ static void test_read_into_untouched_memory(void) {
     OK(mmzip_put(h, "small", src, small, 0));
     OK(mmzip_close(h));
     OK(mmzip_open(p, "r", NULL, &h));
-    check_read_into_fresh(h, "big", 0, big, src, NULL, NULL);
-    check_read_into_fresh(h, "big", 3333, big - 5000, src, NULL, NULL);
-    check_read_into_fresh(h, "small", 0, small, src, NULL, NULL);
-    check_read_into_fresh(h, "small", 77, small - 99, src, NULL, NULL);
+    check_read_into_fresh(h, "big", 0, big, src, 0, NULL, NULL);
+    check_read_into_fresh(h, "big", 3333, big - 5000, src, 0, NULL, NULL);
+    check_read_into_fresh(h, "small", 0, small, src, 0, NULL, NULL);
+    check_read_into_fresh(h, "small", 77, small - 99, src, 0, NULL, NULL);
+    check_read_into_fresh(h, "small", 77, small - 99, src, 1, NULL, NULL);
+    check_read_into_fresh(h, "small", 5, 3000, src, 1, NULL, NULL);
     OK(mmzip_close(h));
     free(src);
 }
 
-/* Large reads are split over helper threads: every split gives the same bytes, and the helpers, not the
- * caller, take the page faults of their pieces. */
+/* Large reads and copies are split over helper threads: every split gives the same bytes, and the helpers,
+ * not the caller, take the page faults of their pieces. */
 static void test_large_read_split(void) {
     const char *p = path_of("split.zip");
     const size_t big = (6u << 20) + 4321;
@@ -201,18 +212,27 @@ static void test_large_read_split(void) {
     for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
         o.copy_threads = threads[t];
         OK(mmzip_open(p, "r", &o, &h));
-        long mine = 0, all = 0;
-        check_read_into_fresh(h, "big", 0, big, src, &mine, &all);
-        /* 1536 fresh pages were faulted in: all by the caller alone, about half of them with two threads. */
-        CHECK(all >= 1536);
-        if (threads[t] == 1) CHECK(mine >= all - 16);
-        if (threads[t] == 2) CHECK(mine <= all * 3 / 4 && mine >= all / 4);
-        if (threads[t] == 16) CHECK(mine <= all / 4); /* 6 pieces of at least 1 MiB */
-        check_read_into_fresh(h, "big", 5555, big - 7777, src, NULL, NULL);
-        check_read_into_fresh(h, "big", big - (2u << 20), 2u << 20, src, NULL, NULL);
-        check_read_into_fresh(h, "big", 1, (2u << 20) - 1, src, NULL, NULL); /* below the split size */
+        /* mmzip_read reads from the file; mmzip_copy copies from the mapping. Both split the same way. */
+        for (int by_copy = 0; by_copy <= 1; by_copy++) {
+            long mine = 0, all = 0;
+            check_read_into_fresh(h, "big", 0, big, src, by_copy, &mine, &all);
+            /* 1536 fresh pages were faulted in: all by the caller alone, about half of them with two threads. */
+            CHECK(all >= 1536);
+            if (threads[t] == 1) CHECK(mine >= all - 16);
+            if (threads[t] == 2) CHECK(mine <= all * 3 / 4 && mine >= all / 4);
+            if (threads[t] == 16) CHECK(mine <= all / 4); /* 6 pieces of at least 1 MiB */
+            check_read_into_fresh(h, "big", 5555, big - 7777, src, by_copy, NULL, NULL);
+            check_read_into_fresh(h, "big", big - (2u << 20), 2u << 20, src, by_copy, NULL, NULL);
+            check_read_into_fresh(h, "big", 1, (2u << 20) - 1, src, by_copy, NULL, NULL); /* below the split */
+        }
         OK(mmzip_close(h));
     }
+    /* Without a handle, mmzip_copy is one thread's copy. */
+    uint8_t *dst = malloc(big);
+    CHECK(dst != NULL);
+    mmzip_copy(NULL, dst, src, big);
+    CHECK(memcmp(dst, src, big) == 0);
+    free(dst);
     free(src);
 }
 
