@@ -132,7 +132,7 @@ static void free_names(name_list *l) {
     memset(l, 0, sizeof *l);
 }
 
-/* mmzip_list holds the directory lock during its walk, so candidates are only collected here and their
+/* mmzip_list_ex holds the directory lock during its walk, so candidates are only collected here and their
  * bytes looked at after the walk. */
 static int collect_candidate(const mmzip_entry_info *info, void *ctx) {
     name_list *l = ctx;
@@ -148,7 +148,7 @@ static int collect_candidate(const mmzip_entry_info *info, void *ctx) {
 int h5mz_find_only_hdf5_member(mmzip_t *archive, const char *archive_path, char **member) {
     *member = NULL;
     name_list candidates = {0};
-    int st = mmzip_list(archive, NULL, collect_candidate, &candidates);
+    int st = mmzip_list_ex(archive, NULL, MMZIP_LIST_NO_DATA_OFFSET, collect_candidate, &candidates);
     if (candidates.failed) {
         free_names(&candidates);
         return h5mz_fail(MMZIP_ENOMEM, "%s: out of memory listing the archive", archive_path);

@@ -80,7 +80,7 @@ int mzn_layout_detect(mmzip_t *archive, mzn_layout *out) {
         }
     }
     scan sc = {UINT64_MAX, NULL, NULL, 0, 0};
-    int st = mmzip_list(archive, NULL, visit, &sc);
+    int st = mmzip_list_ex(archive, NULL, MMZIP_LIST_NO_DATA_OFFSET, visit, &sc);
     if (st == MMZIP_OK) {
         if (sc.first_dir && dir_has_metadata(archive, sc.first_dir))
             st = set_prefix(out, sc.first_dir);

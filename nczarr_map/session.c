@@ -319,7 +319,7 @@ int mzn_session_search(mzn_session *s, const char *prefix, void *nclist) {
     }
     dir[dlen] = '\0';
     child_names c = {dir, dlen, MZN_KEYMAP_INIT, 0};
-    int st = mmzip_list(s->archive, dir, collect_entry, &c);
+    int st = mmzip_list_ex(s->archive, dir, MMZIP_LIST_NO_DATA_OFFSET, collect_entry, &c);
     int rc = NC_NOERR;
     if (st != MMZIP_OK && !c.failed) {
         mzn_diag("%s", mmzip_last_error());

@@ -233,7 +233,7 @@ static int read_groups_and_attrs(mzv_view *v, const found *f) {
 static int analyse(mzv_view *v) {
     found f = {0};
     f.skip = strlen(v->prefix);
-    int st = mmzip_list(v->archive, v->prefix, collect_metadata, &f);
+    int st = mmzip_list_ex(v->archive, v->prefix, MMZIP_LIST_NO_DATA_OFFSET, collect_metadata, &f);
     int rc = NC_NOERR;
     if (f.failed) rc = NC_ENOMEM;
     else if (st != MMZIP_OK) rc = mzv_fail(v, NC_ENCZARR, NULL, "cannot list the archive: %s", mmzip_last_error());

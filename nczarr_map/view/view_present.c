@@ -153,7 +153,7 @@ static int scan_strings(mzv_view *v, mzv_array *a, int *nczarr_char) {
     snprintf(prefix, dlen + 2, "%s/", dir);
     free(dir);
     l.skip = dlen + 1;
-    int st = mmzip_list(v->archive, prefix, collect_name, &l);
+    int st = mmzip_list_ex(v->archive, prefix, MMZIP_LIST_NO_DATA_OFFSET, collect_name, &l);
     free(prefix);
     if (l.failed) {
         free_names(&l);

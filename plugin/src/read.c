@@ -271,17 +271,19 @@ int mmzip_exists(mmzip_t *h, const char *key) {
     return r;
 }
 
-static void fill_info(mz_store *s, mz_entry *e, mmzip_entry_info *info) {
+static void fill_info(mz_store *s, mz_entry *e, mmzip_entry_info *info, int resolve) {
     memset(info, 0, sizeof *info);
     info->name = mz_name(s, e);
     info->name_len = e->name_len;
     info->size = e->usize;
     info->compressed_size = e->csize;
     info->header_offset = e->lfh_off;
-    if (mz_resolve_data(s, e) == MMZIP_OK) info->data_offset = e->data_off;
     info->crc32 = e->crc;
     info->method = e->method;
     info->flags = e->gp_flags;
+    info->pending = e->state == MZ_PENDING;
+    if (!resolve) return;
+    if (mz_resolve_data(s, e) == MMZIP_OK) info->data_offset = e->data_off;
     uint64_t d = info->data_offset;
     uint32_t a = MZ_MAX_ALIGNMENT;
     if (d) {
@@ -301,7 +303,7 @@ int mmzip_stat(mmzip_t *h, const char *key, mmzip_entry_info *info) {
         pthread_rwlock_unlock(&s->rw);
         return mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s'", s->path, key);
     }
-    fill_info(s, e, info);
+    fill_info(s, e, info, 1);
     info->name = key;
     pthread_rwlock_unlock(&s->rw);
     return MMZIP_OK;
@@ -401,7 +403,12 @@ int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t l
 }
 
 int mmzip_list(mmzip_t *h, const char *prefix, mmzip_list_fn fn, void *ctx) {
+    return mmzip_list_ex(h, prefix, 0, fn, ctx);
+}
+
+int mmzip_list_ex(mmzip_t *h, const char *prefix, unsigned flags, mmzip_list_fn fn, void *ctx) {
     if (!h || !fn) return mz_fail(MMZIP_EINVAL, "mmzip_list: NULL argument");
+    if (flags & ~(unsigned)MMZIP_LIST_NO_DATA_OFFSET) return mz_fail(MMZIP_EINVAL, "mmzip_list: unknown flags %#x", flags);
     mz_store *s = h->s;
     size_t plen = prefix ? strlen(prefix) : 0;
     /* The sorted index is built lazily; building needs exclusive access. */
@@ -426,7 +433,7 @@ int mmzip_list(mmzip_t *h, const char *prefix, mmzip_list_fn fn, void *ctx) {
         mz_entry *e = &s->e[s->sorted[k]];
         if (plen && (e->name_len < plen || memcmp(mz_name(s, e), prefix, plen) != 0)) break;
         mmzip_entry_info info;
-        fill_info(s, e, &info);
+        fill_info(s, e, &info, !(flags & MMZIP_LIST_NO_DATA_OFFSET));
         r = fn(&info, ctx);
         if (r) break;
     }

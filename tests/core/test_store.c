@@ -265,6 +265,61 @@ static void test_list_prefix(void) {
     OK(mmzip_close(h));
 }
 
+typedef struct {
+    int n;
+    int with_offset; /* entries whose data_offset and alignment are set */
+} offset_count;
+
+static int count_offsets(const mmzip_entry_info *info, void *ctx) {
+    offset_count *c = ctx;
+    c->n++;
+    if (info->data_offset && info->alignment) c->with_offset++;
+    return 0;
+}
+
+static long process_minor_faults(void) {
+    struct rusage r;
+    getrusage(RUSAGE_SELF, &r);
+    return r.ru_minflt;
+}
+
+/* MMZIP_LIST_NO_DATA_OFFSET lists the same entries without reading their local headers: on a fresh handle
+ * of an archive of 64 KiB entries, a full listing faults in a page per entry, the names-only one none. */
+static void test_list_without_data_offsets(void) {
+    const char *p = path_of("names.zip");
+    const size_t n = 256, size = (64u << 10) + 1;
+    uint8_t *b = malloc(size);
+    CHECK(b != NULL);
+    fill(b, size, 5);
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    OK(mmzip_begin(h));
+    for (size_t i = 0; i < n; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "v/%zu", i);
+        OK(mmzip_put(h, key, b, size, 0));
+    }
+    OK(mmzip_commit(h));
+    OK(mmzip_close(h));
+    free(b);
+
+    OK(mmzip_open(p, "r", NULL, &h));
+    offset_count names = {0, 0}, full = {0, 0};
+    long f0 = process_minor_faults();
+    OK(mmzip_list_ex(h, "v/", MMZIP_LIST_NO_DATA_OFFSET, count_offsets, &names));
+    long f1 = process_minor_faults();
+    OK(mmzip_list(h, "v/", count_offsets, &full));
+    long f2 = process_minor_faults();
+    CHECK_EQ_U64(names.n, n);
+    CHECK_EQ_U64(names.with_offset, 0);
+    CHECK_EQ_U64(full.n, n);
+    CHECK_EQ_U64(full.with_offset, n);
+    CHECK(f1 - f0 < 16);
+    CHECK(f2 - f1 >= (long)n / 2);
+    FAILS_WITH(mmzip_list_ex(h, NULL, 2, count_offsets, &names), MMZIP_EINVAL, "unknown flags");
+    OK(mmzip_close(h));
+}
+
 /* A pointer handed out stays valid and unmoved while later appends grow the file by far more than a page. */
 static void test_pointer_stability(void) {
     const char *p = path_of("stable.zip");
@@ -747,6 +802,7 @@ int main(void) {
     RUN(test_read_into_untouched_memory);
     RUN(test_large_read_split);
     RUN(test_list_prefix);
+    RUN(test_list_without_data_offsets);
     RUN(test_pointer_stability);
     RUN(test_views_read_only);
     RUN(test_typed_view);

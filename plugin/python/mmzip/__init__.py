@@ -199,6 +199,7 @@ class _EntryInfo(ctypes.Structure):
                 ("flags", ctypes.c_uint16), ("alignment", ctypes.c_uint32), ("pending", ctypes.c_int)]
 
 
+_LIST_NO_DATA_OFFSET = 1  # mmzip.h: MMZIP_LIST_NO_DATA_OFFSET
 _LIST_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_EntryInfo), ctypes.c_void_p)
 _core = None
 
@@ -220,10 +221,11 @@ def _lib():
         c.mmzip_refresh.argtypes = [vp]
         c.mmzip_exists.argtypes = [vp, cp]
         c.mmzip_list.argtypes = [vp, cp, _LIST_FN, vp]
+        c.mmzip_list_ex.argtypes = [vp, cp, ctypes.c_uint, _LIST_FN, vp]
         c.mmzip_last_error.restype = cp
         c.mmzip_version.restype = cp
         for f in (c.mmzip_open, c.mmzip_close, c.mmzip_discard, c.mmzip_get, c.mmzip_put, c.mmzip_remove, c.mmzip_begin,
-                  c.mmzip_commit, c.mmzip_rollback, c.mmzip_refresh, c.mmzip_exists, c.mmzip_list):
+                  c.mmzip_commit, c.mmzip_rollback, c.mmzip_refresh, c.mmzip_exists, c.mmzip_list, c.mmzip_list_ex):
             f.restype = i
         _core = c
     return _core
@@ -300,7 +302,9 @@ class Archive:
             names.append(ctypes.string_at(i.name, i.name_len).decode("utf-8", "replace"))
             return 0
 
-        _check(_lib().mmzip_list(self._h, prefix.encode() if prefix else None, _LIST_FN(cb), None))
+        # Names only: skip reading every entry's local header (_LIST_NO_DATA_OFFSET).
+        _check(_lib().mmzip_list_ex(self._h, prefix.encode() if prefix else None, _LIST_NO_DATA_OFFSET,
+                                    _LIST_FN(cb), None))
         return names
 
     def __iter__(self):
