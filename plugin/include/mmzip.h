@@ -40,9 +40,9 @@
  * (put, reserve, patch, commit, ...) are serialised per store. mmzip_close() must not race with other
  * calls on the same handle. The last-error message (mmzip_last_error()) is per thread.
  *
- * The library's own threads: a large mmzip_read() may be shared by helper threads (mmzip_options.copy_threads),
- * created for that call with every signal blocked and joined before it returns. No other thread is ever
- * started, and none outlives a call.
+ * The library's own threads: a large mmzip_read() or mmzip_copy() may be shared by helper threads
+ * (mmzip_options.copy_threads), created for that call with every signal blocked and joined before it
+ * returns. No other thread is ever started, and none outlives a call.
  *
  * ERRORS
  *

@@ -46,7 +46,7 @@ static void resolve_auto_threads(void) {
     auto_threads = cpus < 1 ? 1 : (unsigned)cpus > MZ_COPY_THREADS_AUTO_MAX ? MZ_COPY_THREADS_AUTO_MAX : (unsigned)cpus;
 }
 
-unsigned mz_copy_threads_auto(void) {
+static unsigned copy_threads_auto(void) {
     pthread_once(&auto_once, resolve_auto_threads);
     return auto_threads;
 }
@@ -77,7 +77,7 @@ static void *copy_piece_thread(void *arg) {
 
 int mz_copy_split(int fd, const void *src, void *buf, size_t len, uint64_t off, unsigned threads) {
     size_t pg = mz_page_size ? mz_page_size : 4096;
-    unsigned n = threads ? threads : mz_copy_threads_auto();
+    unsigned n = threads ? threads : copy_threads_auto();
     if (n > MZ_COPY_THREADS_MAX) n = MZ_COPY_THREADS_MAX;
     if (n > len / MZ_COPY_PIECE_MIN) n = (unsigned)(len / MZ_COPY_PIECE_MIN);
     if (n <= 1) {

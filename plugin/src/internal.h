@@ -13,7 +13,7 @@
  *   recovery.c     repairing a file left by a killed writer, at writable open
  *   store.c        opening and closing stores, the per-process registry, handles
  *   read.c         get, read, typed views, inflate, CRC checks
- *   copy.c         copying large stored ranges out to the caller, split over helper threads
+ *   copy.c         copying large ranges out to the caller (mmzip_read, mmzip_copy), split over helper threads
  *   write.c        put, reserve, patch, remove, begin, commit, rollback
  *   check.c        full verification of an archive
  *   pack.c         rewriting an archive without dead space
@@ -199,11 +199,10 @@ void mz_prefault_for_copy(void *dst, size_t len);
 /* copy.c */
 #define MZ_COPY_THREADS_MAX 16u
 /* Copies len bytes into buf, faulting buf's pages in first, split over up to `threads` threads (the
- * caller's included) in page-aligned pieces of at least 1 MiB: read from file fd at offset off, or if fd is
- * negative copied from src. Returns 0, or -1 with errno set by the first read that failed. */
+ * caller's included; 0 = $MMZIP_COPY_THREADS, else the CPUs this process may run on, at most 4) in
+ * page-aligned pieces of at least 1 MiB: read from file fd at offset off, or if fd is negative copied from
+ * src. Returns 0, or -1 with errno set by the first read that failed. */
 int mz_copy_split(int fd, const void *src, void *buf, size_t len, uint64_t off, unsigned threads);
-/* MMZIP_COPY_THREADS from the environment if set, else the CPUs this process may run on, at most 4. */
-unsigned mz_copy_threads_auto(void);
 
 #define MZ_NONE UINT32_MAX
 enum { MZ_COMMITTED = 0, MZ_PENDING = 1 };
