@@ -358,6 +358,14 @@ typedef struct mmzip_info {
     uint64_t torn_tail;        /* read-only handles: entries at the end of the directory whose local header is
                                 * missing (a writer that publishes its directory first was interrupted); they are
                                 * hidden, and the next writable open rolls them back */
+    uint64_t free_bytes;       /* bytes between the last entry and the directory: the slack a writer leaves
+                                * for its next commits (a hole, no disk used; pack removes it), or unreferenced
+                                * bytes of a foreign archive. Not counted in dead_bytes */
+    int end_follows_directory; /* the end records sit right after the directory they describe and are the
+                                * last bytes of the file, with nothing prepended: the layout every ZIP reader
+                                * accepts (Python's zipfile requires it). Every state mmzip's writer leaves has
+                                * it; a file with bytes after its end records, or a forwarding trailer of an
+                                * older mmzip, does not */
 } mmzip_info;
 
 MMZIP_API int mmzip_get_info(mmzip_t *h, mmzip_info *info);

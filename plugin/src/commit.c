@@ -1,23 +1,25 @@
 /*
  * commit.c - the commit protocol (docs/protocol.md is its specification and proof).
  *
- * At rest an archive is exactly [entries][central directory][trailer]. New entries must go where the
- * directory is, so before anything is written there the committed directory is *relocated* past the end of
- * the file, in three steps that each leave a complete, valid trailer as the last bytes of the file:
+ * The file is always [entries][slack][central directory][end records]: the end records right after the
+ * directory they describe, as the last bytes of the file, so that every ZIP reader (Python's zipfile
+ * insists on it) can read every state a writer leaves, not only the committed ones. The slack is free
+ * space (a hole) between the last entry and the directory; new entries go at its bottom.
  *
- *   R1  forward trailer: one write, within one page, of a trailer placed at the new end of the file that
- *       points back at the directory where it is. The file grows and its last bytes are a trailer at every
- *       instant (a write within one page is never torn by SIGKILL).
- *   R2  copy: the directory is copied into the gap just before that trailer (bytes nobody refers to).
- *   R3  switch: the trailer is rewritten in place to point at the copy.
+ * A commit writes the new directory and end records at the *top* of the slack, ending exactly where the
+ * published directory begins, so that no byte a reader may still be reading is touched, then cuts the file
+ * there with one ftruncate (the commit point): the published directory falls off the end, the new end
+ * records become the last bytes. The slack shrinks by what the commit wrote.
  *
- * Now the old directory is dead space and the entries, the new directory and the new trailer are written
- * into it (bytes nobody refers to). The commit point is one ftruncate that cuts the file just after the
- * new trailer: the relocated directory falls off the end, the new trailer becomes the last bytes. Readers
- * in other processes hold a shared lock while they read a trailer and directory; the writer holds it
- * exclusively only during R1-R3 and the truncate.
+ * When the slack is too small, the directory is *relocated*: a complete copy of the directory followed by
+ * end records that point at it is written past the end of the file with one write. Until that write ends,
+ * the old end records and directory stay intact below; then the copy is the valid end of the file. The relocation leaves slack for MZ_SLACK_COMMITS commits of
+ * the current directory size, so that it is rare: it is the one step during which a third-party reader that
+ * looks only at the end of the file can find no end records there (docs/protocol.md §3.5).
  *
- * Durable mode inserts the barriers: fdatasync after R2, after R3, after the new directory is written, and
+ * Readers in other processes that follow mmzip's rules hold a shared lock while they read end records and
+ * directory; the writer holds it exclusively during a relocation and at the commit point. Durable mode
+ * inserts the barriers: fdatasync after the relocation's copy, after the new directory is written, and
  * fsync after the truncate.
  */
 #include "internal.h"
@@ -30,68 +32,77 @@
 #include <unistd.h>
 
 #define MZ_MIN_GAP (64u << 10)
+/* A relocation leaves room for this many commits of the current directory: it is the protocol's only
+ * window for third-party readers, and each commit consumes about one directory's size of slack. */
+#define MZ_SLACK_COMMITS 32u
 
-/* Trailer position at or after `at` such that it is 8-byte aligned and does not cross a page boundary. */
-static uint64_t trailer_slot(uint64_t at, uint64_t tlen) {
-    uint64_t pg = mz_page_size ? mz_page_size : 4096;
-    uint64_t t = (at + 7) & ~(uint64_t)7;
-    if (tlen <= pg && (t % pg) + tlen > pg) t = (t / pg + 1) * pg;
-    return t;
+/* End records that lie within one 512-byte sector can be rewritten in place (the commit point of §3.3 of
+ * docs/protocol.md): neither SIGKILL nor a power loss tears a write that does not cross a sector. */
+#define MZ_SECTOR 512u
+static int in_one_sector(uint64_t pos, uint64_t len) { return len <= MZ_SECTOR && pos % MZ_SECTOR + len <= MZ_SECTOR; }
+
+/* The highest end of end records of length tlen at or below `end` that keeps them within one sector. */
+static uint64_t sector_end_below(uint64_t end, uint64_t tlen) {
+    if (tlen > MZ_SECTOR || in_one_sector(end - tlen, tlen)) return end;
+    return end / MZ_SECTOR * MZ_SECTOR;
 }
 
 int mz_ensure_room(mz_store *s, uint64_t end) {
     if (end <= s->free_limit) return MMZIP_OK;
-    /* Leave a gap that grows with the batch, so that a long batch relocates the directory only
-     * logarithmically often. The gap is a hole: it costs no disk and is cut off at commit. */
-    uint64_t used = end - s->data_end;
-    uint64_t gap = used > MZ_MIN_GAP ? used : MZ_MIN_GAP;
-    uint64_t bmin = end + gap;
-    if (bmin < s->file_size) bmin = s->file_size;
     uint64_t tlen = mz_trailer_len(s->comment_len); /* relocations always write ZIP64 end records */
     uint64_t cdl = s->cd_committed_len;
-    uint64_t t0 = trailer_slot(bmin + cdl, tlen);
-    uint64_t b = t0 - cdl, s1 = t0 + tlen;
+    /* The slack grows with the batch (a long batch relocates only logarithmically often) and with the
+     * directory (commits one by one relocate once every MZ_SLACK_COMMITS commits). It is a hole: it costs no
+     * disk, and the commits fill it from both ends. */
+    uint64_t used = end - s->data_end;
+    uint64_t gap = (uint64_t)MZ_SLACK_COMMITS * (cdl + tlen);
+    if (gap < used) gap = used;
+    if (gap < MZ_MIN_GAP) gap = MZ_MIN_GAP;
+    if (gap < s->file_size / 4) gap = s->file_size / 4; /* relocations logarithmic in the file's growth */
+    uint64_t b = end + gap;
+    if (b < s->file_size) b = s->file_size;
+    /* The end records within one sector, so that the commits that follow can rewrite them in place. */
+    if (!in_one_sector(b + cdl, tlen) && tlen <= MZ_SECTOR) b = ((b + cdl) / MZ_SECTOR + 1) * MZ_SECTOR - cdl;
+    uint64_t s1 = b + cdl + tlen;
     if (s1 > s->map.reserved) {
         /* Retry without the slack before giving up. */
-        bmin = end > s->file_size ? end : s->file_size;
-        t0 = trailer_slot(bmin + cdl, tlen);
-        b = t0 - cdl;
-        s1 = t0 + tlen;
+        b = end > s->file_size ? end : s->file_size;
+        s1 = b + cdl + tlen;
         if (s1 > s->map.reserved)
             return mz_fail(MMZIP_ETOOBIG, "%s: the archive would grow to %llu bytes, past max_file_size (%llu); "
                            "reopen with a larger max_file_size", s->path, (unsigned long long)s1,
                            (unsigned long long)s->map.reserved);
     }
-    uint8_t *tr = malloc(tlen);
-    if (!tr) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    uint8_t *buf = malloc(cdl + tlen);
+    if (!buf) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    memcpy(buf, s->cd, cdl);
+    mz_write_trailer(buf + cdl, s->n_committed, cdl, b, b + cdl, s->comment, s->comment_len);
     uint64_t old_size = s->file_size;
     int st;
     mz_lock_commit(s->fd, 1);
-    /* R1: forward trailer at the new end, pointing at the directory where it lies now. */
-    mz_write_trailer(tr, s->n_committed, s->cd_size, s->cd_pos, t0, s->comment, s->comment_len);
-    st = mz_io_write(s, tr, tlen, t0, "relocate.forward_trailer");
+    /* The copy and its end records, in one write past the end of the file (the gap before it becomes a
+     * hole): the old end records and directory stay intact below, and the file's tail is incomplete for
+     * the duration of this one system call only - an ftruncate first would expose zeros until the write,
+     * and a writer can be preempted in between. */
+    st = mz_io_write(s, buf, cdl + tlen, b, "relocate.directory_copy");
     if (st) goto out;
     s->file_size = s1;
-    /* R2: the copy of the directory. */
-    st = mz_io_write(s, s->cd, cdl, b, "relocate.directory_copy");
-    if (st) goto out;
+    /* Durable: the copy, its end records and the new size are on disk before any write reaches the old
+     * directory, which is free space from now on. */
     st = mz_io_barrier(s, 0, "relocate.sync_copy");
-    if (st) goto out;
-    /* R3: switch the trailer to the copy. */
-    mz_write_trailer(tr, s->n_committed, cdl, b, t0, s->comment, s->comment_len);
-    st = mz_io_write(s, tr, tlen, t0, "relocate.switch");
-    if (st) goto out;
-    st = mz_io_barrier(s, 0, "relocate.sync_switch");
     if (st) goto out;
     s->cd_pos = b;
     s->cd_size = cdl;
+    s->trailer_len = tlen;
+    s->zip64 = 1;
     s->free_limit = b;
     s->zero_from = old_size > s->pending_end ? old_size : s->pending_end;
-    s->compact = 0;
+    s->compact = s->clean = s->slack_hole = 0; /* the old directory lies in the slack now */
+    s->end_follows_cd = 1;
     st = mz_map_cover(&s->map, s->fd, s->file_size, s->path);
 out:
     mz_unlock_commit(s->fd);
-    free(tr);
+    free(buf);
     return st;
 }
 
@@ -240,11 +251,70 @@ int mz_neutralize_dead_start(mz_store *s) {
     return MMZIP_OK;
 }
 
+/*
+ * The commit of a batch that only adds entries (§3.3 of docs/protocol.md): their directory records are written
+ * just below the published directory, which they extend downwards, and the end records are rewritten in
+ * place, within one sector, to take them in. The file keeps its size and no byte a reader may be reading
+ * changes, except the end records themselves, whose old and new forms both describe a complete directory.
+ * Returns MMZIP_OK with *done = 0 when the batch or the file does not allow it.
+ */
+static int commit_additions(mz_store *s, uint64_t x, int *done) {
+    *done = 0;
+    uint64_t r = s->cd_len - s->cd_committed_len, tlen = s->trailer_len, tpos = s->cd_pos + s->cd_size;
+    if (s->n_shadowed || s->n_dead || s->open_reservations || !s->n_pending_live || !s->n_committed ||
+        !s->zip64 || !s->end_follows_cd || tlen != mz_trailer_len(s->comment_len) || tpos + tlen != s->file_size ||
+        !in_one_sector(tpos, tlen))
+        return MMZIP_OK;
+    int st = mz_ensure_room(s, x + r);
+    if (st) return st;
+    tpos = s->cd_pos + s->cd_size; /* a relocation moved them */
+    if (tpos + tlen != s->file_size || !in_one_sector(tpos, tlen) || s->cd_pos < x + r) return MMZIP_OK;
+    uint64_t xd = s->cd_pos - r;
+    st = mz_io_write(s, s->cd + s->cd_committed_len, r, xd, "commit.records");
+    if (st) return st;
+    st = mz_io_barrier(s, 0, "commit.sync_records");
+    if (st) return st;
+    uint8_t tr[MZ_SECTOR];
+    mz_write_trailer(tr, s->n, s->cd_size + r, xd, tpos, s->comment, s->comment_len);
+    /* The commit point. */
+    mz_lock_commit(s->fd, 1);
+    st = mz_io_write(s, tr, tlen, tpos, "commit.switch");
+    mz_unlock_commit(s->fd);
+    if (st) return st;
+    st = mz_io_barrier(s, 1, "commit.sync_switch");
+    *done = 1;
+    uint64_t junk_end = s->zero_from < xd ? s->zero_from : xd;
+    if (!st && junk_end > x) st = mz_io_zero(s, x, junk_end - x, "commit.clear_slack");
+    s->cd_pos = xd;
+    s->cd_size += r;
+    s->data_end = s->pending_end = s->zero_from = x;
+    s->free_limit = xd;
+    s->compact = xd == x;
+    s->clean = s->slack_hole = s->end_follows_cd = 1;
+    s->bytes_since_commit = 0;
+    int st2 = settle_table(s, NULL, 0);
+    if (!st) st = st2;
+    if (s->unpublished) {
+        st2 = mz_publish(s);
+        if (!st) st = st2;
+    }
+    return st;
+}
+
 int mz_commit_locked(mz_store *s, int force_compact) {
     int changes = s->n_pending_live || s->n_shadowed || s->n_dead;
     if (!changes && (s->compact || !force_compact)) {
         s->pending_end = s->data_end;
         return MMZIP_OK;
+    }
+    if (!force_compact) {
+        int done, st = mz_flush_writes(s); /* entries before any directory that names them */
+        if (st) return st;
+        uint64_t x = s->data_end;
+        for (uint32_t i = s->n_committed; i < s->n; i++)
+            if (s->e[i].data_off + s->e[i].csize > x) x = s->e[i].data_off + s->e[i].csize;
+        st = commit_additions(s, x, &done);
+        if (st || done) return st;
     }
     uint8_t *img = NULL;
     uint64_t img_len = 0;
@@ -263,9 +333,14 @@ int mz_commit_locked(mz_store *s, int force_compact) {
     }
     s->pending_end = x;
     uint64_t tlen = mz_end_len(count, s->comment_len);
-    uint64_t eof1 = x + img_len + tlen;
-    st = mz_ensure_room(s, eof1);
+    st = mz_ensure_room(s, x + img_len + tlen + MZ_SECTOR);
     if (st) goto fail;
+    /* The new directory goes at the top of the slack, ending where the published one begins, which stays
+     * untouched until the truncate. Compaction (recovery, and an archive left empty, whose plain end record
+     * 7-Zip wants alone) puts it right after the data instead. */
+    int low = force_compact || count == 0;
+    uint64_t xd = low ? x : sector_end_below(s->free_limit, tlen) - tlen - img_len;
+    uint64_t eof1 = xd + img_len + tlen;
     uint8_t *buf = malloc(img_len + tlen);
     if (!buf) {
         st = mz_fail(MMZIP_ENOMEM, "%s: out of memory for a %llu-byte directory", s->path,
@@ -273,8 +348,8 @@ int mz_commit_locked(mz_store *s, int force_compact) {
         goto fail;
     }
     memcpy(buf, dir, img_len);
-    mz_write_end(buf + img_len, count, img_len, x, s->comment, s->comment_len);
-    st = mz_io_write(s, buf, img_len + tlen, x, "commit.directory");
+    mz_write_end(buf + img_len, count, img_len, xd, s->comment, s->comment_len);
+    st = mz_io_write(s, buf, img_len + tlen, xd, "commit.directory");
     free(buf);
     if (st) goto fail;
     st = mz_io_barrier(s, 0, "commit.sync_directory");
@@ -288,10 +363,16 @@ int mz_commit_locked(mz_store *s, int force_compact) {
     s->file_size = eof1;
     s->trailer_len = tlen;
     s->zip64 = count > 0;
-    s->cd_pos = x;
+    s->cd_pos = xd;
     s->cd_size = img_len;
-    s->data_end = s->pending_end = s->free_limit = s->zero_from = x;
-    s->compact = 1;
+    /* Bytes left in the slack (entries dropped from this commit, an older directory) become a hole again,
+     * so that the slack never holds anything a tool scanning the file could take for a record. */
+    uint64_t junk_end = s->zero_from < xd ? s->zero_from : xd;
+    if (!st && junk_end > x) st = mz_io_zero(s, x, junk_end - x, "commit.clear_slack");
+    s->data_end = s->pending_end = s->zero_from = x;
+    s->free_limit = xd;
+    s->compact = xd == x;
+    s->clean = s->slack_hole = s->end_follows_cd = 1;
     s->bytes_since_commit = 0;
     {
         int st2 = settle_table(s, img, img_len);
@@ -320,7 +401,7 @@ int mz_write_empty(mz_store *s) {
     s->trailer_len = tlen;
     s->cd_pos = s->cd_size = 0;
     s->data_end = s->pending_end = s->free_limit = s->zero_from = 0;
-    s->compact = 1;
+    s->compact = s->clean = s->slack_hole = s->end_follows_cd = 1;
     s->zip64 = 0;
     return mz_map_cover(&s->map, s->fd, s->file_size, s->path);
 }

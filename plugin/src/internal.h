@@ -334,6 +334,9 @@ typedef struct mz_store {
     uint16_t comment_len;
     int zip64;
     int compact;                   /* the file is exactly [entries][directory][trailer] */
+    int clean;                     /* [entries][slack][directory][trailer], the slack a hole: what commits leave */
+    int end_follows_cd;            /* the end records follow their directory and end the file */
+    int slack_hole;                /* nothing but a hole between the last entry and the directory */
     int cd_adjacent;               /* the directory ends where the end records begin */
     uint64_t concat;               /* bytes prepended after the archive was written */
     int old_fd;                    /* publish-on-commit over an existing file: its writer lock, or -1 */

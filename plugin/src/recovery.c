@@ -140,6 +140,17 @@ static void remove_stale_temps(const char *archive_path) {
     closedir(d);
 }
 
+/* Whether [lo, hi) reads as zeros: the slack of an archive copied without its holes (cp, shutil.copy). */
+static int reads_as_zeros(mz_store *s, uint64_t lo, uint64_t hi) {
+    static const uint8_t zero[4096];
+    while (lo < hi) {
+        uint64_t n = hi - lo < sizeof zero ? hi - lo : sizeof zero;
+        if (memcmp(s->map.base + lo, zero, (size_t)n) != 0) return 0;
+        lo += n;
+    }
+    return 1;
+}
+
 int mz_recover_locked(mz_store *s) {
     remove_stale_temps(s->path);
     uint64_t trailer_end = s->trailer_key[0];
@@ -148,21 +159,27 @@ int mz_recover_locked(mz_store *s) {
     if (s->concat) {
         st = absolutize(s);
         if (st) return st;
-        s->compact = 0;
+        s->compact = s->clean = s->end_follows_cd = 0;
+    }
+    if (!s->slack_hole && s->cd_pos > s->data_end && s->cd_pos <= s->file_size &&
+        reads_as_zeros(s, s->data_end, s->cd_pos)) {
+        s->slack_hole = 1;
+        s->clean = s->end_follows_cd && (s->n_committed > 0 || s->compact);
     }
     uint32_t rolled = roll_back_torn_tail(s);
     s->rolled_back = rolled;
     /* A writer killed right after its commit point may not have neutralized a dead first header. */
-    if (!rolled && !torn && s->compact) return mz_neutralize_dead_start(s);
+    if (!rolled && !torn && s->clean) return mz_neutralize_dead_start(s);
     uint64_t before = s->file_size;
-    if (!rolled && torn && s->cd_adjacent && s->cd_pos == s->data_end) {
-        /* [entries][directory][trailer][debris]: cutting the debris off is the whole repair. */
+    if (!rolled && torn && s->cd_adjacent && s->concat == 0 && s->slack_hole) {
+        /* [entries][slack][directory][trailer][debris]: cutting the debris off is the whole repair. */
         st = mz_io_truncate(s, trailer_end, "recover.truncate");
         if (st) return st;
         st = mz_io_barrier(s, 1, "recover.sync");
         if (st) return st;
         s->file_size = trailer_end;
-        s->compact = 1;
+        s->clean = s->end_follows_cd = 1;
+        s->compact = s->cd_pos == s->data_end;
         st = mz_neutralize_dead_start(s);
         if (st) return st;
     } else {
@@ -185,8 +202,10 @@ int mmzip_recover(const char *path, uint64_t *discarded) {
     mz_store *s = h->s;
     pthread_mutex_lock(&s->wmu);
     uint64_t before = s->file_size + s->recovered_bytes;
-    /* Beyond what every writable open repairs: move a relocated directory back behind the data. */
-    st = mz_commit_locked(s, 1);
+    /* Beyond what every writable open repairs: a directory that is not right before its end records (an
+     * older mmzip's forwarding trailer) goes back behind the data. The slack below a directory is not
+     * damage: it stays (pack removes it). */
+    st = s->clean ? MMZIP_OK : mz_commit_locked(s, 1);
     uint64_t after = s->file_size;
     pthread_mutex_unlock(&s->wmu);
     int st2 = mmzip_close(h);

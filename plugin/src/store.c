@@ -91,6 +91,23 @@ static int compute_layout(mz_store *s) {
     }
 }
 
+/*
+ * Whether [lo, hi) reads as zeros without holding any block: the slack every commit leaves below its
+ * directory is a hole (commit.c punches whatever it does not need). Anything else there was written after
+ * the last commit (entries of a batch that never committed, or the directory a relocation moved away) and
+ * the next writable open compacts it away. Partial blocks at both ends belong to the neighbours. A file
+ * system that cannot tell holes answers "data", which only costs a compaction.
+ */
+static int slack_is_hole(int fd, uint64_t lo, uint64_t hi) {
+    const uint64_t blk = 4096;
+    lo = (lo + blk - 1) / blk * blk;
+    hi = hi / blk * blk;
+    if (lo >= hi) return 1;
+    off_t d = lseek(fd, (off_t)lo, SEEK_DATA);
+    if (d < 0) return errno == ENXIO; /* no data at or after lo */
+    return (uint64_t)d >= hi;
+}
+
 int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     mz_table_free(s);
     s->e = cd->entries;
@@ -116,7 +133,15 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     uint64_t records = t->zip64 ? t->z64_pos : t->eocd_pos;
     s->cd_adjacent = s->cd_pos + s->cd_size == records;
     s->concat = t->concat;
-    s->compact = s->cd_pos == s->data_end && s->cd_adjacent && t->end == s->file_size && t->concat == 0;
+    s->end_follows_cd = s->cd_adjacent && t->end == s->file_size && t->concat == 0;
+    s->slack_hole = s->cd_pos >= s->data_end &&
+                    (s->cd_pos == s->data_end || slack_is_hole(s->fd, s->data_end, s->cd_pos));
+    s->clean = s->end_follows_cd && s->slack_hole;
+    /* An archive without entries is clean only compact: ZIP64 end records with no entries above slack are a
+     * relocation whose first commit never came, which the next writable open turns back into the plain end
+     * record (unzip refuses the other form). */
+    if (s->n == 0 && s->cd_pos != s->data_end) s->clean = 0;
+    s->compact = s->clean && s->cd_pos == s->data_end;
     s->pending_end = s->data_end;
     s->free_limit = s->cd_pos;
     s->zero_from = s->cd_pos;
@@ -466,7 +491,16 @@ int mmzip_refresh(mmzip_t *h) {
         r = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
         goto out;
     }
-    if ((uint64_t)fs.st_size == s->file_size && (uint64_t)fs.st_size == s->trailer_key[0]) goto out;
+    if ((uint64_t)fs.st_size == s->file_size && (uint64_t)fs.st_size == s->trailer_key[0]) {
+        /* Commits that only add entries rewrite the end records in place and keep the size (protocol.md
+         * §3.3): the size alone does not tell; the ZIP64 end record's counts and directory do. */
+        uint8_t z[MZ_Z64_EOCD_FIXED];
+        if (!s->zip64 || s->trailer_len < MZ_TRAILER_FIXED ||
+            mz_pread_full(s->fd, z, sizeof z, s->file_size - s->trailer_len) != 0 ||
+            mz_get32(z) != MZ_SIG_Z64_EOCD ||
+            (mz_get64(z + 48) ^ (mz_get64(z + 40) << 20) ^ (mz_get64(z + 32) << 40)) == s->trailer_key[1])
+            goto out;
+    }
     {
         mz_source src = {mz_read_fd, (void *)(intptr_t)s->fd, (uint64_t)fs.st_size, s->path, s->fd};
         mz_trailer t;
@@ -515,7 +549,9 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
     info->live_bytes = live;
     info->directory_bytes = s->cd_size + s->trailer_len;
     info->prefix_bytes = s->prefix;
-    uint64_t accounted = live + info->directory_bytes + info->prefix_bytes;
+    info->free_bytes = s->cd_pos > s->data_end ? s->cd_pos - s->data_end : 0;
+    info->end_follows_directory = s->end_follows_cd;
+    uint64_t accounted = live + info->directory_bytes + info->prefix_bytes + info->free_bytes;
     info->dead_bytes = s->file_size > accounted ? s->file_size - accounted : 0;
     info->alignment = s->opts.alignment;
     info->min_alignment = min_align ? min_align : s->opts.alignment;

@@ -134,7 +134,9 @@ def test_killed_appender():
             g.write(f.read())
         length = timed([PYTHON, "-c", APPENDER, reference])
         complete = {k: v[1:] for k, v in ls_zip(reference).items()}
-        before = digest(original)
+        # Entries, not bytes: a writer killed after it moved the directory up leaves the old commit, which
+        # recovery writes back compactly (docs/protocol.md §6), without the slack the original had.
+        before = {k: v[1:] for k, v in ls_zip(original).items()}
         outcomes = []
         for i in range(6):
             target = os.path.join(d, "victim%d.zarr.zip" % i)

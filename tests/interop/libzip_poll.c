@@ -1,0 +1,128 @@
+/*
+ * libzip_poll - polls an archive that another process is appending to, the way a libzip user would, and
+ * checks every byte it is given.
+ *
+ *   usage: libzip_poll ARCHIVE STOP_FILE
+ *
+ * Until STOP_FILE exists: zip_open(ARCHIVE, ZIP_RDONLY | ZIP_CHECKCONS), list the entries, read the newest
+ * one (the greatest name) in full through zip_fread, which checks its CRC-32 after the last byte, and
+ * compare it with the content its name implies (readers_during_append.py: the name followed by '|',
+ * repeated and cut at the size the name ends with). One line per poll on stdout:
+ *   ok
+ *   fail <libzip's message>        the archive or the entry was refused
+ *   crc <name>                     libzip read bytes whose CRC-32 is wrong
+ *   wrong <name>                   libzip handed out bytes that differ from what was written
+ * ZIP_CHECKCONS makes libzip compare every local header with its directory record and the end records with
+ * the file's layout, the strictest reading of the archive a third-party reader does.
+ */
+#include <zip.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The size an entry name "k/NNNNNNN.SIZE" ends with, or -1. */
+static long long name_size(const char *name) {
+    const char *dot = strrchr(name, '.');
+    if (!dot || !dot[1]) return -1;
+    char *end;
+    long long v = strtoll(dot + 1, &end, 10);
+    return *end ? -1 : v;
+}
+
+static int content_ok(const char *name, const unsigned char *data, zip_uint64_t size) {
+    size_t plen = strlen(name) + 1;
+    for (zip_uint64_t i = 0; i < size; i++) {
+        size_t k = (size_t)(i % plen);
+        unsigned char want = k + 1 == plen ? '|' : (unsigned char)name[k];
+        if (data[i] != want) return 0;
+    }
+    return 1;
+}
+
+static void poll_once(const char *path) {
+    int err = 0;
+    zip_t *za = zip_open(path, ZIP_RDONLY | ZIP_CHECKCONS, &err);
+    if (!za) {
+        zip_error_t ze;
+        zip_error_init_with_code(&ze, err);
+        printf("fail zip_open: %s\n", zip_error_strerror(&ze));
+        zip_error_fini(&ze);
+        return;
+    }
+    zip_int64_t n = zip_get_num_entries(za, 0);
+    const char *newest = NULL;
+    zip_uint64_t newest_i = 0;
+    for (zip_int64_t i = 0; i < n; i++) {
+        const char *nm = zip_get_name(za, (zip_uint64_t)i, 0);
+        if (!nm) {
+            printf("fail zip_get_name: %s\n", zip_strerror(za));
+            zip_discard(za);
+            return;
+        }
+        if (!newest || strcmp(nm, newest) > 0) {
+            newest = nm;
+            newest_i = (zip_uint64_t)i;
+        }
+    }
+    if (!newest) {
+        printf("ok\n");
+        zip_discard(za);
+        return;
+    }
+    char name[512];
+    snprintf(name, sizeof name, "%s", newest);
+    zip_stat_t zs;
+    long long want = name_size(name);
+    if (zip_stat_index(za, newest_i, 0, &zs) != 0 || want < 0 || (zs.valid & ZIP_STAT_SIZE) == 0 ||
+        zs.size != (zip_uint64_t)want) {
+        printf("wrong %s (size %llu, expected %lld)\n", name, (unsigned long long)zs.size, want);
+        zip_discard(za);
+        return;
+    }
+    unsigned char *buf = malloc(zs.size + 1);
+    zip_file_t *zf = buf ? zip_fopen_index(za, newest_i, 0) : NULL;
+    if (!zf) {
+        printf("fail zip_fopen: %s\n", zip_strerror(za));
+        free(buf);
+        zip_discard(za);
+        return;
+    }
+    zip_uint64_t got = 0;
+    for (;;) {
+        zip_int64_t r = zip_fread(zf, buf + got, zs.size - got + 1 > 65536 ? 65536 : zs.size - got + 1);
+        if (r < 0) {
+            zip_error_t *e = zip_file_get_error(zf);
+            if (zip_error_code_zip(e) == ZIP_ER_CRC) printf("crc %s\n", name);
+            else printf("fail zip_fread: %s\n", zip_error_strerror(e));
+            zip_fclose(zf);
+            free(buf);
+            zip_discard(za);
+            return;
+        }
+        if (r == 0) break;
+        got += (zip_uint64_t)r;
+        if (got > zs.size) break;
+    }
+    zip_fclose(zf);
+    if (got != zs.size || !content_ok(name, buf, got)) printf("wrong %s\n", name);
+    else printf("ok\n");
+    free(buf);
+    zip_discard(za);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: libzip_poll ARCHIVE STOP_FILE\n");
+        return 2;
+    }
+    while (access(argv[2], F_OK) != 0) {
+        if (access(argv[1], F_OK) != 0) {
+            usleep(1000);
+            continue;
+        }
+        poll_once(argv[1]);
+    }
+    return 0;
+}
