@@ -511,7 +511,27 @@ static int data_unchanged(const mzv_array *a) {
            !needs_clamp(a) && !a->empty && !a->extra_dim && !a->broken;
 }
 
+/* 1 if the NCZarr dataset says (root _NCProperties "...,netcdf=4.9.N,...") it was created by netCDF-C
+ * 4.9.0 - 4.9.2, which write native (little-endian) bytes under a big-endian dtype (see
+ * nczarr_map/byte_order.h). */
+static int created_by_unswapping_nczarr(mzv_view *v) {
+    mzv_group *root = mzv_find_group(v, "", 0);
+    const char *props = root ? mzj_string(mzj_get(root->attrs, "_NCProperties")) : NULL;
+    const char *p = props ? strstr(props, "netcdf=4.9.") : NULL;
+    if (!p) return 0;
+    p += strlen("netcdf=4.9.");
+    return p[0] >= '0' && p[0] <= '2' && (p[1] < '0' || p[1] > '9');
+}
+
 static int present_nczarr_array(mzv_view *v, mzv_array *a) {
+    if (a->z.dtype.big_endian && a->z.dtype.itemsize > 1 && created_by_unswapping_nczarr(v) &&
+        (a->z.dtype.cls == MZV_DT_INT || a->z.dtype.cls == MZV_DT_UINT || a->z.dtype.cls == MZV_DT_FLOAT ||
+         a->z.dtype.cls == MZV_DT_COMPLEX)) {
+        /* Which bytes the chunks hold depends on which release wrote each: a guess could be wrong. */
+        int rc = break_array(a, "big-endian array of a dataset made by netCDF-C 4.9.0-4.9.2, which store "
+                                "little-endian bytes under a big-endian dtype: its values are ambiguous");
+        if (rc) return rc;
+    }
     extra_kind extra;
     uint64_t extra_len;
     choose_dtype(a, &extra, &extra_len);
