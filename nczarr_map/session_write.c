@@ -106,8 +106,8 @@ static int declare_written_byte_order(mzn_session *s, const char *key, const voi
 static int view_allows(mzn_session *s, const char *key, const void *data, size_t len) {
     int r = mzv_check_write(s->view, key, data, len);
     if (r < 0)
-        mzn_diag("%s: %s: write refused: the object belongs to an array that is presented translated by the "
-                 "compatibility view, and the archive keeps its original form (netCDF error %d)",
+        mzn_diag("%s: %s: write refused: the object is presented translated by the compatibility view (or belongs "
+                 "to an array that is), and the archive keeps its original form (netCDF error %d)",
                  s->archive_path, key, r);
     return r;
 }

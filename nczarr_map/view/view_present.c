@@ -658,6 +658,35 @@ int mzv_present_group(mzv_view *v, mzv_group *g, const mzj_value *zgroup, const 
     return set_meta(&g->zattrs, mzv_attrs_present(attrs, &plan));
 }
 
+/* 1 if a string or key of doc holds a non-ASCII character. */
+static int has_non_ascii(const mzj_value *doc) {
+    if (!doc) return 0;
+    switch (doc->kind) {
+    case MZJ_STRING:
+        for (size_t i = 0; i < doc->u.string.len; i++)
+            if ((unsigned char)doc->u.string.bytes[i] >= 0x80) return 1;
+        return 0;
+    case MZJ_ARRAY:
+        for (size_t i = 0; i < doc->u.array.count; i++)
+            if (has_non_ascii(doc->u.array.items[i])) return 1;
+        return 0;
+    case MZJ_OBJECT:
+        for (size_t i = 0; i < doc->u.object.count; i++) {
+            const mzj_member *m = &doc->u.object.members[i];
+            for (size_t k = 0; k < m->key_len; k++)
+                if ((unsigned char)m->key[k] >= 0x80) return 1;
+            if (has_non_ascii(m->value)) return 1;
+        }
+        return 0;
+    default: return 0;
+    }
+}
+
+int mzv_present_decoded(mzv_meta *m, const mzj_value *doc) {
+    if (m->text || !has_non_ascii(doc)) return NC_NOERR;
+    return set_meta(m, mzj_clone(doc));
+}
+
 int mzv_present_nczarr_root(mzv_view *v, mzv_group *root, const mzj_value *zgroup) {
     (void)v;
     mzj_value *j = mzj_clone(zgroup);
