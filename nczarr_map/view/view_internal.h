@@ -1,17 +1,19 @@
 /*
  * view_internal.h - the structures shared by the modules of the compatibility view. Not part of view.h.
  *
- * Module map (one responsibility per file):
- *   view.c            mzv_open/mzv_get/mzv_close: reading the archive's metadata, routing keys
+ * Module map (one responsibility per file; calls go down this list, never back up):
+ *   view.c            mzv_open/mzv_get/mzv_close: runs the format reader, presents, routes keys
+ *   view_write.c      mzv_check_write: keeping write sessions from storing a translated form
  *   view_present.c    the presentation plan of one array or group: what netCDF-C 4.9.0 is shown
  *   view_chunks.c     translating one chunk (decode, convert, re-layout) and the chunk cache
- *   view_write.c      mzv_check_write: keeping write sessions from storing a translated form
+ *   v2/               the Zarr v2 reader: .zarray/.zattrs/.zgroup into the catalog (v2_read.h)
+ *   view_catalog.c    the arrays and groups found: lookups by path, archive entry names, JSON entries
  *   view_diag.c       error messages (stderr and the last-error buffer)
- *   view_json.c       JSON parser and 4.9.0-safe writer       view_zarr.c     .zarray and dtype model
- *   view_codecs.c     decoding pipeline of an array           view_compressors.c, view_filters.c  codecs
- *   view_convert.c    numeric element conversions             view_strings.c  string elements
- *   view_layout.c     F->C order and clamping of chunks       view_dims.c     dimension names
- *   view_attrs.c      attributes in the form 4.9.0 reads
+ *   codecs/           the decoding pipeline of an array (view_codecs.c) and the codecs it runs:
+ *                     view_compressors.c, view_filters.c, view_strings.c (string elements, vlen)
+ *   view_json.c       JSON parser and 4.9.0-safe writer       view_zarr.c     the array and dtype model
+ *   view_convert.c    numeric element conversions             view_layout.c   F->C order, clamping of chunks
+ *   view_dims.c       dimension names                         view_attrs.c    attributes in the form 4.9.0 reads
  */
 #ifndef MMZIP_VIEW_INTERNAL_H
 #define MMZIP_VIEW_INTERNAL_H
@@ -125,9 +127,6 @@ int mzv_present_nczarr_root(mzv_view *v, mzv_group *root, const mzj_value *zgrou
  * (zarr-python reads only ASCII), which netCDF-C 4.9.0 does not decode. 0 or NC_ENOMEM. */
 int mzv_present_decoded(mzv_meta *m, const mzj_value *doc);
 
-/* The archive entry name of a key relative to the dataset ("axes/cell/0"), malloc'ed. */
-char *mzv_entry_name(const mzv_view *v, const char *relative_key);
-
 /* view_chunks.c */
 /* Serves chunk `chunk_key` (relative to the array, e.g. "0.0.0") of array a. Returns 1 with data, 0 when
  * the map should serve the archive entry itself, or a netCDF error. */
@@ -148,7 +147,19 @@ int mzv_fail(mzv_view *v, int code, const char *entry, const char *fmt, ...)
 #endif
     ;
 
-/* Lookups (view.c). */
+/* The catalog (view_catalog.c). */
+typedef enum mzv_meta_kind { MZV_META_ZARRAY, MZV_META_ZATTRS, MZV_META_ZGROUP, MZV_META_OTHER } mzv_meta_kind;
+/* The kind of a key relative to the dataset (e.g. "a/b/.zarray"); *dir_len is the length of its directory. */
+mzv_meta_kind mzv_classify(const char *rel, size_t *dir_len);
+/* Reads the metadata entry rel (relative to the dataset) and parses it into *out (if out), or just maps it
+ * into *text and *len (if text). 0, or NC_ENCZARR/NC_ENOMEM with a message naming the entry. */
+int mzv_load_json(mzv_view *v, const char *rel, mzj_value **out, const char **text, size_t *len);
+/* Finds or adds the group at path (length len). NULL when memory runs out. The catalog is unsorted until
+ * mzv_sort_catalog: mzv_find_* need it sorted. */
+mzv_group *mzv_group_slot(mzv_view *v, const char *path, size_t len);
+void mzv_sort_catalog(mzv_view *v);
+/* The archive entry name of a key relative to the dataset ("axes/cell/0"), malloc'ed. */
+char *mzv_entry_name(const mzv_view *v, const char *relative_key);
 mzv_array *mzv_find_array(mzv_view *v, const char *path, size_t path_len);
 mzv_group *mzv_find_group(mzv_view *v, const char *path, size_t path_len);
 /* The array owning chunk key rel (relative to the dataset, e.g. "a/b/0.1"); *chunk_key points into rel. */

@@ -578,7 +578,6 @@ static int present_nczarr_array(mzv_view *v, mzv_array *a) {
 }
 
 int mzv_present_array(mzv_view *v, mzv_array *a) {
-    if (mzv_chain_build(&a->z, &a->chain) != 0) return NC_ENOMEM;
     if (v->nczarr_format) return present_nczarr_array(v, a);
 
     extra_kind extra;

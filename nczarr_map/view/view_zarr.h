@@ -1,5 +1,7 @@
 /*
- * view_zarr.h - the Zarr v2 metadata model: dtypes and .zarray documents, parsed and validated.
+ * view_zarr.h - the array model every format reader fills (mzv_zarray: shape, chunks, dtype, fill value,
+ * chunk keys) and the numpy dtype strings that Zarr v2 and the numcodecs filters use. The readers of each
+ * format (v2/, v3/) parse their documents into it.
  *
  * Everything here is a pure function of the JSON text; nothing reads the archive. Errors are returned as
  * -1 with a message in a caller-supplied buffer that names the problem (the caller adds file and entry).
@@ -62,13 +64,9 @@ typedef struct mzv_zarray {
     mzj_value *json;              /* the whole document, owned */
 } mzv_zarray;
 
-/*
- * Parses the text of a .zarray. Checks: zarr_format 2; shape and chunks lists of non-negative integers of
- * equal length (at most MZV_MAX_RANK); a chunk length of 0 only where the shape is 0 (DataAxesFormats'
- * empty arrays); a known dtype; order "C" or "F"; separator "." or "/"; compressor an object or null;
- * filters a list of objects or null. Returns 0 (caller frees with mzv_zarray_free), or -1 with err.
- */
-int mzv_zarray_parse(const char *text, size_t len, mzv_zarray *out, char *err, size_t err_len);
+/* Parses a list of non-negative integers (a shape or chunk shape, at most MZV_MAX_RANK long; `what` names it
+ * in the message). Returns 0 and sets dims and *rank, or -1 with err. */
+int mzv_parse_shape(const mzj_value *list, const char *what, uint64_t *dims, int *rank, char *err, size_t err_len);
 
 void mzv_zarray_free(mzv_zarray *z);
 
