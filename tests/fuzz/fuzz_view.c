@@ -156,7 +156,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     mmzip_t *w;
     int stored = 0;
-    int st = mmzip_open(path, "w+", NULL, &w);
+    mmzip_options o;
+    mmzip_options_init(&o);
+    o.flags = (o.flags & ~(uint32_t)MMZIP_DURABLE) | MMZIP_NO_LOCK; /* a memfd: no fsync, no lock file */
+    int st = mmzip_open(path, "w+", &o, &w);
     if (getenv("FUZZ_VIEW_VERBOSE") && st != MMZIP_OK) fprintf(stderr, "fuzz_view: open w: %s\n", mmzip_last_error());
     if (st == MMZIP_OK) {
         for (size_t i = 0; i < n; i++)
@@ -164,7 +167,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         stored = mmzip_close(w) == MMZIP_OK ? stored : 0;
     }
     mmzip_t *r;
-    if (stored && mmzip_open(path, "r", NULL, &r) == MMZIP_OK) {
+    if (stored && mmzip_open(path, "r", &o, &r) == MMZIP_OK) {
         mzv_view *v;
         int rc = mzv_open(r, "", 1, &v);
         if (getenv("FUZZ_VIEW_VERBOSE"))
