@@ -43,6 +43,16 @@ static int analyse(mzv_view *v) {
         g->zattrs.archive = g->attrs;
     }
     if (v->nczarr_format && scalars && (rc = mzv_present_nczarr_root(v, root, root->zgroup_json))) return rc;
+    for (size_t i = 0; v->nczarr_format && i < v->array_count; i++) {
+        mzv_array *a = &v->arrays[i];
+        if ((rc = mzv_present_decoded(&a->zarray, a->z.json)) || (rc = mzv_present_decoded(&a->zattrs, a->attrs)))
+            return rc;
+    }
+    for (size_t i = 0; v->nczarr_format && i < v->group_count; i++) {
+        mzv_group *g = &v->groups[i];
+        if ((rc = mzv_present_decoded(&g->zgroup, g->zgroup_json)) || (rc = mzv_present_decoded(&g->zattrs, g->attrs)))
+            return rc;
+    }
     return NC_NOERR;
 }
 

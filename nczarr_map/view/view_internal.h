@@ -124,6 +124,10 @@ int mzv_present_group(mzv_view *v, mzv_group *g, const mzj_value *zgroup, const 
 /* NCZarr's own format: the root .zgroup declares the "_scalar_" dimension that the presented scalars use. */
 int mzv_present_nczarr_root(mzv_view *v, mzv_group *root, const mzj_value *zgroup);
 
+/* NCZarr's own format: presents doc (an archive object that the view otherwise serves as it is) as the same
+ * JSON with non-ASCII characters as raw UTF-8, when it has any: the archive stores them as \uXXXX escapes
+ * (zarr-python reads only ASCII), which netCDF-C 4.9.0 does not decode. 0 or NC_ENOMEM. */
+int mzv_present_decoded(mzv_meta *m, const mzj_value *doc);
 
 /* view_chunks.c */
 /* Serves chunk `chunk_key` (relative to the array, e.g. "0.0.0") of array a. Returns 1 with data, 0 when

@@ -547,7 +547,27 @@ static int data_unchanged(const mzv_array *a) {
            !a->z.sharding && !a->z.transposed;
 }
 
+/* 1 if the NCZarr dataset says (root _NCProperties "...,netcdf=4.9.N,...") it was created by netCDF-C
+ * 4.9.0 - 4.9.2, which write native (little-endian) bytes under a big-endian dtype (see
+ * nczarr_map/byte_order.h). */
+static int created_by_unswapping_nczarr(mzv_view *v) {
+    mzv_group *root = mzv_find_group(v, "", 0);
+    const char *props = root ? mzj_string(mzj_get(root->attrs, "_NCProperties")) : NULL;
+    const char *p = props ? strstr(props, "netcdf=4.9.") : NULL;
+    if (!p) return 0;
+    p += strlen("netcdf=4.9.");
+    return p[0] >= '0' && p[0] <= '2' && (p[1] < '0' || p[1] > '9');
+}
+
 static int present_nczarr_array(mzv_view *v, mzv_array *a) {
+    if (a->z.dtype.big_endian && a->z.dtype.itemsize > 1 && created_by_unswapping_nczarr(v) &&
+        (a->z.dtype.cls == MZV_DT_INT || a->z.dtype.cls == MZV_DT_UINT || a->z.dtype.cls == MZV_DT_FLOAT ||
+         a->z.dtype.cls == MZV_DT_COMPLEX)) {
+        /* Which bytes the chunks hold depends on which release wrote each: a guess could be wrong. */
+        int rc = break_array(a, "big-endian array of a dataset made by netCDF-C 4.9.0-4.9.2, which store "
+                                "little-endian bytes under a big-endian dtype: its values are ambiguous");
+        if (rc) return rc;
+    }
     extra_kind extra;
     uint64_t extra_len;
     choose_dtype(a, &extra, &extra_len);
@@ -671,6 +691,35 @@ int mzv_present_group(mzv_view *v, mzv_group *g, const mzj_value *zgroup, const 
     if (!attrs) return NC_NOERR;
     mzv_attr_plan plan = {NULL, 0, NULL, 0, NULL};
     return set_meta(&g->zattrs, mzv_attrs_present(attrs, &plan));
+}
+
+/* 1 if a string or key of doc holds a non-ASCII character. */
+static int has_non_ascii(const mzj_value *doc) {
+    if (!doc) return 0;
+    switch (doc->kind) {
+    case MZJ_STRING:
+        for (size_t i = 0; i < doc->u.string.len; i++)
+            if ((unsigned char)doc->u.string.bytes[i] >= 0x80) return 1;
+        return 0;
+    case MZJ_ARRAY:
+        for (size_t i = 0; i < doc->u.array.count; i++)
+            if (has_non_ascii(doc->u.array.items[i])) return 1;
+        return 0;
+    case MZJ_OBJECT:
+        for (size_t i = 0; i < doc->u.object.count; i++) {
+            const mzj_member *m = &doc->u.object.members[i];
+            for (size_t k = 0; k < m->key_len; k++)
+                if ((unsigned char)m->key[k] >= 0x80) return 1;
+            if (has_non_ascii(m->value)) return 1;
+        }
+        return 0;
+    default: return 0;
+    }
+}
+
+int mzv_present_decoded(mzv_meta *m, const mzj_value *doc) {
+    if (m->text || !has_non_ascii(doc)) return NC_NOERR;
+    return set_meta(m, mzj_clone(doc));
 }
 
 int mzv_present_nczarr_root(mzv_view *v, mzv_group *root, const mzj_value *zgroup) {
