@@ -55,7 +55,8 @@ static int missing_group(mzv_view *v, const char *path, size_t *len) {
 }
 
 int mzv_check_structure(mzv_view *v) {
-    if (v->nczarr_format) return NC_NOERR; /* netCDF-C's own datasets always have their groups */
+    /* netCDF-C's own datasets always have their groups; Zarr v3 has implicit groups (v3/v3_read.c) */
+    if (v->nczarr_format || v->zarr_v3) return NC_NOERR;
     v3_probe probe = {strlen(v->prefix), ""};
     mmzip_list_ex(v->archive, v->prefix, MMZIP_LIST_NO_DATA_OFFSET, find_v3, &probe);
     mzv_group *root = mzv_find_group(v, "", 0);
