@@ -669,10 +669,12 @@ int mzv_present_array(mzv_view *v, mzv_array *a) {
     int numeric = a->z.dtype.cls == MZV_DT_BOOL || a->z.dtype.cls == MZV_DT_INT || a->z.dtype.cls == MZV_DT_UINT ||
                   a->z.dtype.cls == MZV_DT_FLOAT || a->z.dtype.cls == MZV_DT_DATETIME ||
                   a->z.dtype.cls == MZV_DT_TIMEDELTA;
-    /* xarray's Zarr reader takes an array's fill_value for its _FillValue (and masks it); netCDF readers see
-     * the same when the archive follows xarray's convention (its own _ARRAY_DIMENSIONS). Plain zarr-python
-     * arrays (fill_value 0 by default, never masked by zarr-python) are left alone. */
-    int xarray_style = xarray_dims(a) != NULL && (a->z.dtype.cls == MZV_DT_INT || a->z.dtype.cls == MZV_DT_UINT ||
+    /* xarray's Zarr reader takes a Zarr v2 array's fill_value for its _FillValue (and masks it); netCDF
+     * readers see the same when the archive follows xarray's convention (its own _ARRAY_DIMENSIONS). Plain
+     * zarr-python arrays (fill_value 0 by default, never masked by zarr-python) are left alone, and so is
+     * Zarr v3, whose fill_value is mandatory and which xarray does not use as a mask
+     * (use_zarr_fill_value_as_mask defaults to false for v3). */
+    int xarray_style = !v->zarr_v3 && xarray_dims(a) != NULL && (a->z.dtype.cls == MZV_DT_INT || a->z.dtype.cls == MZV_DT_UINT ||
                                                   a->z.dtype.cls == MZV_DT_FLOAT);
     mzj_value *zfill = xarray_style ? presented_fill(a) : NULL;
     if (zfill && zfill->kind == MZJ_NULL) {

@@ -55,15 +55,26 @@ static int missing_group(mzv_view *v, const char *path, size_t *len) {
 }
 
 int mzv_check_structure(mzv_view *v) {
-    /* netCDF-C's own datasets always have their groups; Zarr v3 has implicit groups (v3/v3_read.c) */
-    if (v->nczarr_format || v->zarr_v3) return NC_NOERR;
+    if (v->nczarr_format) return NC_NOERR; /* netCDF-C's own datasets always have their groups */
+    if (v->zarr_v3) {
+        /* Zarr v3 has implicit groups (v3/v3_read.c), but the root must be a group to hold variables. */
+        mzv_group *root = mzv_find_group(v, "", 0);
+        if (root && root->zgroup_json) return NC_NOERR;
+        char *entry = mzv_entry_name(v, "zarr.json");
+        int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : "zarr.json",
+                          "the dataset root is a single Zarr v3 array, not a group: zarr-python opens it as an "
+                          "array, and netCDF needs a group to hold variables; not presented");
+        free(entry);
+        return rc;
+    }
     v3_probe probe = {strlen(v->prefix), ""};
     mmzip_list_ex(v->archive, v->prefix, MMZIP_LIST_NO_DATA_OFFSET, find_v3, &probe);
     mzv_group *root = mzv_find_group(v, "", 0);
     int root_group = root && root->zgroup_json;
     if (probe.first[0] && !root_group && v->array_count == 0)
         return mzv_fail(v, NC_ENCZARR, probe.first,
-                        "Zarr v3 metadata (zarr.json): this compatibility view presents Zarr v2 only");
+                        "Zarr v3 metadata (zarr.json) but no zarr.json at the dataset root: not a Zarr v3 "
+                        "group the view can present");
     if (!root_group) {
         if (has_entry(v, ".zarray"))
             return mzv_fail(v, NC_ENCZARR, v->prefix[0] ? v->prefix : "/",
