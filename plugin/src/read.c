@@ -399,7 +399,9 @@ const void *mmzip_get_typed(mmzip_t *h, const char *key, size_t elem_size, size_
     if (st == MMZIP_OK && e && e->method == 0 && count <= UINT64_MAX / elem_size && e->usize == count * elem_size) {
         const uint8_t *p;
         uint64_t n;
-        if (mz_entry_bytes(s, e, &p, &n) == MMZIP_OK && ((uintptr_t)p & (elem_align - 1)) == 0) r = p;
+        if (mz_entry_bytes(s, e, &p, &n) == MMZIP_OK && ((uintptr_t)p & (elem_align - 1)) == 0 &&
+            (!h->verify_get || mz_verify_stored_once(s, e) == MMZIP_OK))
+            r = p;
     }
     pthread_rwlock_unlock(&s->rw);
     return r;
