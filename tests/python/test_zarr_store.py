@@ -373,6 +373,32 @@ def test_getsize_listdir_rmdir_delitem_like_directory_store():
         check_equal(names_of(arc), [], "the archive after clear")
 
 
+def test_listing_edges():
+    """mmzip_list_names (keys, listdir): a name that is both an entry and a directory, names sorting between
+    'a' and 'a/' ('a.b', 'a-c'), a prefix that is itself an entry, deep trees skipped by binary search, and
+    keys() of many entries, all against a plain Python computation over the same names."""
+    names = ["a", "a.b", "a-c", "a/x", "a/y/z", "a/y/zz", "a0", "b/c/d/e", "g", "g/h", "été/1"]
+    names += ["big/%d.%d" % (i, j) for i in range(30) for j in range(40)]
+    with TempDir() as d:
+        arc = os.path.join(d, "n.zip")
+        with mmzip.ZarrStore(arc, mode="w") as s:
+            for i, n in enumerate(names):
+                s[n] = str(i).encode()
+            for store in (s, None):  # the writer's view (pending entries), then a reader's
+                if store is None:
+                    s.flush()
+                    store = mmzip.ZarrStore(arc)
+                check_equal(sorted(store.keys()), sorted(names), "keys()")
+                for prefix in ("", "a", "a/", "a/y", "b", "b/c/d", "big", "g", "nope", "été"):
+                    pre = prefix.strip("/") + "/" if prefix.strip("/") else ""
+                    want = sorted({n[len(pre):].split("/")[0] for n in names if n.startswith(pre) and n != pre})
+                    check_equal(store.listdir(prefix), want, "listdir(%r)" % prefix)
+                check_equal(store._names("a/", 1), ["x", "y/"], "children of a/ with the directory mark")
+                check_equal(store._names("", 1)[:5], ["a", "a-c", "a.b", "a/", "a0"], "root children in order")
+        with mmzip.ZarrStore(arc) as s:
+            check_equal(len(s), len(names), "len()")
+
+
 def test_xarray():
     """ds.to_zarr(store) and xr.open_zarr(store), appending along a dimension, consolidated metadata; the
     result read by zarr's ZipStore too."""
@@ -455,5 +481,5 @@ def test_views_of_a_writer():
 if __name__ == "__main__":
     main([test_round_trip_against_directory_store, test_zero_copy_reads, test_rewrite_replaces_keys,
           test_batched_commits_seen_by_other_processes, test_modes, test_second_writer_gets_a_clear_error,
-          test_pickle, test_getsize_listdir_rmdir_delitem_like_directory_store, test_xarray,
+          test_pickle, test_getsize_listdir_rmdir_delitem_like_directory_store, test_listing_edges, test_xarray,
           test_foreign_archives, test_views_of_a_writer])
