@@ -364,3 +364,9 @@ class Archive:
     def batch(self):
         """``with a.batch(): ...`` commits every put inside at once at the end (rolls back on error)."""
         return Archive._Batch(self)
+
+
+try:  # mmzip.ZarrStore needs zarr-python 2 (and numcodecs); the rest of the package does not.
+    from .zarr_store import ZarrStore  # noqa: E402,F401
+except ImportError:
+    pass
