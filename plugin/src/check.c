@@ -116,7 +116,10 @@ static void check_interop(checker *c, mz_store *s) {
                 "offset for central directory\")", s->path, (unsigned long long)records,
                 (unsigned long long)s->cd_size, (unsigned long long)s->cd_pos,
                 (unsigned long long)(records - s->cd_pos - s->cd_size));
-    if (s->cd_pos > s->data_end && s->n_committed)
+    /* The slack below the directory (protocol.md §3.1) is a hole that no reader looks at. */
+    mz_recovery_plan plan;
+    int slack_ours = s->slack_hole && mz_plan_recovery(s, &plan, NULL, NULL) == MMZIP_OK && plan.ours;
+    if (s->cd_pos > s->data_end && s->n_committed && !slack_ours)
         interop(c, "%s: %llu bytes no entry refers to lie between the last entry (ending at %llu) and the central "
                 "directory", s->path, (unsigned long long)(s->cd_pos - s->data_end), (unsigned long long)s->data_end);
     if (s->prefix)

@@ -107,7 +107,7 @@ int mz_plan_recovery(mz_store *s, mz_recovery_plan *p, mmzip_report_fn report, v
      * or zeros (an archive copied without its holes); anything else there is what a killed writer left. */
     int gap_data = s->cd_pos != s->data_end &&
                    !(p->ours && s->n_committed > 0 && s->cd_pos > s->data_end && s->cd_pos <= s->file_size &&
-                     (s->slack_hole || all_zero(s, s->data_end, s->cd_pos)));
+                     s->slack_hole);
     if (gap_end || gap_data) {
         if (p->ours || s->concat) {
             /* A relocated directory (protocol.md §3.2), or a foreign one with bytes prepended whose records

@@ -105,20 +105,32 @@ static int compute_layout(mz_store *s) {
 }
 
 /*
- * Whether [lo, hi) reads as zeros without holding any block: the slack every commit leaves below its
- * directory is a hole (commit.c punches whatever it does not need). Anything else there was written after
- * the last commit (entries of a batch that never committed, or the directory a relocation moved away) and
- * the next writable open compacts it away. Partial blocks at both ends belong to the neighbours. A file
- * system that cannot tell holes answers "data", which only costs a compaction.
+ * Whether [lo, hi) reads as zeros: the slack every commit leaves below its directory is a hole (commit.c
+ * punches whatever it does not need), found with one SEEK_DATA. Anything else there was written after the
+ * last commit (entries of a batch that never committed, or the directory a relocation moved away) and the
+ * next writable open compacts it away.
  */
+static int zeros_at(int fd, uint64_t lo, uint64_t hi) {
+    static const uint8_t zero[65536];
+    uint8_t buf[65536];
+    while (lo < hi) {
+        size_t n = hi - lo < sizeof buf ? (size_t)(hi - lo) : sizeof buf;
+        if (mz_pread_full(fd, buf, n, lo) != 0 || memcmp(buf, zero, n) != 0) return 0;
+        lo += n;
+    }
+    return 1;
+}
+
 static int slack_is_hole(int fd, uint64_t lo, uint64_t hi) {
     const uint64_t blk = 4096;
-    lo = (lo + blk - 1) / blk * blk;
-    hi = hi / blk * blk;
-    if (lo >= hi) return 1;
-    off_t d = lseek(fd, (off_t)lo, SEEK_DATA);
-    if (d < 0) return errno == ENXIO; /* no data at or after lo */
-    return (uint64_t)d >= hi;
+    uint64_t a = (lo + blk - 1) / blk * blk, b = hi / blk * blk;
+    if (a >= b) return zeros_at(fd, lo, hi);
+    /* The partial blocks at both ends are read (a torn header may lie there); the whole blocks between
+     * are a hole, or are read too (an archive copied without its holes). */
+    if (!zeros_at(fd, lo, a) || !zeros_at(fd, b, hi)) return 0;
+    off_t d = lseek(fd, (off_t)a, SEEK_DATA);
+    if ((d < 0 && errno == ENXIO) || (d >= 0 && (uint64_t)d >= b)) return 1;
+    return zeros_at(fd, a, b);
 }
 
 int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {

@@ -349,7 +349,7 @@ def main():
             verdict.append("bytes that differ from what was written")
         if rate > TARGETS[writer]:
             verdict.append("%.3f%% failed polls, above the target %.1f%%" % (100 * rate, 100 * TARGETS[writer]))
-        if merged["writer_stats"]["commits"] < 10:
+        if merged["writer_stats"]["commits"] < 5:
             verdict.append("the writer made only %d commits" % merged["writer_stats"]["commits"])
         for kind, t in merged["readers"].items():
             if t["polls"] < 20:

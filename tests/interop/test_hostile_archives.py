@@ -269,7 +269,8 @@ def run_case(d, case, stage, code, entry, words):
         before = zipfile.ZipFile(path).namelist()
         mmzip_cli("put", path, "new.txt", "-", input="x")
         after = zipfile.ZipFile(path).namelist()
-        check_equal(after, before + ["new.txt"], "%s: zipfile's listing after mmzip put" % what)
+        # Sorted: a commit of additions writes its records before the older ones (protocol.md §3.3).
+        check_equal(sorted(after), sorted(before + ["new.txt"]), "%s: zipfile's listing after mmzip put" % what)
         return
     else:
         # A local-header problem may be found eagerly at open, or lazily at the first read of the entry;
