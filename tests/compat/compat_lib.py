@@ -93,7 +93,7 @@ def cdl_string(token):
 
 def cdl_number(word):
     w = word
-    for suffix in ("LL", "ULL", "UL", "US", "UB", "ub", "us", "u", "b", "s", "f", "L", "l", "B", "S"):
+    for suffix in ("ULL", "LL", "UL", "US", "UB", "ub", "us", "u", "U", "b", "s", "f", "L", "l", "B", "S"):
         if w.endswith(suffix) and len(w) > len(suffix) and not w.lower().endswith("inf"):
             candidate = w[: -len(suffix)]
             try:
@@ -201,17 +201,17 @@ class Cdl:
                 i += 4  # group : NAME {
                 section = None
                 continue
+            if (kind, v) == ("p", ":") and section in (None, "dimensions", "variables"):  # group attribute (also after dimensions alone)
+                name = toks[i + 1][1]
+                vals, i = values(i + 3)
+                self.gattrs.setdefault("/".join(groups), {})[name] = vals
+                continue
             if section == "dimensions":
                 name = v
                 assert toks[i + 1] == ("p", "="), toks[i:i + 4]
                 length = toks[i + 2][1]
                 self.dims[name] = None if length == "UNLIMITED" else int(length)
                 i += 4
-                continue
-            if (kind, v) == ("p", ":") and section in (None, "variables"):  # group attribute
-                name = toks[i + 1][1]
-                vals, i = values(i + 3)
-                self.gattrs.setdefault("/".join(groups), {})[name] = vals
                 continue
             if section == "variables":
                 if toks[i + 1] == ("p", ":"):  # variable attribute
