@@ -17,6 +17,7 @@
  *   write.c        put, reserve, patch, remove, begin, commit, rollback
  *   check.c        full verification of an archive
  *   pack.c         rewriting an archive without dead space
+ *   edit.c         editing a committed entry in place (undo journal) and the entry holds that exclude readers
  *   errors.c       status codes and the per-thread error message
  */
 #ifndef MMZIP_INTERNAL_H
@@ -378,6 +379,7 @@ typedef struct mz_store {
     char *tmp_path;
 
     uint64_t recovered_bytes, rolled_back;
+    struct mz_edit *edit;          /* the entry being edited in place (edit.c), or NULL */
 } mz_store;
 
 struct mmzip {
@@ -416,6 +418,9 @@ int mz_data_end_of(mz_store *s, mz_entry *e, uint64_t *end); /* data end incl. a
 int mz_written_by_mmzip(mz_store *s, const mz_entry *e);
 
 /* write.c */
+/* Adds the table entry (and directory record) of a new pending entry whose bytes are in the file; the
+ * previous version of key (head) is superseded. Call with s->wmu held. */
+int mz_add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, int reserved);
 /* Writes the gathered small puts (see mz_store.wbuf). Call with s->wmu held. */
 int mz_flush_writes(mz_store *s);
 /* Drops everything pending. Call with s->wmu held. */
@@ -428,6 +433,17 @@ int mz_write_empty(mz_store *s);
 int mz_publish(mz_store *s);
 /* Clears the signature of a superseded local header at the very start of the archive (see commit.c). */
 int mz_neutralize_dead_start(mz_store *s);
+
+/* edit.c */
+/* Writes back what an in-place edit of a killed writer changed (its undo journal), then removes the journal. */
+int mz_edit_recover(mz_store *s);
+/* The offset below which an open in-place edit of the last entry owns the file (0 if none): commits place the
+ * directory at or after it. */
+uint64_t mz_edit_floor(const mz_store *s);
+/* Ends the open in-place edit, undoing what was not published. Call with s->wmu held. */
+int mz_edit_end_locked(mz_store *s);
+/* Frees the edit state without touching the file (the store is going away). */
+void mz_edit_free(mz_store *s);
 
 /* recovery.c */
 int mz_recover_locked(mz_store *s);

@@ -142,9 +142,11 @@ static void remove_stale_temps(const char *archive_path) {
 
 int mz_recover_locked(mz_store *s) {
     remove_stale_temps(s->path);
+    /* An entry edited in place by a writer that died is put back first: the rest sees committed bytes. */
+    int st = mz_edit_recover(s);
+    if (st) return st;
     uint64_t trailer_end = s->trailer_key[0];
     int torn = trailer_end < s->file_size;
-    int st;
     if (s->concat) {
         st = absolutize(s);
         if (st) return st;

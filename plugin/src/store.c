@@ -160,6 +160,7 @@ static void store_free(mz_store *s) {
     if (!s) return;
     for (uint32_t i = 0; s->decoded && i <= s->decoded_mask; i++) free(s->decoded[i].data);
     free(s->decoded);
+    mz_edit_free(s);
     mz_map_free(&s->map);
     mz_table_free(s);
     if (s->fd >= 0) close(s->fd);
@@ -405,6 +406,12 @@ static int release(mmzip_t *h, int commit) {
     if (!h) return MMZIP_OK;
     mz_store *s = h->s;
     int r = MMZIP_OK;
+    if (h->writable && s->owner == mz_current_pid() && s->edit && s->writer_handles == 1) {
+        /* The last writer goes: what an in-place edit did not publish is undone, the journal removed. */
+        pthread_mutex_lock(&s->wmu);
+        r = mz_edit_end_locked(s);
+        pthread_mutex_unlock(&s->wmu);
+    }
     if (h->writable && s->owner == mz_current_pid() && !commit) {
         /* Giving up: nothing pending is kept, and an archive that never committed is never published. */
         pthread_mutex_lock(&s->wmu);
