@@ -110,19 +110,7 @@ static uint64_t fresh_nonce(void) {
 /* The journal file                                                                                      */
 
 static int jwrite(mz_store *s, int fd, const void *buf, size_t len, uint64_t off, const char *what) {
-    mz_crashpoint(what);
-    const uint8_t *p = buf;
-    while (len) {
-        ssize_t w = pwrite(fd, p, len, (off_t)off);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot write the undo journal (%s)", s->path, what);
-        }
-        p += w;
-        len -= (size_t)w;
-        off += (uint64_t)w;
-    }
-    return MMZIP_OK;
+    return mz_io_write_fd(s, fd, buf, len, off, what);
 }
 
 static int jsync(mz_store *s, int fd, const char *what) {
@@ -130,6 +118,7 @@ static int jsync(mz_store *s, int fd, const char *what) {
     mz_crashpoint(what);
     if (fdatasync(fd) != 0)
         return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the undo journal (%s)", s->path, what);
+    mz_io_trace_journal(s, MZ_OP_JSYNC, 0, what);
     return MMZIP_OK;
 }
 
@@ -150,6 +139,7 @@ static int journal_reset(mz_store *s, struct mz_edit *ed) {
     mz_crashpoint("edit.journal_reset");
     if (ftruncate(ed->jfd, 0) != 0)
         return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot reset the undo journal", s->path);
+    mz_io_trace_journal(s, MZ_OP_JTRUNCATE, 0, "edit.journal_reset");
     ed->nonce = fresh_nonce();
     uint8_t h[MZ_UNDO_HEADER];
     encode_header(h, ed);
@@ -239,6 +229,7 @@ static int journal_remove(mz_store *s, const char *jpath) {
         return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot remove the undo journal %s", s->path, jpath);
     if ((s->opts.flags & MMZIP_DURABLE) && mz_fsync_dir_of(jpath) != 0)
         return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the directory of %s", s->path, jpath);
+    mz_io_trace_journal(s, MZ_OP_JREMOVE, 0, "edit.journal_remove");
     return MMZIP_OK;
 }
 
@@ -277,6 +268,16 @@ int mz_edit_recover(mz_store *s) {
     if (!st) st = journal_remove(s, jpath);
     free(jpath);
     return st;
+}
+
+void mz_edit_mark(mz_store *s) {
+    char *jpath = journal_path(s->path);
+    int fd = jpath ? open(jpath, O_RDONLY | O_CLOEXEC) : -1;
+    free(jpath);
+    if (fd < 0) return;
+    journal_head jh;
+    if (read_head(fd, &jh) && journal_is_hot(s, &jh)) committed_at(s, jh.lfh_off)->mark |= MZ_MARK_EDITING;
+    close(fd);
 }
 
 /* ---------------------------------------------------------------------------------------------------- */
@@ -464,6 +465,7 @@ int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *r
     if (!st) st = jsync(s, ed->jfd, "edit.sync_journal_create");
     if (!st && (s->opts.flags & MMZIP_DURABLE) && mz_fsync_dir_of(ed->jpath) != 0)
         st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the directory of %s", s->path, ed->jpath);
+    if (!st) mz_io_trace_journal(s, MZ_OP_JCREATE, 0, "edit.journal_create");
     if (st) {
         unlink(ed->jpath);
         goto fail;

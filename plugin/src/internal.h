@@ -212,7 +212,9 @@ enum {
     MZ_MARK_DEAD = 2,       /* pending, superseded by a later pending put or a removal */
     MZ_MARK_RESERVED = 4,   /* pending reservation, not yet patched */
     MZ_MARK_VERIFY = 8,     /* committed tail entry whose CRC has not been verified yet */
-    MZ_MARK_BAD = 16        /* verified and found torn */
+    MZ_MARK_BAD = 16,       /* verified and found torn */
+    MZ_MARK_EDITING = 32    /* read-only stores: an undo journal beside the archive restores this entry (it is
+                             * being edited in place, or was when its writer died): its bytes are not handed out */
 };
 
 typedef int (*mz_read_fn)(void *ctx, void *buf, size_t len, uint64_t off); /* 0 or -1 with errno */
@@ -280,6 +282,10 @@ int mz_fsync_dir_of(const char *path);
 struct mz_store;
 int mz_io_write(struct mz_store *s, const void *buf, size_t len, uint64_t off, const char *what);
 int mz_io_writev(struct mz_store *s, const struct mmzip_iovec *iov, int n, uint64_t off, const char *what);
+/* A write to another file of the archive (the undo journal of edit.c), with the same crash modes, traced as
+ * MZ_OP_JWRITE; mz_io_trace_journal reports the journal's other operations (MZ_OP_J*). */
+int mz_io_write_fd(struct mz_store *s, int fd, const void *buf, size_t len, uint64_t off, const char *what);
+void mz_io_trace_journal(struct mz_store *s, int op, uint64_t off, const char *what);
 int mz_io_zero(struct mz_store *s, uint64_t off, uint64_t len, const char *what);
 void mz_io_trace_mapped(struct mz_store *s, uint64_t off, uint64_t len, const char *what);
 int mz_io_truncate(struct mz_store *s, uint64_t size, const char *what);
@@ -442,6 +448,8 @@ int mz_edit_recover(mz_store *s);
 uint64_t mz_edit_floor(const mz_store *s);
 /* Ends the open in-place edit, undoing what was not published. Call with s->wmu held. */
 int mz_edit_end_locked(mz_store *s);
+/* Read-only stores: marks the entry that a hot undo journal beside the archive would restore (MZ_MARK_EDITING). */
+void mz_edit_mark(mz_store *s);
 /* Frees the edit state without touching the file (the store is going away). */
 void mz_edit_free(mz_store *s);
 
@@ -457,6 +465,9 @@ void mz_store_describe_layout(mz_store *s);
 /* Test builds (MMZIP_TESTING) export hooks to observe every write, truncate and sync. */
 typedef void (*mmzip_io_trace_fn)(void *ctx, int op, uint64_t off, const void *data, uint64_t len,
                                   const char *what);
-enum { MZ_OP_WRITE = 1, MZ_OP_TRUNCATE = 2, MZ_OP_DATASYNC = 3, MZ_OP_FULLSYNC = 4 };
+enum { MZ_OP_WRITE = 1, MZ_OP_TRUNCATE = 2, MZ_OP_DATASYNC = 3, MZ_OP_FULLSYNC = 4,
+       /* the undo journal beside the archive (edit.c): a write, its emptying, a data sync, its removal
+        * (durable: with the directory synced), and its creation (durable: ditto) */
+       MZ_OP_JWRITE = 5, MZ_OP_JTRUNCATE = 6, MZ_OP_JSYNC = 7, MZ_OP_JREMOVE = 8, MZ_OP_JCREATE = 9 };
 
 #endif

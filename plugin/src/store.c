@@ -122,6 +122,7 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     s->zero_from = s->cd_pos;
     s->trailer_key[0] = t->end;
     s->trailer_key[1] = t->cd_pos ^ (t->cd_size << 20) ^ (t->entries << 40);
+    if (!s->writable) mz_edit_mark(s);
     return MMZIP_OK;
 }
 
