@@ -270,13 +270,30 @@ int mz_edit_recover(mz_store *s) {
     return st;
 }
 
+/* 1 if the journal holds at least one whole record: only then can the entry differ from its committed
+ * version (every overwrite follows the record of what it overwrites). */
+static int journal_has_record(int fd, const journal_head *jh) {
+    uint8_t head[MZ_UNDO_REC_HEAD];
+    if (mz_pread_full(fd, head, sizeof head, MZ_UNDO_HEADER) != 0) return 0;
+    if (mz_get32(head) != MZ_UNDO_REC_MAGIC || mz_get64(head + 4) != jh->nonce) return 0;
+    uint32_t len = mz_get32(head + 20);
+    if (len > (64u << 20)) return 0;
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf) return 1; /* cannot tell: assume the worst */
+    int whole = mz_pread_full(fd, buf, len, MZ_UNDO_HEADER + MZ_UNDO_REC_HEAD) == 0 &&
+                mz_get32(head + 24) == mz_crc32(mz_crc32(0, head + 4, 20), buf, len);
+    free(buf);
+    return whole;
+}
+
 void mz_edit_mark(mz_store *s) {
     char *jpath = journal_path(s->path);
     int fd = jpath ? open(jpath, O_RDONLY | O_CLOEXEC) : -1;
     free(jpath);
     if (fd < 0) return;
     journal_head jh;
-    if (read_head(fd, &jh) && journal_is_hot(s, &jh)) committed_at(s, jh.lfh_off)->mark |= MZ_MARK_EDITING;
+    if (read_head(fd, &jh) && journal_is_hot(s, &jh) && journal_has_record(fd, &jh))
+        committed_at(s, jh.lfh_off)->mark |= MZ_MARK_EDITING;
     close(fd);
 }
 
@@ -312,7 +329,8 @@ int mmzip_hold(mmzip_t *h, const char *key, mmzip_hold_t **out) {
     free(jpath);
     if (jfd >= 0) {
         journal_head jh;
-        int hot = read_head(jfd, &jh) && jh.lfh_off == lfh_off && jh.size == copy.usize && jh.crc == copy.crc;
+        int hot = read_head(jfd, &jh) && jh.lfh_off == lfh_off && jh.size == copy.usize && jh.crc == copy.crc &&
+                  journal_has_record(jfd, &jh);
         close(jfd);
         if (hot) {
             close(fd);
