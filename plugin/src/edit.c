@@ -107,6 +107,107 @@ static uint64_t fresh_nonce(void) {
 }
 
 /* ---------------------------------------------------------------------------------------------------- */
+/* The new CRC at the cost of the change                                                                  */
+
+/*
+ * A publish must give the directory the CRC-32 of the whole entry, and reading a 1 GiB member to compute it
+ * would make every session cost the member's size again. CRC-32 is affine over GF(2): for messages A, B of
+ * one length, crc(B) = crc(A) ^ crc0(A ^ B), where crc0 is the pure polynomial remainder (no pre- or
+ * post-conditioning). A ^ B is zero outside the changed blocks, whose old bytes the journal holds; each
+ * block's crc0 is moved to its place by multiplying with x^(8 * bytes after it) mod P. Growth is then a
+ * CRC concatenation with the appended bytes. So a publish reads what changed and what was appended, not the
+ * entry. The arithmetic (polynomials in the reflected bit order of CRC-32) is the textbook one.
+ */
+#define MZ_CRC_POLY 0xedb88320u
+
+static uint32_t gf2_mul(uint32_t a, uint32_t b) { /* a * b mod P, both reflected */
+    uint32_t m = 1u << 31, p = 0;
+    for (;;) {
+        if (a & m) {
+            p ^= b;
+            if ((a & (m - 1)) == 0) break;
+        }
+        m >>= 1;
+        b = b & 1 ? (b >> 1) ^ MZ_CRC_POLY : b >> 1;
+    }
+    return p;
+}
+
+/* x^(8n) mod P: x^(2^k) for k = 3.. by squaring, multiplied in for each bit of n. */
+static uint32_t x8n_mod_p(uint64_t n) {
+    uint32_t sq = 1u << 30; /* x^1 */
+    for (int k = 0; k < 3; k++) sq = gf2_mul(sq, sq);
+    uint32_t p = 1u << 31; /* x^0 */
+    while (n) {
+        if (n & 1) p = gf2_mul(sq, p);
+        sq = gf2_mul(sq, sq);
+        n >>= 1;
+    }
+    return p;
+}
+
+/* The remainder of data followed by `after` zero bytes, unconditioned. */
+static uint32_t crc0_shifted(const uint8_t *data, size_t len, uint64_t after, const uint8_t *zeros) {
+    uint32_t c = mz_crc32(0, data, len) ^ mz_crc32(0, zeros, len); /* conditioning cancels */
+    return gf2_mul(x8n_mod_p(after), c);
+}
+
+/* The entry's CRC after the edit, from its committed CRC, the journal's old blocks and the appended bytes;
+ * a full computation if it shrank. */
+static int edited_crc(mz_store *s, struct mz_edit *ed, uint64_t size, uint32_t *out) {
+    const uint8_t *now = s->map.base + ed->data_off;
+    if (size < ed->base_size) {
+        *out = mz_crc32(0, now, (size_t)size);
+        return MMZIP_OK;
+    }
+    uint64_t n0 = ed->base_size;
+    uint32_t crc = ed->base_crc;
+    uint8_t head[MZ_UNDO_REC_HEAD];
+    uint8_t *old = NULL, *zeros = NULL;
+    size_t cap = 0;
+    int st = MMZIP_OK;
+    for (uint64_t pos = MZ_UNDO_HEADER; pos + MZ_UNDO_REC_HEAD <= ed->jend;) {
+        if (mz_pread_full(ed->jfd, head, sizeof head, pos) != 0) {
+            st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read back the undo journal", s->path);
+            break;
+        }
+        uint64_t off = mz_get64(head + 12);
+        uint32_t len = mz_get32(head + 20);
+        pos += MZ_UNDO_REC_HEAD + len;
+        if (off < ed->data_off) continue; /* the local header */
+        if (len > cap) {
+            free(old);
+            free(zeros);
+            old = malloc(len);
+            zeros = calloc(len, 1);
+            cap = len;
+            if (!old || !zeros) {
+                st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+                break;
+            }
+        }
+        if (mz_pread_full(ed->jfd, old, len, pos - len) != 0) {
+            st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read back the undo journal", s->path);
+            break;
+        }
+        uint64_t at = off - ed->data_off;
+        const uint8_t *cur = now + at;
+        for (uint32_t i = 0; i < len; i++) old[i] ^= cur[i];
+        crc ^= crc0_shifted(old, len, n0 - at - len, zeros);
+    }
+    free(old);
+    free(zeros);
+    if (st) return st;
+    if (size > n0) {
+        /* crc(A || T) = crc(A) * x^(8|T|) ^ crc(T) with the conditioning of both accounted for: the
+         * library's own concatenation is simplest computed as a continuation. */
+        crc = mz_crc32(crc, now + n0, (size_t)(size - n0));
+    }
+    *out = crc;
+    return MMZIP_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------------- */
 /* The journal file                                                                                      */
 
 static int jwrite(mz_store *s, int fd, const void *buf, size_t len, uint64_t off, const char *what) {
@@ -597,7 +698,9 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
         if (st) goto out;
     }
     if (!ed->dirty && size == ed->base_size) goto out;
-    uint32_t crc = mz_crc32(0, s->map.base + ed->data_off, (size_t)size);
+    uint32_t crc;
+    st = edited_crc(s, ed, size, &crc);
+    if (st) goto out;
     /* The local header: its CRC and ZIP64 sizes change, where they are. */
     uint8_t *lh = malloc((size_t)ed->lfh_len);
     if (!lh) {
