@@ -37,6 +37,7 @@
 #define DRAFT_ALIGNMENT 4096u
 #define DRAFT_MIN_CAPACITY (1ull << 20)
 #define DRAFT_GRANULE (64ull << 10)
+#define INPLACE_GRANULE (1ull << 20)
 
 /* Room for half as much again: HDF5 files grow in many small steps, and a reservation that must grow
  * costs a directory relocation in the archive, so growth is geometric. */
@@ -242,8 +243,10 @@ static int inplace_to_draft(h5mz_member *m, uint64_t need) {
 /* Makes the in-place member `need` bytes long at least; moves it to a draft if it cannot grow there. */
 static int inplace_room(h5mz_member *m, uint64_t need) {
     if (need <= m->inplace_room) return MMZIP_OK;
-    /* Geometric, like the draft: the directory that follows the last entry moves once per doubling. */
-    uint64_t cap = capacity_for(need);
+    /* A little ahead of the need: growing the last entry moves the directory out of the way, and the core
+     * already leaves a gap that grows with the session (so the moves are logarithmically few); asking for
+     * half the member again would make every session extend the file by that much and cut it back. */
+    uint64_t cap = (need + INPLACE_GRANULE - 1) / INPLACE_GRANULE * INPLACE_GRANULE;
     int st = mmzip_edit_grow(handle_of(m), m->name, cap);
     if (st == MMZIP_ETOOBIG) st = mmzip_edit_grow(handle_of(m), m->name, need), cap = need;
     if (st == MMZIP_ETOOBIG) return inplace_to_draft(m, need);
