@@ -181,7 +181,7 @@ static int refresh_consolidated(mzn_session *s, pending_object *objs, size_t n, 
         }
     }
     size_t text_len;
-    char *text = mzj_to_text(doc, &text_len);
+    char *text = mzj_to_ascii_text(doc, &text_len);
     if (!text) {
         rc = NC_ENOMEM;
         goto out;
@@ -199,15 +199,44 @@ out:
     return rc;
 }
 
+/*
+ * The bytes to store for a metadata object: netCDF-C's own when they are ASCII, else the same JSON with every
+ * non-ASCII character escaped (zarr-python 2.13 decodes metadata as ASCII; netCDF-C writes raw UTF-8). Sets
+ * *owned when the bytes were allocated here; NC_ENOMEM.
+ */
+static int stored_form(const mzn_blob *b, const void **bytes, size_t *len, char **owned) {
+    *bytes = b->bytes;
+    *len = b->len;
+    *owned = NULL;
+    size_t i = 0;
+    while (i < b->len && b->bytes[i] < 0x80) i++;
+    if (i == b->len) return NC_NOERR;
+    mzj_value *doc;
+    if (mzj_parse((const char *)b->bytes, b->len, &doc, NULL, 0) != 0) return NC_NOERR; /* not JSON: as is */
+    *owned = mzj_to_ascii_text(doc, len);
+    mzj_free(doc);
+    if (!*owned) return NC_ENOMEM;
+    *bytes = *owned;
+    return NC_NOERR;
+}
+
 static int write_objects(mzn_session *s, pending_object *objs, size_t n, unsigned char *changed) {
     for (size_t i = 0; i < n; i++) {
         char *name = mzn_session_entry_name(s, objs[i].key);
         if (!name) return NC_ENOMEM;
         int st = MMZIP_OK;
         if (!already_archived(s, name, objs[i].blob)) {
-            st = mmzip_put(s->archive, name, objs[i].blob->bytes, objs[i].blob->len, 0);
+            const void *bytes;
+            size_t len;
+            char *owned;
+            if (stored_form(objs[i].blob, &bytes, &len, &owned) != NC_NOERR) {
+                free(name);
+                return NC_ENOMEM;
+            }
+            st = mmzip_put(s->archive, name, bytes, len, 0);
+            free(owned);
             changed[i] = 1;
-            mzn_trace("publish %s (%zu bytes)", objs[i].key, objs[i].blob->len);
+            mzn_trace("publish %s (%zu bytes)", objs[i].key, len);
         }
         free(name);
         if (st != MMZIP_OK) {

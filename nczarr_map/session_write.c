@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "byte_order.h"
 #include "diag.h"
 #include "metadata_guard.h"
 #include "session.h"
@@ -76,12 +77,37 @@ static int buffer_metadata(mzn_session *s, const char *key, const void *data, si
     return NC_NOERR;
 }
 
+/*
+ * netCDF-C 4.9.0 - 4.9.2 declare a big-endian dtype for a variable defined big-endian but write native
+ * bytes (byte_order.h): the .zarray of an array this session creates declares the machine's byte order
+ * instead, so that what the archive says matches what it holds. Arrays already archived are not
+ * relabelled (their chunks may come from another writer); the view refuses writes into those that are
+ * not in the machine's byte order.
+ */
+static int declare_written_byte_order(mzn_session *s, const char *key, const void **bytes, size_t *len,
+                                      char **owned) {
+    if (s->abi != MZN_ABI_V490 || !has_suffix(key, "/.zarray") || !mzn_keymap_has(&s->created_metadata, key))
+        return NC_NOERR;
+    char *fixed;
+    size_t fixed_len;
+    int r = mzn_native_dtype(*bytes, *len, &fixed, &fixed_len);
+    if (r < 0) return NC_ENOMEM;
+    if (r == 0) return NC_NOERR;
+    mzn_trace("%s: %s: dtype relabelled to the machine's byte order, which netCDF-C %s writes",
+              s->archive_path, key, mzn_abi_version_string());
+    free(*owned);
+    *owned = fixed;
+    *bytes = fixed;
+    *len = fixed_len;
+    return NC_NOERR;
+}
+
 /* Asks the view whether the bytes may be stored: 0 store, 1 drop (unchanged), or its error. */
 static int view_allows(mzn_session *s, const char *key, const void *data, size_t len) {
     int r = mzv_check_write(s->view, key, data, len);
     if (r < 0)
-        mzn_diag("%s: %s: write refused: the object belongs to an array that is presented translated by the "
-                 "compatibility view, and the archive keeps its original form (netCDF error %d)",
+        mzn_diag("%s: %s: write refused: the object is presented translated by the compatibility view (or belongs "
+                 "to an array that is), and the archive keeps its original form (netCDF error %d)",
                  s->archive_path, key, r);
     return r;
 }
@@ -98,6 +124,7 @@ int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t 
         size_t n;
         char *owned;
         int rc = metadata_bytes(s, key, data, len, &bytes, &n, &owned);
+        if (rc == NC_NOERR) rc = declare_written_byte_order(s, key, &bytes, &n, &owned);
         if (rc == NC_NOERR) {
             int r = view_allows(s, key, bytes, n);
             if (r == 1) free(mzn_keymap_remove(&s->pending_metadata, key)); /* back to the presented form */

@@ -1,17 +1,20 @@
 /*
  * view_internal.h - the structures shared by the modules of the compatibility view. Not part of view.h.
  *
- * Module map (one responsibility per file):
- *   view.c            mzv_open/mzv_get/mzv_close: reading the archive's metadata, routing keys
+ * Module map (one responsibility per file; calls go down this list, never back up):
+ *   view.c            mzv_open/mzv_get/mzv_close: runs the format reader, presents, routes keys
+ *   view_write.c      mzv_check_write: keeping write sessions from storing a translated form
  *   view_present.c    the presentation plan of one array or group: what netCDF-C 4.9.0 is shown
  *   view_chunks.c     translating one chunk (decode, convert, re-layout) and the chunk cache
- *   view_write.c      mzv_check_write: keeping write sessions from storing a translated form
+ *   v2/               the Zarr v2 reader: .zarray/.zattrs/.zgroup into the catalog (v2_read.h)
+ *   v3/               the Zarr v3 reader: zarr.json into the catalog, and shard indexes (v3_read.h)
+ *   view_catalog.c    the arrays and groups found: lookups by path, archive entry names, JSON entries
  *   view_diag.c       error messages (stderr and the last-error buffer)
- *   view_json.c       JSON parser and 4.9.0-safe writer       view_zarr.c     .zarray and dtype model
- *   view_codecs.c     decoding pipeline of an array           view_compressors.c, view_filters.c  codecs
- *   view_convert.c    numeric element conversions             view_strings.c  string elements
- *   view_layout.c     F->C order and clamping of chunks       view_dims.c     dimension names
- *   view_attrs.c      attributes in the form 4.9.0 reads
+ *   codecs/           the decoding pipeline of an array (view_codecs.c) and the codecs it runs:
+ *                     view_compressors.c, view_filters.c, view_strings.c (string elements, vlen)
+ *   view_json.c       JSON parser and 4.9.0-safe writer       view_zarr.c     the array and dtype model
+ *   view_convert.c    numeric element conversions             view_layout.c   F->C order, clamping of chunks
+ *   view_dims.c       dimension names                         view_attrs.c    attributes in the form 4.9.0 reads
  */
 #ifndef MMZIP_VIEW_INTERNAL_H
 #define MMZIP_VIEW_INTERNAL_H
@@ -96,6 +99,7 @@ struct mzv_view {
     char *prefix;              /* entry-name prefix of the dataset, "" or ending in '/' */
     int enabled;
     int nczarr_format;         /* the dataset is in NCZarr 4.9.0's own format (_NCZARR_SUPERBLOCK) */
+    int zarr_v3;               /* the dataset is Zarr v3 (a root zarr.json): presented as v2, never written */
 
     mzv_array *arrays;         /* sorted by path */
     size_t array_count;
@@ -120,8 +124,10 @@ int mzv_present_group(mzv_view *v, mzv_group *g, const mzj_value *zgroup, const 
 /* NCZarr's own format: the root .zgroup declares the "_scalar_" dimension that the presented scalars use. */
 int mzv_present_nczarr_root(mzv_view *v, mzv_group *root, const mzj_value *zgroup);
 
-/* The archive entry name of a key relative to the dataset ("axes/cell/0"), malloc'ed. */
-char *mzv_entry_name(const mzv_view *v, const char *relative_key);
+/* NCZarr's own format: presents doc (an archive object that the view otherwise serves as it is) as the same
+ * JSON with non-ASCII characters as raw UTF-8, when it has any: the archive stores them as \uXXXX escapes
+ * (zarr-python reads only ASCII), which netCDF-C 4.9.0 does not decode. 0 or NC_ENOMEM. */
+int mzv_present_decoded(mzv_meta *m, const mzj_value *doc);
 
 /* view_chunks.c */
 /* Serves chunk `chunk_key` (relative to the array, e.g. "0.0.0") of array a. Returns 1 with data, 0 when
@@ -131,8 +137,15 @@ int mzv_chunk_get(mzv_view *v, mzv_array *a, const char *chunk_key, const void *
 int mzv_chunk_key_parse(const mzv_array *a, const char *chunk_key, uint64_t *index);
 /* The presented chunk of fill values of a (built once); NULL on allocation failure. */
 const unsigned char *mzv_fill_chunk(mzv_array *a);
-/* Decodes the archive chunk at entry into presented bytes (malloc'ed). 0, 1 (entry missing), or error. */
-int mzv_chunk_translate(mzv_view *v, mzv_array *a, const char *entry, unsigned char **out, size_t *out_len);
+/* Decodes the chunk at grid index (its object is the archive entry `entry`) into presented bytes
+ * (malloc'ed). 0, 1 (missing: fill), or a netCDF error (reported). */
+int mzv_chunk_translate(mzv_view *v, mzv_array *a, const uint64_t *index, const char *entry, unsigned char **out,
+                        size_t *out_len);
+/* Runs the codec pipeline on the stored chunk at grid index (an entry, or an inner chunk of a shard): the
+ * decoded bytes before element conversion into *dec (malloc'ed). 0, 1 (no such chunk: fill), or -1 with a
+ * message in err (nothing is reported: the caller decides). */
+int mzv_chunk_decode_at(mzv_view *v, const mzv_array *a, const uint64_t *index, mzv_bytes *dec, char *err,
+                        size_t err_len);
 void mzv_cache_free(mzv_view *v);
 
 /* view_diag.c: records "<archive>: <entry>: <problem>" as the last error, prints it on stderr, returns
@@ -143,7 +156,19 @@ int mzv_fail(mzv_view *v, int code, const char *entry, const char *fmt, ...)
 #endif
     ;
 
-/* Lookups (view.c). */
+/* The catalog (view_catalog.c). */
+typedef enum mzv_meta_kind { MZV_META_ZARRAY, MZV_META_ZATTRS, MZV_META_ZGROUP, MZV_META_OTHER } mzv_meta_kind;
+/* The kind of a key relative to the dataset (e.g. "a/b/.zarray"); *dir_len is the length of its directory. */
+mzv_meta_kind mzv_classify(const char *rel, size_t *dir_len);
+/* Reads the metadata entry rel (relative to the dataset) and parses it into *out (if out), or just maps it
+ * into *text and *len (if text). 0, or NC_ENCZARR/NC_ENOMEM with a message naming the entry. */
+int mzv_load_json(mzv_view *v, const char *rel, mzj_value **out, const char **text, size_t *len);
+/* Finds or adds the group at path (length len). NULL when memory runs out. The catalog is unsorted until
+ * mzv_sort_catalog: mzv_find_* need it sorted. */
+mzv_group *mzv_group_slot(mzv_view *v, const char *path, size_t len);
+void mzv_sort_catalog(mzv_view *v);
+/* The archive entry name of a key relative to the dataset ("axes/cell/0"), malloc'ed. */
+char *mzv_entry_name(const mzv_view *v, const char *relative_key);
 mzv_array *mzv_find_array(mzv_view *v, const char *path, size_t path_len);
 mzv_group *mzv_find_group(mzv_view *v, const char *path, size_t path_len);
 /* The array owning chunk key rel (relative to the dataset, e.g. "a/b/0.1"); *chunk_key points into rel. */

@@ -747,13 +747,43 @@ void mzj_buf_append(mzj_buf *b, const char *s, size_t n) {
 
 void mzj_buf_puts(mzj_buf *b, const char *s) { mzj_buf_append(b, s, strlen(s)); }
 
-static void write_string(mzj_buf *b, const char *s, size_t len) {
+/* Appends "\uXXXX" for one UTF-16 code unit. */
+static void write_u16_escape(mzj_buf *b, unsigned unit) {
+    char hex[8];
+    snprintf(hex, sizeof hex, "\\u%04x", unit & 0xffffu);
+    mzj_buf_puts(b, hex);
+}
+
+/* ascii: escape every non-ASCII character as \uXXXX (a surrogate pair beyond the BMP), as Python's json
+ * module does by default; invalid UTF-8 (never in parsed strings) is escaped byte by byte as U+FFFD. */
+static void write_string(mzj_buf *b, const char *s, size_t len, int ascii) {
     mzj_buf_append(b, "\"", 1);
     size_t run = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         const char *esc = NULL;
         char hex[8];
+        if (ascii && c >= 0x80) {
+            mzj_buf_append(b, s + run, i - run);
+            size_t n = utf8_sequence((const unsigned char *)s + i, (const unsigned char *)s + len);
+            uint32_t cp = 0xfffd;
+            if (n == 2) cp = (uint32_t)(c & 0x1f) << 6 | (s[i + 1] & 0x3f);
+            else if (n == 3) cp = (uint32_t)(c & 0x0f) << 12 | (uint32_t)(s[i + 1] & 0x3f) << 6 | (s[i + 2] & 0x3f);
+            else if (n == 4)
+                cp = (uint32_t)(c & 0x07) << 18 | (uint32_t)(s[i + 1] & 0x3f) << 12 |
+                     (uint32_t)(s[i + 2] & 0x3f) << 6 | (s[i + 3] & 0x3f);
+            if (n == 0) n = 1;
+            if (cp >= 0x10000) {
+                cp -= 0x10000;
+                write_u16_escape(b, 0xd800 + (cp >> 10));
+                write_u16_escape(b, 0xdc00 + (cp & 0x3ff));
+            } else {
+                write_u16_escape(b, cp);
+            }
+            i += n - 1;
+            run = i + 1;
+            continue;
+        }
         switch (c) {
         case '"': esc = "\\\""; break;
         case '\\': esc = "\\\\"; break;
@@ -800,7 +830,7 @@ static void write_real(mzj_buf *b, const mzj_value *v) {
     mzj_buf_puts(b, num);
 }
 
-void mzj_write(mzj_buf *b, const mzj_value *v) {
+static void write_value(mzj_buf *b, const mzj_value *v, int ascii) {
     char num[32];
     switch (v->kind) {
     case MZJ_NULL: mzj_buf_puts(b, "null"); break;
@@ -811,12 +841,12 @@ void mzj_write(mzj_buf *b, const mzj_value *v) {
         mzj_buf_puts(b, num);
         break;
     case MZJ_REAL: write_real(b, v); break;
-    case MZJ_STRING: write_string(b, v->u.string.bytes, v->u.string.len); break;
+    case MZJ_STRING: write_string(b, v->u.string.bytes, v->u.string.len, ascii); break;
     case MZJ_ARRAY:
         mzj_buf_puts(b, "[");
         for (size_t i = 0; i < v->u.array.count; i++) {
             if (i) mzj_buf_puts(b, ", ");
-            mzj_write(b, v->u.array.items[i]);
+            write_value(b, v->u.array.items[i], ascii);
         }
         mzj_buf_puts(b, "]");
         break;
@@ -824,19 +854,21 @@ void mzj_write(mzj_buf *b, const mzj_value *v) {
         mzj_buf_puts(b, "{");
         for (size_t i = 0; i < v->u.object.count; i++) {
             if (i) mzj_buf_puts(b, ", ");
-            write_string(b, v->u.object.members[i].key, v->u.object.members[i].key_len);
+            write_string(b, v->u.object.members[i].key, v->u.object.members[i].key_len, ascii);
             mzj_buf_puts(b, ": ");
-            mzj_write(b, v->u.object.members[i].value);
+            write_value(b, v->u.object.members[i].value, ascii);
         }
         mzj_buf_puts(b, "}");
         break;
     }
 }
 
-char *mzj_to_text(const mzj_value *v, size_t *len) {
+void mzj_write(mzj_buf *b, const mzj_value *v) { write_value(b, v, 0); }
+
+static char *to_text(const mzj_value *v, size_t *len, int ascii) {
     mzj_buf b;
     mzj_buf_init(&b);
-    mzj_write(&b, v);
+    write_value(&b, v, ascii);
     if (b.failed || !b.data) {
         mzj_buf_free(&b);
         return NULL;
@@ -844,3 +876,7 @@ char *mzj_to_text(const mzj_value *v, size_t *len) {
     if (len) *len = b.len;
     return b.data;
 }
+
+char *mzj_to_text(const mzj_value *v, size_t *len) { return to_text(v, len, 0); }
+
+char *mzj_to_ascii_text(const mzj_value *v, size_t *len) { return to_text(v, len, 1); }

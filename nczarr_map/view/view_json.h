@@ -153,4 +153,12 @@ void mzj_write(mzj_buf *b, const mzj_value *v);
 /* v as a freshly allocated NUL-terminated JSON text (*len without the NUL), or NULL on allocation failure. */
 char *mzj_to_text(const mzj_value *v, size_t *len);
 
+/*
+ * As mzj_to_text, but pure ASCII: every non-ASCII character is written as \uXXXX (a UTF-16 surrogate pair
+ * beyond the BMP), as Python's json module writes by default. This is the form stored in archives: zarr-python
+ * 2.13 decodes metadata as ASCII and fails on raw UTF-8 (netCDF-C 4.9.0 cannot decode the escapes, which is
+ * why the view presents it the raw form).
+ */
+char *mzj_to_ascii_text(const mzj_value *v, size_t *len);
+
 #endif

@@ -1,5 +1,7 @@
 /*
- * view_zarr.h - the Zarr v2 metadata model: dtypes and .zarray documents, parsed and validated.
+ * view_zarr.h - the array model every format reader fills (mzv_zarray: shape, chunks, dtype, fill value,
+ * chunk keys) and the numpy dtype strings that Zarr v2 and the numcodecs filters use. The readers of each
+ * format (v2/, v3/) parse their documents into it.
  *
  * Everything here is a pure function of the JSON text; nothing reads the archive. Errors are returned as
  * -1 with a message in a caller-supplied buffer that names the problem (the caller adds file and entry).
@@ -48,27 +50,37 @@ int mzv_dtype_parse(const mzj_value *dtype, mzv_dtype *out, char *err, size_t er
 int mzv_dtype_parse_string(const char *s, mzv_dtype *out, char *err, size_t err_len);
 
 /* A parsed and validated .zarray. */
+/* Zarr v3's sharding_indexed codec: each stored object (shard) holds a grid of inner chunks and an index
+ * of (offset, nbytes) little- or big-endian u64 pairs, 2^64-1 twice for an empty inner chunk. */
+typedef struct mzv_sharding {
+    uint64_t shard_shape[MZV_MAX_RANK]; /* elements per shard; the array's chunks are the inner chunks */
+    int index_at_start;                 /* index_location "start" (default "end") */
+    int index_big_endian;               /* the index's bytes codec */
+    int index_crc32c;                   /* the index ends with a CRC-32C of its pairs */
+} mzv_sharding;
+
 typedef struct mzv_zarray {
     int rank;
     uint64_t shape[MZV_MAX_RANK];
-    uint64_t chunks[MZV_MAX_RANK];
+    uint64_t chunks[MZV_MAX_RANK];  /* the chunks netCDF reads (the inner chunks of a sharded array) */
     mzv_dtype dtype;
-    int fortran_order;            /* "order": "F" */
+    int fortran_order;            /* "order": "F" (v2), or a v3 transpose that reverses the dimensions */
+    int transposed;               /* v3 transpose by another permutation: see order */
+    int order[MZV_MAX_RANK];      /* transposed: stored chunk dimension k is array dimension order[k] */
     char separator;               /* '.' or '/' */
+    int format;                   /* 2 or 3 (zarr.json) */
+    int key_prefix_c;             /* v3 "default" chunk key encoding: keys "c/0/1" ("c" for 0-d) */
+    mzv_sharding *sharding;       /* NULL unless the chunks are stored in shards */
     const mzj_value *fill_value;  /* into json; NULL when absent */
     const mzj_value *compressor;  /* into json; NULL for null / absent */
     const mzj_value *filters;     /* into json; an array, or NULL for null / absent / [] */
-    const mzj_value *dtype_json;  /* into json: the dtype as written */
+    const mzj_value *dtype_json;  /* into json: the dtype (v3: data_type) as written */
     mzj_value *json;              /* the whole document, owned */
 } mzv_zarray;
 
-/*
- * Parses the text of a .zarray. Checks: zarr_format 2; shape and chunks lists of non-negative integers of
- * equal length (at most MZV_MAX_RANK); a chunk length of 0 only where the shape is 0 (DataAxesFormats'
- * empty arrays); a known dtype; order "C" or "F"; separator "." or "/"; compressor an object or null;
- * filters a list of objects or null. Returns 0 (caller frees with mzv_zarray_free), or -1 with err.
- */
-int mzv_zarray_parse(const char *text, size_t len, mzv_zarray *out, char *err, size_t err_len);
+/* Parses a list of non-negative integers (a shape or chunk shape, at most MZV_MAX_RANK long; `what` names it
+ * in the message). Returns 0 and sets dims and *rank, or -1 with err. */
+int mzv_parse_shape(const mzj_value *list, const char *what, uint64_t *dims, int *rank, char *err, size_t err_len);
 
 void mzv_zarray_free(mzv_zarray *z);
 

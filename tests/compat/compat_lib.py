@@ -93,7 +93,7 @@ def cdl_string(token):
 
 def cdl_number(word):
     w = word
-    for suffix in ("LL", "ULL", "UL", "US", "UB", "ub", "us", "u", "b", "s", "f", "L", "l", "B", "S"):
+    for suffix in ("ULL", "LL", "UL", "US", "UB", "ub", "us", "u", "U", "b", "s", "f", "L", "l", "B", "S"):
         if w.endswith(suffix) and len(w) > len(suffix) and not w.lower().endswith("inf"):
             candidate = w[: -len(suffix)]
             try:

@@ -21,6 +21,7 @@
 #include <zstd.h>
 
 #include "nczarr_ctest.h"
+#include "v2_read.h"
 #include "view_attrs.h"
 #include "view_codecs.h"
 #include "view_compressors.h"

@@ -1,5 +1,6 @@
 /*
- * view_codecs.h - the decoding pipeline of one Zarr v2 array: compressor, then filters in reverse order.
+ * view_codecs.h - the decoding pipeline of one array: compressor, then filters in reverse order. Each format's
+ * reader builds it from its metadata (v2/v2_chain.c); running it is the same for all.
  *
  * Zarr v2 encodes a chunk by applying "filters" in list order and then the "compressor"; decoding runs the
  * other way. An object dtype's codec (vlen-utf8, vlen-bytes) is the first filter; the pipeline stops
@@ -28,10 +29,6 @@ typedef struct mzv_codec_chain {
     mzv_object_codec object_codec;
     char *unsupported;       /* non-NULL: why chunks of this array cannot be decoded */
 } mzv_codec_chain;
-
-/* Builds the chain of z. Returns 0 (unsupported codecs are recorded in out->unsupported, not returned as
- * errors), or -1 only when memory runs out. */
-int mzv_chain_build(const mzv_zarray *z, mzv_codec_chain *out);
 
 void mzv_chain_free(mzv_codec_chain *c);
 
