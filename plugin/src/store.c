@@ -494,6 +494,13 @@ int mmzip_refresh(mmzip_t *h) {
         mz_cd_free(&cd);
     }
 out:
+    if (r == MMZIP_OK) {
+        /* An in-place edit may have begun, ended or been recovered without a new directory. */
+        pthread_rwlock_wrlock(&s->rw);
+        for (uint32_t i = 0; i < s->n; i++) s->e[i].mark &= (uint8_t)~MZ_MARK_EDITING;
+        mz_edit_mark(s);
+        pthread_rwlock_unlock(&s->rw);
+    }
     mz_unlock_commit(s->fd);
     pthread_mutex_unlock(&s->wmu);
     return r;
