@@ -450,7 +450,7 @@ typedef struct mmzip_info {
     int zip64;                 /* the archive ends with ZIP64 end records */
     int durable;               /* MMZIP_DURABLE is in effect */
     uint64_t recovered_bytes;  /* bytes discarded by the recovery done at open (0 if none) */
-    uint64_t rolled_back;      /* entries of a torn tail dropped by the recovery done at open */
+    uint64_t rolled_back;      /* always 0: recovery no longer drops entries (kept for compatibility) */
     uint64_t torn_tail;        /* entries whose local header is missing or disagrees with the directory (a
                                 * writer that publishes its directory first was interrupted, or damage); they
                                 * are hidden from lookups and listings but kept in the directory: mmzip never

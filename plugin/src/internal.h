@@ -10,12 +10,14 @@
  *   io.c           every write, truncate and sync of the archive (crash points and tracing in test builds)
  *   locks.c        the cross-process writer lock and commit lock (OFD locks)
  *   commit.c       the commit protocol: relocating the directory, publishing, the truncate commit point
- *   recovery.c     repairing a file left by a killed writer, at writable open
+ *   recovery.c     repairing a file left by a killed writer, at writable open; telling mmzip's leftovers from
+ *                  foreign anomalies, which are kept
  *   store.c        opening and closing stores, the per-process registry, handles
  *   read.c         get, read, typed views, inflate, CRC checks
+ *   decode.c       decoding bzip2, LZMA, zstd and xz entries of foreign archives
  *   copy.c         copying large ranges out to the caller (mmzip_read, mmzip_copy), split over helper threads
  *   write.c        put, reserve, patch, remove, begin, commit, rollback
- *   check.c        full verification of an archive
+ *   check.c        full verification of an archive, interoperability findings, recovery dry run
  *   pack.c         rewriting an archive without dead space
  *   edit.c         editing a committed entry in place (undo journal) and the entry holds that exclude readers
  *   errors.c       status codes and the per-thread error message
@@ -393,7 +395,6 @@ typedef struct mz_store {
     struct mz_edit *edit;          /* the entry being edited in place (edit.c), or NULL */
 
     /* What the last load found that mmzip reads but some other ZIP readers may not (for mmzip check). */
-    uint32_t unnamed;              /* entries unreachable by name (MZ_MARK_NONAME) */
     int count_wrapped;             /* 16-bit entry count that wrapped */
     uint16_t comment_declared;     /* the end record's comment length, when it runs past the end of the file */
     uint64_t locate_end;           /* where the end records found at load end (< file_size: bytes follow) */

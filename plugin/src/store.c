@@ -108,7 +108,6 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     mz_table_free(s);
     s->e = cd->entries;
     s->n = s->n_committed = s->cap = cd->count;
-    s->unnamed = cd->unnamed;
     s->count_wrapped = cd->wrapped;
     s->comment_declared = t->comment_declared > t->comment_len ? t->comment_declared : 0;
     s->locate_end = t->end;
