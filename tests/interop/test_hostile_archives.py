@@ -270,6 +270,12 @@ def run_case(d, case, stage, code, entry, words):
         mmzip_cli("put", path, "new.txt", "-", input="x")
         after = zipfile.ZipFile(path).namelist()
         check_equal(after, before + ["new.txt"], "%s: zipfile's listing after mmzip put" % what)
+        # pack keeps it too, with its bytes.
+        with zipfile.ZipFile(path) as z:
+            raw = [(i.filename, z.read(i)) for i in z.infolist()]
+        mmzip_cli("pack", path)
+        with zipfile.ZipFile(path) as z:
+            check_equal([(i.filename, z.read(i)) for i in z.infolist()], raw, "%s: zipfile's view after pack" % what)
         return
     else:
         # A local-header problem may be found eagerly at open, or lazily at the first read of the entry;
