@@ -304,7 +304,7 @@ static int commit_additions(mz_store *s, uint64_t x, int *done) {
 int mz_commit_locked(mz_store *s, int force_compact) {
     int changes = s->n_pending_live || s->n_shadowed || s->n_dead;
     if (!changes && (s->compact || !force_compact)) {
-        s->pending_end = s->data_end;
+        s->pending_end = s->data_end > mz_edit_floor(s) ? s->data_end : mz_edit_floor(s);
         return MMZIP_OK;
     }
     if (!force_compact) {
@@ -331,6 +331,7 @@ int mz_commit_locked(mz_store *s, int force_compact) {
         mz_entry *e = &s->e[i];
         if (!(e->mark & MZ_MARK_DEAD) && e->data_off + e->csize > x) x = e->data_off + e->csize;
     }
+    if (x < mz_edit_floor(s)) x = mz_edit_floor(s); /* an entry edited in place is growing there */
     s->pending_end = x;
     uint64_t tlen = mz_end_len(count, s->comment_len);
     st = mz_ensure_room(s, x + img_len + tlen + MZ_SECTOR);

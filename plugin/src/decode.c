@@ -62,6 +62,7 @@ static int decode_bzip2(mz_store *s, mz_entry *e, const uint8_t *in, uint8_t *ou
         }
         unsigned before_in = z.avail_in, before_out = z.avail_out;
         r = BZ2_bzDecompress(&z);
+        if (z.next_out == (char *)&spare + 1) break; /* a byte past the recorded size: longer than recorded */
         if (r == BZ_OK && z.avail_in == before_in && z.avail_out == before_out && !in_left) break; /* stuck */
     }
     uint64_t produced = ((uint64_t)z.total_out_hi32 << 32) | z.total_out_lo32;

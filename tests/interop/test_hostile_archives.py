@@ -271,6 +271,13 @@ def run_case(d, case, stage, code, entry, words):
         after = zipfile.ZipFile(path).namelist()
         # Sorted: a commit of additions writes its records before the older ones (protocol.md §3.3).
         check_equal(sorted(after), sorted(before + ["new.txt"]), "%s: zipfile's listing after mmzip put" % what)
+        # pack keeps it too, with its bytes.
+        with zipfile.ZipFile(path) as z:
+            raw = [(i.filename, z.read(i)) for i in z.infolist()]
+        mmzip_cli("pack", path)
+        with zipfile.ZipFile(path) as z:
+            check_equal(sorted((i.filename, z.read(i)) for i in z.infolist()), sorted(raw),
+                        "%s: zipfile's view after pack" % what)
         return
     else:
         # A local-header problem may be found eagerly at open, or lazily at the first read of the entry;
