@@ -265,6 +265,12 @@ static int commit_additions(mz_store *s, uint64_t x, int *done) {
         !s->zip64 || !s->end_follows_cd || tlen != mz_trailer_len(s->comment_len) || tpos + tlen != s->file_size ||
         !in_one_sector(tpos, tlen))
         return MMZIP_OK;
+    /* Only new names: a record of a replaced entry left behind the new one would win in readers that take
+     * the last record of a name (zipfile, zarr-python). Whatever path marked the replacement, look. */
+    for (uint32_t i = s->n_committed; i < s->n; i++)
+        if (s->e[i].replaces != MZ_NONE || (s->e[i].mark & (MZ_MARK_DEAD | MZ_MARK_RESERVED))) return MMZIP_OK;
+    for (uint32_t i = 0; i < s->n_committed; i++)
+        if (s->e[i].mark & MZ_MARK_SHADOWED) return MMZIP_OK;
     int st = mz_ensure_room(s, x + r);
     if (st) return st;
     tpos = s->cd_pos + s->cd_size; /* a relocation moved them */
