@@ -241,7 +241,11 @@ int mz_neutralize_dead_start(mz_store *s) {
 }
 
 int mz_commit_locked(mz_store *s, int force_compact) {
-    int changes = s->n_pending_live || s->n_shadowed || s->n_dead;
+    if (s->n_edits) {
+        int est = mz_edits_refresh_locked(s); /* CRCs of in-place edits go out with this directory */
+        if (est) return est;
+    }
+    int changes = s->n_pending_live || s->n_shadowed || s->n_dead || s->cd_changed;
     if (!changes && (s->compact || !force_compact)) {
         s->pending_end = s->data_end;
         return MMZIP_OK;
@@ -293,6 +297,7 @@ int mz_commit_locked(mz_store *s, int force_compact) {
     s->data_end = s->pending_end = s->free_limit = s->zero_from = x;
     s->compact = 1;
     s->bytes_since_commit = 0;
+    s->cd_changed = 0;
     {
         int st2 = settle_table(s, img, img_len);
         if (!st) st = st2;

@@ -17,6 +17,7 @@
  *   write.c        put, reserve, patch, remove, begin, commit, rollback
  *   check.c        full verification of an archive
  *   pack.c         rewriting an archive without dead space
+ *   edit.c         stored entries modified in place: writable views, markers, CRC refresh, their recovery
  *   errors.c       status codes and the per-thread error message
  */
 #ifndef MMZIP_INTERNAL_H
@@ -378,6 +379,12 @@ typedef struct mz_store {
     char *tmp_path;
 
     uint64_t recovered_bytes, rolled_back;
+
+    /* Stored entries being modified in place (edit.c, mmzip_edit). */
+    struct mz_edit *edits;
+    uint32_t n_edits;
+    int cd_changed;                /* committed records were patched (CRC refresh): the next commit writes */
+    uint64_t edits_recovered;      /* CRCs refreshed at open for edits a dead writer left uncommitted */
 } mz_store;
 
 struct mmzip {
@@ -428,6 +435,27 @@ int mz_write_empty(mz_store *s);
 int mz_publish(mz_store *s);
 /* Clears the signature of a superseded local header at the very start of the archive (see commit.c). */
 int mz_neutralize_dead_start(mz_store *s);
+
+/* edit.c */
+struct mz_edit {
+    char *key;
+    uint64_t lfh_off;      /* identifies the version of the entry being edited */
+    uint64_t len;
+    uint8_t *map;          /* its own shared writable mapping of the entry's pages */
+    size_t map_len;
+    uint8_t *view;         /* map + offset of the data in its first page */
+    int open;              /* still writable; 0 once ended (read-only, refreshed at the next commit) */
+    int stale;             /* ended since the last commit: its CRC still needs the final refresh */
+};
+/* Recomputes the CRC of every entry being edited (or ended since the last commit), patches the local header
+ * and the directory image; sets s->cd_changed when one changed. Called by mz_commit_locked, s->wmu held. */
+int mz_edits_refresh_locked(mz_store *s);
+/* Writable handle just opened: refreshes the CRCs of entries whose marker a dead writer left, drops the
+ * markers, commits. */
+int mz_edits_recover(mmzip_t *h);
+/* Ends every open edit (views read-only, markers removed, pending until the next commit). */
+int mz_edits_end_all(mmzip_t *h);
+void mz_edits_free(mz_store *s);
 
 /* recovery.c */
 int mz_recover_locked(mz_store *s);
