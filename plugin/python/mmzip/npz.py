@@ -12,6 +12,7 @@ import ast
 import ctypes
 import io
 import os
+import warnings
 import weakref
 
 import numpy as np
@@ -39,6 +40,15 @@ class _IoVec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_uint64)]
 
 
+class _Info(ctypes.Structure):  # mmzip.h: mmzip_info
+    _fields_ = ([(n, ctypes.c_uint64) for n in ("entries", "pending", "file_size", "live_bytes", "dead_bytes",
+                                                "directory_bytes", "prefix_bytes")]
+                + [("alignment", ctypes.c_uint32), ("min_alignment", ctypes.c_uint32)]
+                + [(n, ctypes.c_int) for n in ("writable", "writer_locked", "locks_supported", "zip64", "durable")]
+                + [(n, ctypes.c_uint64) for n in ("recovered_bytes", "rolled_back", "torn_tail", "edits_recovered",
+                                                  "edits_open")])
+
+
 def _core():
     c = _lib()
     if not hasattr(c, "_npz_ready"):
@@ -51,6 +61,8 @@ def _core():
         c.mmzip_edit.restype = ctypes.c_int
         c.mmzip_edit_end.argtypes = [vp, ctypes.c_char_p]
         c.mmzip_edit_end.restype = ctypes.c_int
+        c.mmzip_get_info.argtypes = [vp, ctypes.POINTER(_Info)]
+        c.mmzip_get_info.restype = ctypes.c_int
         c._npz_ready = True
     return c
 
@@ -150,15 +162,25 @@ class NpzArchive:
         core_mode, self._in_place = _MODES[mode]
         self._writable = core_mode != "r"
         self._h = _Handle(self.path, core_mode)
-        # The views' keeper: a read-only handle on the same store (mmzip shares one store per process), so
-        # that arrays still referenced after close() keep their mapping, while close() commits and lets go
-        # of the writer handle.
-        self._keeper = _Handle(self.path, "r") if self._writable else self._h
+        # The views' keeper: a second read-only handle on the same store (mmzip shares one store per process,
+        # so it costs no descriptor and no mapping), so that arrays still referenced after close() keep their
+        # mapping, while close() commits and lets go of the writer handle.
+        self._keeper = _Handle(self.path, "r")
         self._cache = {}        # member name -> array (views are made once, like mmnpz)
         self._edited = {}       # member name -> weakref of the writable view handed out
         self._mapping = None    # uint8 ndarray over the whole mapped file
         self._batch_open = False
+        self._markers = set()
+        self.recovered_edits = 0
         if self._writable:
+            info = _Info()
+            _check(_core().mmzip_get_info(self._h.h, ctypes.byref(info)))
+            self.recovered_edits = info.edits_recovered
+            if info.edits_recovered:
+                warnings.warn("%s: %d array(s) were being modified in place by a writer that died before "
+                              "committing; their CRCs now match their bytes as they were left, which may hold "
+                              "only part of that writer's changes" % (self.path, info.edits_recovered),
+                              RuntimeWarning, stacklevel=3)
             _check(_core().mmzip_begin(self._h.h))
             self._batch_open = True
 
@@ -174,6 +196,7 @@ class NpzArchive:
 
         _check(_core().mmzip_list_ex(self._live(), None, 1, _LIST_FN(cb), None))
         out.sort(key=lambda x: x[5])  # archive order, like numpy.load(...).files
+        self._markers = {x[0][len(_EDIT_PREFIX):] for x in out if x[0].startswith(_EDIT_PREFIX)}
         return [x[:5] for x in out if not x[0].startswith(_EDIT_PREFIX)]
 
     def _member(self, key):
@@ -231,7 +254,9 @@ class NpzArchive:
         file after the mapping was made, so it is remade, at the same base, when an array lies past it."""
         m = self._mapping
         if m is None or m.ctypes.data != base or m.size < end:
-            raw = (ctypes.c_char * max(end, 1)).from_address(base)
+            info = _Info()
+            _check(_core().mmzip_get_info(self._live(), ctypes.byref(info)))
+            raw = (ctypes.c_char * max(end, info.file_size, 1)).from_address(base)
             raw._mmzip_keep = self._keeper  # the mapping lives as long as any view of it
             m = np.frombuffer(memoryview(raw).cast("B").toreadonly(), dtype=np.uint8)
             self._mapping = m
@@ -365,9 +390,7 @@ class NpzArchive:
         self._edited.clear()
         self._batch_open = False
         self._h.close()  # commits, ends in-place edits (CRC refreshed, markers removed), drops the writer lock
-        if self._keeper is not self._h:
-            keeper, self._keeper = self._keeper, None
-            del keeper   # arrays still hold it (through their mapping) if they are alive
+        self._keeper = None  # arrays still hold it (through their mapping) if they are alive
         self._cache.clear()
         self._mapping = None
 
@@ -386,7 +409,9 @@ class NpzArchive:
     # -- table of contents -------------------------------------------------------------------------
     def toc(self):
         """One dict per member: name, dtype, shape, bytes, offset (of the array data in the file),
-        alignment (largest power of two dividing that offset), status (mapped, decoded, in-place, raw)."""
+        alignment (largest power of two dividing that offset), status: mapped (a view of the mapping),
+        decoded (a compressed member, read as a decoded copy), in-place (a writable view handed out here), raw
+        (not a .npy); ", being modified in place" when another writer's marker is present."""
         rows = []
         for name, size, method, crc, pending in self._infos():
             info = self._stat(name)
@@ -413,6 +438,8 @@ class NpzArchive:
                     row["status"] = "unreadable: %s" % str(e).split(": ")[-1][:40]
             if name in self._edited and self._edited[name]() is not None:
                 row["status"] = "in-place"
+            elif name in self._markers:
+                row["status"] += ", being modified in place"
             if pending:
                 row["status"] += " (pending)"
             rows.append(row)
