@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const metadata_names[] = {".zgroup", ".zarray", ".zattrs", ".zmetadata"};
+static const char *const metadata_names[] = {".zgroup", ".zarray", ".zattrs", ".zmetadata", "zarr.json"};
 #define N_METADATA_NAMES (sizeof metadata_names / sizeof metadata_names[0])
 
 static int is_metadata_name(const char *s, size_t n) {

@@ -79,6 +79,19 @@ static int open_archive(mzn_session *s, int mode, int create) {
     return NC_NOERR;
 }
 
+/* netCDF-C writes Zarr v2 metadata: a write session on a Zarr v3 dataset would leave a mixed archive that
+ * neither Zarr v3 readers nor netCDF read correctly. Refused at open, before anything is written. */
+static int refuse_zarr_v3_writes(mzn_session *s) {
+    char *root = mzn_session_entry_name(s, "/zarr.json");
+    if (!root) return NC_ENOMEM;
+    int v3 = mmzip_exists(s->archive, root);
+    free(root);
+    if (!v3) return NC_NOERR;
+    mzn_diag("%s: the archive is Zarr v3 (zarr.json), which netCDF reads through the compatibility view but "
+             "cannot write: open it read-only (without NC_WRITE)", s->archive_path);
+    return NC_EPERM;
+}
+
 int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, int create, mzn_session **out) {
     *out = NULL;
     mzn_url parsed;
@@ -116,6 +129,7 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
                  "one top directory)", s->archive_path);
     s->prefix = layout.prefix;
     s->prefix_len = strlen(s->prefix);
+    if (!create && s->writable && (rc = refuse_zarr_v3_writes(s)) != NC_NOERR) goto fail;
 
     int view_enabled = !parsed.view_raw && !view_disabled_by_env();
     rc = mzv_open(s->archive, s->prefix, view_enabled, &s->view);
@@ -298,6 +312,22 @@ static int collect_entry(const mmzip_entry_info *info, void *ctx) {
     return c->failed ? MMZIP_ENOMEM : 0;
 }
 
+/* A node the view presents (Zarr v3: possibly known only from consolidated metadata) under the directory
+ * being listed. */
+typedef struct view_children {
+    child_names *names;
+    const char *dir; /* the listed directory relative to the dataset, "" for the root */
+    size_t dir_len;
+} view_children;
+
+static void add_view_child(void *ctx, const char *path) {
+    view_children *vc = ctx;
+    size_t n = strlen(path);
+    if (vc->dir_len == 0) add_child(vc->names, path, n);
+    else if (n > vc->dir_len && strncmp(path, vc->dir, vc->dir_len) == 0 && path[vc->dir_len] == '/')
+        add_child(vc->names, path + vc->dir_len + 1, n - vc->dir_len - 1);
+}
+
 static int compare_names(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -332,6 +362,8 @@ int mzn_session_search(mzn_session *s, const char *prefix, void *nclist) {
         else if (strncmp(key, prefix, plen) == 0 && key[plen] == '/')
             add_child(&c, key + plen + 1, strlen(key + plen + 1));
     }
+    view_children vc = {&c, prefix + 1, root ? 0 : plen - 1};
+    if (rc == NC_NOERR) mzv_for_each_node(s->view, add_view_child, &vc);
     if (c.failed) rc = NC_ENOMEM;
     char **names = NULL;
     size_t n = 0;

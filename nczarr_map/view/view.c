@@ -1,6 +1,6 @@
 /*
  * view.c - the compatibility view's entry points: reading the dataset's metadata (the format reader,
- * v2/v2_read.c, fills the catalog), presenting each array and group (view_present.c), and routing keys to
+ * v2/v2_read.c or v3/v3_read.c, fills the catalog), presenting each array and group (view_present.c), and routing keys to
  * the presented documents and the translated chunks (view_chunks.c).
  */
 #include "view.h"
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "v2_read.h"
+#include "v3_read.h"
 #include "view_internal.h"
 
 #define DEFAULT_CACHE_MB 256
@@ -19,7 +20,8 @@
 /* Reading and presenting the dataset                                                                    */
 
 static int analyse(mzv_view *v) {
-    int rc = mzv_v2_read(v);
+    v->zarr_v3 = mzv_v3_detect(v);
+    int rc = v->zarr_v3 ? mzv_v3_read(v) : mzv_v2_read(v);
     if (rc) return rc;
 
     mzv_group *root = mzv_find_group(v, "", 0);
@@ -123,6 +125,12 @@ int mzv_get(mzv_view *v, const char *key, const void **data, size_t *len) {
     const char *chunk_key;
     mzv_array *a = mzv_find_chunk_owner(v, rel, &chunk_key);
     return a ? mzv_chunk_get(v, a, chunk_key, data, len) : 0;
+}
+
+void mzv_for_each_node(const mzv_view *v, void (*fn)(void *ctx, const char *path), void *ctx) {
+    if (!v || !v->enabled || !v->zarr_v3) return;
+    for (size_t i = 0; i < v->group_count; i++) fn(ctx, v->groups[i].path);
+    for (size_t i = 0; i < v->array_count; i++) fn(ctx, v->arrays[i].path);
 }
 
 int mzv_active(const mzv_view *v) { return v && v->enabled && v->any_translated; }

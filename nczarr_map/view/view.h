@@ -73,6 +73,13 @@ int mzv_get(mzv_view *v, const char *key, const void **data, size_t *len);
  */
 int mzv_check_write(mzv_view *v, const char *key, const void *data, size_t len);
 
+/*
+ * Calls fn(ctx, path) for every group and array of a Zarr v3 dataset (paths relative to the dataset, e.g.
+ * "axes/cell"; "" is the root), so that the map's listing also shows the nodes known only from the root's
+ * consolidated metadata. Does nothing for Zarr v2 datasets (their nodes are the archive's own entries).
+ */
+void mzv_for_each_node(const mzv_view *v, void (*fn)(void *ctx, const char *path), void *ctx);
+
 /* 1 if any array is translated (its chunks or shape differ from the archive's). */
 int mzv_active(const mzv_view *v);
 

@@ -17,6 +17,7 @@
 #include "view_internal.h"
 #include "view_layout.h"
 #include "view_strings.h"
+#include "v3_read.h"
 
 #define MZV_CACHE_ENTRIES 16
 
@@ -46,16 +47,86 @@ int mzv_chunk_key_parse(const mzv_array *a, const char *key, uint64_t *index) {
     return *key ? -1 : 0;
 }
 
-/* The archive's key of the chunk at index (relative to the array): "0" for a 0-d array. */
+/* The archive's key of the object holding the chunk at index (relative to the array): v2's "0.1" ("0" for
+ * a 0-d array), v3's default "c/0/1" ("c"), and for a sharded array the key of its shard. */
 static void archive_chunk_key(const mzv_array *a, const uint64_t *index, char *out, size_t size) {
     size_t n = 0;
     int rank = a->z.rank;
+    uint64_t per[MZV_MAX_RANK];
+    if (a->z.sharding) mzv_shard_grid(&a->z, per);
+    if (a->z.key_prefix_c) n = (size_t)snprintf(out, size, "c");
     if (rank == 0) {
-        snprintf(out, size, "0");
+        if (!a->z.key_prefix_c) snprintf(out, size, "0");
         return;
     }
-    for (int i = 0; i < rank && n < size; i++)
-        n += (size_t)snprintf(out + n, size - n, "%s%" PRIu64, i ? (char[]){a->z.separator, 0} : "", index[i]);
+    for (int i = 0; i < rank && n < size; i++) {
+        uint64_t at = a->z.sharding ? index[i] / per[i] : index[i];
+        n += (size_t)snprintf(out + n, size - n, "%s%" PRIu64, i || a->z.key_prefix_c ? (char[]){a->z.separator, 0} : "",
+                              at);
+    }
+}
+
+/* The archive entry of the object holding the chunk at index, malloc'ed (NULL when memory runs out). */
+static char *chunk_entry(const mzv_view *v, const mzv_array *a, const uint64_t *index) {
+    char akey[MZV_MAX_RANK * 21 + 4];
+    archive_chunk_key(a, index, akey, sizeof akey);
+    size_t plen = strlen(a->path);
+    char *relative = malloc(plen + strlen(akey) + 2);
+    if (!relative) return NULL;
+    snprintf(relative, plen + strlen(akey) + 2, "%s/%s", a->path, akey);
+    char *entry = mzv_entry_name(v, relative);
+    free(relative);
+    return entry;
+}
+
+/* The stored bytes of the chunk at index, in the archive's mapping: the entry itself, or the inner chunk's
+ * range of its shard. 0 with *bytes, 1 if there is none (missing entry, empty inner chunk: fill), or -1
+ * with err. */
+static int stored_chunk(mzv_view *v, const mzv_array *a, const char *entry, const uint64_t *index,
+                        const unsigned char **bytes, size_t *len, char *err, size_t err_len) {
+    const void *stored;
+    uint64_t stored_len;
+    int st = mmzip_get(v->archive, entry, &stored, &stored_len);
+    if (st == MMZIP_ENOTFOUND) return 1;
+    if (st != MMZIP_OK) {
+        snprintf(err, err_len, "cannot read the chunk: %s", mmzip_last_error());
+        return -1;
+    }
+    if (!a->z.sharding) {
+        *bytes = stored;
+        *len = (size_t)stored_len;
+        return 0;
+    }
+    uint64_t per[MZV_MAX_RANK], inner[MZV_MAX_RANK];
+    mzv_shard_grid(&a->z, per);
+    for (int i = 0; i < a->z.rank; i++) inner[i] = index[i] % per[i];
+    return mzv_shard_locate(&a->z, stored, (size_t)stored_len, inner, bytes, len, err, err_len);
+}
+
+/* The permutation the stored chunks of a are in, for view_layout.h (NULL: C order). */
+static const int *stored_order(const mzv_array *a, int *buf) {
+    if (a->z.transposed) return a->z.order;
+    if (!a->z.fortran_order) return NULL;
+    for (int k = 0; k < a->z.rank; k++) buf[k] = a->z.rank - 1 - k;
+    return buf;
+}
+
+int mzv_chunk_decode_at(mzv_view *v, const mzv_array *a, const uint64_t *index, mzv_bytes *dec, char *err,
+                        size_t err_len) {
+    dec->data = NULL;
+    dec->len = 0;
+    char *entry = chunk_entry(v, a, index);
+    if (!entry) {
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    const unsigned char *stored;
+    size_t stored_len;
+    int rc = stored_chunk(v, a, entry, index, &stored, &stored_len, err, err_len);
+    free(entry);
+    if (rc != 0) return rc;
+    size_t limit = a->conversion == MZV_CONV_VLEN ? (size_t)1 << 31 : (size_t)a->chunk_elements * a->z.dtype.itemsize + 4096;
+    return mzv_chain_decode(&a->chain, stored, stored_len, limit, dec, err, err_len) != 0 ? -1 : 0;
 }
 
 /* ---------------------------------------------------------------------------------------------------- */
@@ -222,24 +293,29 @@ static unsigned char *convert_elements(const mzv_array *a, mzv_bytes *dec, char 
     return NULL;
 }
 
-int mzv_chunk_translate(mzv_view *v, mzv_array *a, const char *entry, unsigned char **out, size_t *out_len) {
-    const void *stored;
-    uint64_t stored_len;
+int mzv_chunk_translate(mzv_view *v, mzv_array *a, const uint64_t *index, const char *entry, unsigned char **out,
+                        size_t *out_len) {
     *out = NULL;
     *out_len = 0;
-    int st = mmzip_get(v->archive, entry, &stored, &stored_len);
-    if (st == MMZIP_ENOTFOUND) return 1;
-    if (st != MMZIP_OK) return mzv_fail(v, NC_ENCZARR, entry, "cannot read the chunk: %s", mmzip_last_error());
-    if (a->broken) return mzv_fail(v, NC_EFILTER, entry, "cannot present this chunk: %s", a->broken);
     char err[512];
+    if (a->broken) {
+        /* Only an existing chunk is an error: a missing one is fill either way. */
+        const unsigned char *stored;
+        size_t stored_len;
+        int rc = stored_chunk(v, a, entry, index, &stored, &stored_len, err, sizeof err);
+        if (rc == 1) return 1;
+        return mzv_fail(v, NC_EFILTER, entry, "cannot present this chunk: %s", a->broken);
+    }
     mzv_bytes dec;
-    size_t limit = a->conversion == MZV_CONV_VLEN ? (size_t)1 << 31 : (size_t)a->chunk_elements * a->z.dtype.itemsize + 4096;
-    if (mzv_chain_decode(&a->chain, stored, (size_t)stored_len, limit, &dec, err, sizeof err) != 0)
-        return mzv_fail(v, NC_EFILTER, entry, "%s", err);
+    int rc = mzv_chunk_decode_at(v, a, index, &dec, err, sizeof err);
+    if (rc == 1) return 1;
+    if (rc != 0) return mzv_fail(v, NC_EFILTER, entry, "%s", err);
     unsigned char *elements = convert_elements(a, &dec, err, sizeof err);
     free(dec.data);
     if (!elements) return mzv_fail(v, NC_EFILTER, entry, "%s", err);
-    if (mzv_block_is_identity(a->z.rank, a->z.chunks, a->pchunks, a->z.fortran_order)) {
+    int obuf[MZV_MAX_RANK];
+    const int *order = stored_order(a, obuf);
+    if (mzv_block_is_identity_order(a->z.rank, a->z.chunks, a->pchunks, order)) {
         *out = elements;
         *out_len = a->chunk_bytes;
         return 0;
@@ -249,7 +325,7 @@ int mzv_chunk_translate(mzv_view *v, mzv_array *a, const char *entry, unsigned c
         free(elements);
         return mzv_fail(v, NC_ENOMEM, entry, "out of memory");
     }
-    mzv_copy_block(laid, elements, a->z.rank, a->z.chunks, a->pchunks, a->z.fortran_order, a->elem_out);
+    mzv_copy_block_order(laid, elements, a->z.rank, a->z.chunks, a->pchunks, order, a->elem_out);
     free(elements);
     *out = laid;
     *out_len = a->chunk_bytes;
@@ -325,14 +401,7 @@ static int serve_fill(mzv_view *v, mzv_array *a, const char *key, const void **d
 int mzv_chunk_get(mzv_view *v, mzv_array *a, const char *chunk_key, const void **data, size_t *len) {
     uint64_t index[MZV_MAX_RANK + 1];
     if (mzv_chunk_key_parse(a, chunk_key, index) != 0) return 0; /* not one of its chunks */
-    char akey[MZV_MAX_RANK * 21 + 2];
-    archive_chunk_key(a, index, akey, sizeof akey);
-    size_t plen = strlen(a->path);
-    char *relative = malloc(plen + strlen(akey) + 2);
-    if (!relative) return mzv_fail(v, NC_ENOMEM, a->path, "out of memory");
-    snprintf(relative, plen + strlen(akey) + 2, "%s/%s", a->path, akey);
-    char *entry = mzv_entry_name(v, relative);
-    free(relative);
+    char *entry = chunk_entry(v, a, index);
     if (!entry) return mzv_fail(v, NC_ENOMEM, a->path, "out of memory");
     int rc;
 
@@ -355,45 +424,61 @@ int mzv_chunk_get(mzv_view *v, mzv_array *a, const char *chunk_key, const void *
         free(entry);
         return serve_fill(v, a, chunk_key, data, len);
     }
-    mzv_cached_chunk *hit = cache_find(v, entry);
+    /* Cached under the presented key: the inner chunks of a shard share its entry. */
+    size_t klen = strlen(a->path) + strlen(chunk_key) + 2;
+    char *cache_key = malloc(klen);
+    if (!cache_key) {
+        free(entry);
+        return mzv_fail(v, NC_ENOMEM, a->path, "out of memory");
+    }
+    snprintf(cache_key, klen, "%s/%s", a->path, chunk_key);
+    mzv_cached_chunk *hit = cache_find(v, cache_key);
     if (hit) {
         hit->last_use = ++v->clock;
         *data = hit->data;
         *len = hit->len;
         free(entry);
+        free(cache_key);
         return 1;
     }
+    int obuf[MZV_MAX_RANK];
     if (!a->broken && mzv_chain_is_identity(&a->chain) && a->conversion == MZV_CONV_NONE &&
-        mzv_block_is_identity(a->z.rank, a->z.chunks, a->pchunks, a->z.fortran_order)) {
-        /* Renamed but unchanged (a "|S<n>" chunk under its presented key): serve the mapping itself. */
-        const void *stored;
-        uint64_t size;
-        int st = mmzip_get(v->archive, entry, &stored, &size);
-        if (st == MMZIP_ENOTFOUND) rc = serve_fill(v, a, chunk_key, data, len);
-        else if (st != MMZIP_OK) rc = mzv_fail(v, NC_ENCZARR, entry, "cannot read the chunk: %s", mmzip_last_error());
+        mzv_block_is_identity_order(a->z.rank, a->z.chunks, a->pchunks, stored_order(a, obuf))) {
+        /* Renamed but unchanged (a "|S<n>" chunk under its presented key, a v3 chunk, an inner chunk of a
+         * shard stored as it is): serve the mapping itself. */
+        const unsigned char *stored;
+        size_t size;
+        char err[512];
+        int st = stored_chunk(v, a, entry, index, &stored, &size, err, sizeof err);
+        if (st == 1) rc = serve_fill(v, a, chunk_key, data, len);
+        else if (st != 0) rc = mzv_fail(v, NC_EFILTER, entry, "%s", err);
         else if (size != a->chunk_bytes)
-            rc = mzv_fail(v, NC_ENCZARR, entry, "stored chunk has %" PRIu64 " bytes, the array needs %zu", size, a->chunk_bytes);
+            rc = mzv_fail(v, NC_ENCZARR, entry, "stored chunk has %zu bytes, the array needs %zu", size, a->chunk_bytes);
+        else if (!(hit = cache_put(v, cache_key, (unsigned char *)stored, size, 1)))
+            rc = mzv_fail(v, NC_ENOMEM, chunk_key, "out of memory");
         else {
             *data = stored;
             *len = a->chunk_bytes;
             rc = 1;
         }
         free(entry);
+        free(cache_key);
         return rc;
     }
     unsigned char *bytes;
     size_t n;
-    rc = mzv_chunk_translate(v, a, entry, &bytes, &n);
+    rc = mzv_chunk_translate(v, a, index, entry, &bytes, &n);
+    free(entry);
     if (rc == 1) {
-        free(entry);
+        free(cache_key);
         return serve_fill(v, a, chunk_key, data, len);
     }
     if (rc < 0) {
-        free(entry);
+        free(cache_key);
         return rc;
     }
-    mzv_cached_chunk *c = cache_put(v, entry, bytes, n, 0);
-    free(entry);
+    mzv_cached_chunk *c = cache_put(v, cache_key, bytes, n, 0);
+    free(cache_key);
     if (!c) {
         free(bytes);
         return mzv_fail(v, NC_ENOMEM, chunk_key, "out of memory");

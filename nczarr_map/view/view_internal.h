@@ -7,6 +7,7 @@
  *   view_present.c    the presentation plan of one array or group: what netCDF-C 4.9.0 is shown
  *   view_chunks.c     translating one chunk (decode, convert, re-layout) and the chunk cache
  *   v2/               the Zarr v2 reader: .zarray/.zattrs/.zgroup into the catalog (v2_read.h)
+ *   v3/               the Zarr v3 reader: zarr.json into the catalog, and shard indexes (v3_read.h)
  *   view_catalog.c    the arrays and groups found: lookups by path, archive entry names, JSON entries
  *   view_diag.c       error messages (stderr and the last-error buffer)
  *   codecs/           the decoding pipeline of an array (view_codecs.c) and the codecs it runs:
@@ -98,6 +99,7 @@ struct mzv_view {
     char *prefix;              /* entry-name prefix of the dataset, "" or ending in '/' */
     int enabled;
     int nczarr_format;         /* the dataset is in NCZarr 4.9.0's own format (_NCZARR_SUPERBLOCK) */
+    int zarr_v3;               /* the dataset is Zarr v3 (a root zarr.json): presented as v2, never written */
 
     mzv_array *arrays;         /* sorted by path */
     size_t array_count;
@@ -135,8 +137,15 @@ int mzv_chunk_get(mzv_view *v, mzv_array *a, const char *chunk_key, const void *
 int mzv_chunk_key_parse(const mzv_array *a, const char *chunk_key, uint64_t *index);
 /* The presented chunk of fill values of a (built once); NULL on allocation failure. */
 const unsigned char *mzv_fill_chunk(mzv_array *a);
-/* Decodes the archive chunk at entry into presented bytes (malloc'ed). 0, 1 (entry missing), or error. */
-int mzv_chunk_translate(mzv_view *v, mzv_array *a, const char *entry, unsigned char **out, size_t *out_len);
+/* Decodes the chunk at grid index (its object is the archive entry `entry`) into presented bytes
+ * (malloc'ed). 0, 1 (missing: fill), or a netCDF error (reported). */
+int mzv_chunk_translate(mzv_view *v, mzv_array *a, const uint64_t *index, const char *entry, unsigned char **out,
+                        size_t *out_len);
+/* Runs the codec pipeline on the stored chunk at grid index (an entry, or an inner chunk of a shard): the
+ * decoded bytes before element conversion into *dec (malloc'ed). 0, 1 (no such chunk: fill), or -1 with a
+ * message in err (nothing is reported: the caller decides). */
+int mzv_chunk_decode_at(mzv_view *v, const mzv_array *a, const uint64_t *index, mzv_bytes *dec, char *err,
+                        size_t err_len);
 void mzv_cache_free(mzv_view *v);
 
 /* view_diag.c: records "<archive>: <entry>: <problem>" as the last error, prints it on stderr, returns

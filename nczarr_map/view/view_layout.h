@@ -19,6 +19,16 @@
 void mzv_copy_block(unsigned char *dst, const unsigned char *src, int rank, const uint64_t *chunk,
                     const uint64_t *count, int fortran, size_t elem_size);
 
+/*
+ * The same for any permutation: the source chunk is stored as the C-order array of dimensions
+ * chunk[order[0]], chunk[order[1]], ... (Zarr v3's transpose codec with that order); order NULL is C.
+ */
+void mzv_copy_block_order(unsigned char *dst, const unsigned char *src, int rank, const uint64_t *chunk,
+                          const uint64_t *count, const int *order, size_t elem_size);
+
+/* 1 if that copy is the identity. */
+int mzv_block_is_identity_order(int rank, const uint64_t *chunk, const uint64_t *count, const int *order);
+
 /* 1 if the copy is the identity (C order and count == chunk): the source bytes can be served as they are. */
 int mzv_block_is_identity(int rank, const uint64_t *chunk, const uint64_t *count, int fortran);
 

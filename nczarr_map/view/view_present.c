@@ -140,7 +140,49 @@ static size_t fill_string_length(const mzv_array *a) {
  * and recognises NCZarr 4.9.0's own char arrays: dtype "<U1" stored with one byte per element.
  * A chunk that cannot be decoded is skipped here; reading it later reports the error.
  */
+/* The longest string of one decoded chunk, in UTF-8 bytes, raised into *width (undecodable: skipped). */
+static void widen_to_chunk(const mzv_array *a, const mzv_bytes *dec, size_t *width) {
+    char err[256];
+    if (a->conversion == MZV_CONV_VLEN) {
+        mzv_vlen_items items;
+        if (mzv_vlen_parse(dec->data, dec->len, a->chunk_elements, &items, err, sizeof err) == 0) {
+            if (items.max_length > *width) *width = items.max_length;
+            mzv_vlen_free(&items);
+        }
+    } else if (dec->len == a->chunk_elements * a->z.dtype.itemsize) {
+        for (uint64_t e = 0; e < a->chunk_elements; e++) {
+            size_t n = mzv_ucs4_utf8_length(dec->data + e * a->z.dtype.itemsize, a->z.dtype.width, a->z.dtype.big_endian);
+            if (n > *width) *width = n;
+        }
+    }
+}
+
+/* Zarr v3: every chunk of the grid (the inner chunks of shards included), through the chunk reader. */
+static void scan_strings_v3(mzv_view *v, mzv_array *a) {
+    uint64_t grid[MZV_MAX_RANK], index[MZV_MAX_RANK] = {0};
+    int rank = a->z.rank;
+    for (int i = 0; i < rank; i++) grid[i] = (a->z.shape[i] + a->z.chunks[i] - 1) / a->z.chunks[i];
+    size_t width = fill_string_length(a);
+    for (;;) {
+        mzv_bytes dec;
+        char err[256];
+        if (mzv_chunk_decode_at(v, a, index, &dec, err, sizeof err) == 0) {
+            widen_to_chunk(a, &dec, &width);
+            free(dec.data);
+        }
+        int d = rank - 1;
+        while (d >= 0 && ++index[d] == grid[d]) index[d--] = 0;
+        if (d < 0) break;
+    }
+    a->row_width = width ? width : 1;
+}
+
 static int scan_strings(mzv_view *v, mzv_array *a, int *nczarr_char) {
+    *nczarr_char = 0;
+    if (a->z.format == 3) {
+        scan_strings_v3(v, a);
+        return NC_NOERR;
+    }
     name_list l = {0};
     char *dir = mzv_entry_name(v, a->path);
     if (!dir) return NC_ENOMEM;
@@ -164,7 +206,6 @@ static int scan_strings(mzv_view *v, mzv_array *a, int *nczarr_char) {
         return mzv_fail(v, NC_ENCZARR, a->path, "cannot list the chunks: %s", mmzip_last_error());
     }
     size_t width = fill_string_length(a);
-    *nczarr_char = 0;
     int first = 1;
     for (size_t i = 0; i < l.count; i++) {
         const char *key = l.names[i] + l.skip;
@@ -176,23 +217,13 @@ static int scan_strings(mzv_view *v, mzv_array *a, int *nczarr_char) {
         char err[256];
         size_t limit = a->conversion == MZV_CONV_VLEN ? (size_t)1 << 31 : (size_t)a->chunk_elements * a->z.dtype.itemsize + 4096;
         if (mzv_chain_decode(&a->chain, stored, (size_t)stored_len, limit, &dec, err, sizeof err) != 0) continue;
-        if (a->conversion == MZV_CONV_VLEN) {
-            mzv_vlen_items items;
-            if (mzv_vlen_parse(dec.data, dec.len, a->chunk_elements, &items, err, sizeof err) == 0) {
-                if (items.max_length > width) width = items.max_length;
-                mzv_vlen_free(&items);
-            }
-        } else if (first && a->z.dtype.width == 1 && dec.len == a->chunk_elements) {
+        if (a->conversion != MZV_CONV_VLEN && first && a->z.dtype.width == 1 && dec.len == a->chunk_elements) {
             /* One byte per element where numpy needs four: written by NCZarr as char. */
             *nczarr_char = 1;
             free(dec.data);
             break;
-        } else if (dec.len == a->chunk_elements * a->z.dtype.itemsize) {
-            for (uint64_t e = 0; e < a->chunk_elements; e++) {
-                size_t n = mzv_ucs4_utf8_length(dec.data + e * a->z.dtype.itemsize, a->z.dtype.width, a->z.dtype.big_endian);
-                if (n > width) width = n;
-            }
         }
+        widen_to_chunk(a, &dec, &width);
         first = 0;
         free(dec.data);
     }
@@ -278,14 +309,18 @@ static const mzj_value *xarray_dims(const mzv_array *a) {
     return d;
 }
 
-/* 1 if the group at path (length len) is a DataAxesFormats data set: it holds the array "daf" and the
- * group "axes". */
+/* 1 if the group at path (length len) is a DataAxesFormats data set: it holds the group "axes" and the
+ * array "daf" (Zarr v2) or the attribute "daf" (Zarr v3). */
 static int is_daf_root(mzv_view *v, const char *path, size_t len) {
     char daf[MZV_DIM_NAME_MAX * 4], axes[MZV_DIM_NAME_MAX * 4];
     if (len >= sizeof daf - 6) return 0;
     snprintf(daf, sizeof daf, "%.*s%sdaf", (int)len, path, len ? "/" : "");
     snprintf(axes, sizeof axes, "%.*s%saxes", (int)len, path, len ? "/" : "");
-    return mzv_find_array(v, daf, strlen(daf)) && mzv_find_group(v, axes, strlen(axes));
+    if (!mzv_find_group(v, axes, strlen(axes))) return 0;
+    if (mzv_find_array(v, daf, strlen(daf))) return 1;
+    /* DataAxesFormats 0.3 (Zarr v3) marks the data set with the group attribute "daf" instead. */
+    const mzv_group *g = mzv_find_group(v, path, len);
+    return g && mzj_get(g->attrs, "daf") != NULL;
 }
 
 /* The path of an array relative to the DataAxesFormats data set that holds it (the dataset root, or a
@@ -508,7 +543,8 @@ static int fortran_matters(const mzv_array *a) {
 /* 1 if a chunk (C order, decoded elements of elem_in bytes) would reach 4.9.0 unchanged. */
 static int data_unchanged(const mzv_array *a) {
     return mzv_chain_is_identity(&a->chain) && a->conversion == MZV_CONV_NONE && !fortran_matters(a) &&
-           !needs_clamp(a) && !a->empty && !a->extra_dim && !a->broken;
+           !needs_clamp(a) && !a->empty && !a->extra_dim && !a->broken && !a->z.key_prefix_c &&
+           !a->z.sharding && !a->z.transposed;
 }
 
 /* 1 if the NCZarr dataset says (root _NCProperties "...,netcdf=4.9.N,...") it was created by netCDF-C

@@ -159,6 +159,7 @@ int mzv_parse_shape(const mzj_value *list, const char *what, uint64_t *dims, int
 void mzv_zarray_free(mzv_zarray *z) {
     if (!z) return;
     mzj_free(z->json);
+    free(z->sharding);
     memset(z, 0, sizeof *z);
 }
 

@@ -195,6 +195,29 @@ static int checksum(const mzv_filter *f, const mzv_bytes *in, size_t limit, mzv_
     return 0;
 }
 
+uint32_t mzv_crc32c(uint32_t crc, const unsigned char *data, size_t len) {
+    uint32_t table[256]; /* built per call: 2 K steps, nothing next to decoding a chunk, and no global state */
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        table[i] = c;
+    }
+    crc = ~crc;
+    for (size_t i = 0; i < len; i++) crc = table[(crc ^ data[i]) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+static int crc32c_suffix(const mzv_bytes *in, size_t limit, mzv_bytes *out, char *err, size_t err_len) {
+    if (in->len < 4) return failf(err, err_len, "crc32c: chunk shorter than its checksum", NULL);
+    size_t n = in->len - 4;
+    const unsigned char *s = in->data + n;
+    uint32_t expect = (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
+    if (mzv_crc32c(0, in->data, n) != expect) return failf(err, err_len, "crc32c: checksum mismatch (corrupt chunk)", NULL);
+    if (alloc_out(out, n, limit, err, err_len) != 0) return -1;
+    memcpy(out->data, in->data, n);
+    return 0;
+}
+
 static int base64_value(unsigned char c) {
     if (c >= 'A' && c <= 'Z') return c - 'A';
     if (c >= 'a' && c <= 'z') return c - 'a' + 26;
@@ -253,6 +276,8 @@ int mzv_filter_decode(const mzv_filter *f, const mzv_bytes *in, size_t limit, mz
     case MZV_FILTER_CRC32:
     case MZV_FILTER_ADLER32: rc = checksum(f, in, limit, out, err, err_len); break;
     case MZV_FILTER_BASE64: rc = base64(in, limit, out, err, err_len); break;
+    case MZV_FILTER_CRC32C: rc = crc32c_suffix(in, limit, out, err, err_len); break;
+    case MZV_FILTER_DECOMPRESS: rc = mzv_decompress(f->compressor, in->data, in->len, limit, out, err, err_len); break;
     default: rc = failf(err, err_len, "unknown filter", NULL); break;
     }
     if (rc != 0) {
