@@ -166,7 +166,8 @@ class NpzArchive:
         # so it costs no descriptor and no mapping), so that arrays still referenced after close() keep their
         # mapping, while close() commits and lets go of the writer handle.
         self._keeper = _Handle(self.path, "r")
-        self._cache = {}        # member name -> array (views are made once, like mmnpz)
+        self._cache = {}        # name as asked and member name -> array (views are made once, like mmnpz)
+        self._files = None      # cached listing
         self._edited = {}       # member name -> weakref of the writable view handed out
         self._mapping = None    # uint8 ndarray over the whole mapped file
         self._batch_open = False
@@ -211,7 +212,11 @@ class NpzArchive:
 
     @property
     def files(self):
-        return [n[:-4] if n.endswith(".npy") else n for n, *_ in self._infos()]
+        """Member names, .npy stripped, in archive order (numpy.load(...).files). Kept until the next write
+        through this object (another process's appends appear after reopening)."""
+        if self._files is None:
+            self._files = [n[:-4] if n.endswith(".npy") else n for n, *_ in self._infos()]
+        return self._files
 
     def keys(self):
         return self.files
@@ -220,7 +225,9 @@ class NpzArchive:
         return iter(self.files)
 
     def __len__(self):
-        return len(self._infos())
+        if self._files is None:
+            self.files
+        return len(self._files)
 
     def __contains__(self, key):
         try:
@@ -298,12 +305,16 @@ class NpzArchive:
         return np.ndarray(shape, dtype=dtype, buffer=buf, offset=hlen, order=order)
 
     def __getitem__(self, key):
+        a = self._cache.get(key)  # the fast path of a training loop: one dict lookup
+        if a is not None:
+            return a
         member = self._member(key)
         if self._in_place and member.endswith(".npy"):
             return self.edit(key)
         a = self._cache.get(member)
         if a is None:
-            a = self._cache[member] = self._load(member)
+            a = self._load(member)
+        self._cache[member] = self._cache[key] = a
         return a
 
     def edit(self, key):
@@ -334,7 +345,8 @@ class NpzArchive:
         a = np.ndarray(shape, dtype=dtype, buffer=buf, offset=hlen, order="F" if fortran else "C")
         a.flags.writeable = True
         self._edited[member] = weakref.ref(a)
-        self._cache.pop(member, None)
+        self._cache.clear()
+        self._files = None
         return a
 
     # -- writing -----------------------------------------------------------------------------------
@@ -361,12 +373,14 @@ class NpzArchive:
             count = 2
         _check(_core().mmzip_putv(self._live(), member.encode("utf-8", "surrogateescape"), iov, count,
                                   self.alignment))
-        self._cache.pop(member, None)
+        self._cache.clear()
+        self._files = None
 
     def __delitem__(self, key):
         member = self._member(key)
         _check(_core().mmzip_remove(self._live(), member.encode("utf-8", "surrogateescape")))
-        self._cache.pop(member, None)
+        self._cache.clear()
+        self._files = None
 
     def commit(self):
         """Publishes every append, removal and in-place change made so far (one directory write). Other
