@@ -201,17 +201,17 @@ class Cdl:
                 i += 4  # group : NAME {
                 section = None
                 continue
+            if (kind, v) == ("p", ":") and section in (None, "dimensions", "variables"):  # group attribute (also after dimensions alone)
+                name = toks[i + 1][1]
+                vals, i = values(i + 3)
+                self.gattrs.setdefault("/".join(groups), {})[name] = vals
+                continue
             if section == "dimensions":
                 name = v
                 assert toks[i + 1] == ("p", "="), toks[i:i + 4]
                 length = toks[i + 2][1]
                 self.dims[name] = None if length == "UNLIMITED" else int(length)
                 i += 4
-                continue
-            if (kind, v) == ("p", ":") and section in (None, "variables"):  # group attribute
-                name = toks[i + 1][1]
-                vals, i = values(i + 3)
-                self.gattrs.setdefault("/".join(groups), {})[name] = vals
                 continue
             if section == "variables":
                 if toks[i + 1] == ("p", ":"):  # variable attribute

@@ -89,6 +89,11 @@ def test_user_guide_lists_translations():
     for source in ("v2/v2_chain.c", "codecs/view_filters.c"):
         with open(os.path.join(SOURCE, "nczarr_map", "view", source), encoding="utf-8") as f:
             must += re.findall(r'strcmp\(id, "([a-z0-9-]+)"\)', f.read())
+    # Zarr v3: data types, codecs and chunk key encodings the v3 reader knows by name
+    with open(os.path.join(SOURCE, "nczarr_map", "view", "v3", "v3_array.c"), encoding="utf-8") as f:
+        v3_names = re.findall(r'strcmp\(name, "([a-z0-9_.-]+)"\)', f.read())
+    assert {"sharding_indexed", "crc32c", "transpose", "vlen-bytes"} <= set(v3_names), v3_names
+    must += ["`%s`" % n for n in v3_names]
     missing = [m for m in must if m not in guide]
     check_equal(missing, [], "names missing from docs/compat-view.md")
     assert len(must) > 30, must

@@ -22,6 +22,7 @@
 
 #include "nczarr_ctest.h"
 #include "v2_read.h"
+#include "v3_read.h"
 #include "view_attrs.h"
 #include "view_codecs.h"
 #include "view_compressors.h"
@@ -624,7 +625,105 @@ static void test_hostile_archive(void) {
     unlink(archive_path);
 }
 
+/* Zarr v3: the crc32c codec, general transposes, the shard index, and zarr.json documents. */
+static void test_v3(void) {
+    /* CRC-32C check value (RFC 3720 / the Castagnoli polynomial's catalogue entry). */
+    CHECK(mzv_crc32c(0, (const unsigned char *)"123456789", 9) == 0xE3069283u);
+    CHECK(mzv_crc32c(mzv_crc32c(0, (const unsigned char *)"1234", 4), (const unsigned char *)"56789", 5) == 0xE3069283u);
+    mzv_filter f = {.kind = MZV_FILTER_CRC32C};
+    unsigned char framed[] = {'a', 'b', 'c', 0, 0, 0, 0};
+    uint32_t crc = mzv_crc32c(0, framed, 3);
+    for (int i = 0; i < 4; i++) framed[3 + i] = (unsigned char)(crc >> (8 * i));
+    mzv_bytes in = {framed, 7}, out;
+    char err[256];
+    CHECK(mzv_filter_decode(&f, &in, 64, &out, err, sizeof err) == 0 && out.len == 3 && memcmp(out.data, "abc", 3) == 0);
+    free(out.data);
+    framed[1] ^= 1;
+    CHECK(mzv_filter_decode(&f, &in, 64, &out, err, sizeof err) != 0 && strstr(err, "crc32c"));
+
+    /* transpose order [2, 0, 1] of a 2x3x4 chunk: stored as the C array of shape (4, 2, 3). */
+    unsigned char stored[24], laid[24];
+    uint64_t shape[] = {2, 3, 4};
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 4; c++) stored[c * 6 + a * 3 + b] = (unsigned char)(a * 12 + b * 4 + c);
+    const int order[] = {2, 0, 1};
+    mzv_copy_block_order(laid, stored, 3, shape, shape, order, 1);
+    int in_order = 1;
+    for (int i = 0; i < 24; i++) in_order &= laid[i] == i;
+    CHECK(in_order);
+    CHECK(!mzv_block_is_identity_order(3, shape, shape, order));
+    const int trivial[] = {1, 0, 2};
+    uint64_t flat[] = {1, 3, 4};
+    CHECK(mzv_block_is_identity_order(3, flat, flat, trivial)); /* only a length-1 dimension moves */
+
+    /* A zarr.json with a shard of 2x2 inner chunks, index at the start with its crc32c. */
+    const char *doc_text =
+        "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[4,4],\"data_type\":\"float32\","
+        "\"chunk_grid\":{\"name\":\"regular\",\"configuration\":{\"chunk_shape\":[4,4]}},"
+        "\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":\"0xbfc00000\","
+        "\"codecs\":[{\"name\":\"sharding_indexed\",\"configuration\":{\"chunk_shape\":[2,2],"
+        "\"codecs\":[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"big\"}}],"
+        "\"index_codecs\":[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}},\"crc32c\"],"
+        "\"index_location\":\"start\"}}],\"attributes\":{}}";
+    mzj_value *doc;
+    CHECK(mzj_parse(doc_text, strlen(doc_text), &doc, err, sizeof err) == 0);
+    mzv_zarray z;
+    mzv_codec_chain chain;
+    CHECK(mzv_v3_array_parse(doc, &z, &chain, err, sizeof err) == 0);
+    double fill;
+    CHECK(z.sharding && z.sharding->index_at_start && z.sharding->index_crc32c && z.key_prefix_c && z.separator == '/');
+    CHECK(z.chunks[0] == 2 && z.chunks[1] == 2 && z.sharding->shard_shape[0] == 4 && z.dtype.big_endian);
+    CHECK(mzj_as_double(z.fill_value, &fill) && fill == -1.5);
+    CHECK(mzv_chain_is_identity(&chain));
+    /* Index: inner chunk (0,1) at 68+0, 16 bytes; the others empty. */
+    unsigned char shard[68 + 16];
+    memset(shard, 0xFF, 64);
+    memset(shard + 68, 7, 16);
+    uint64_t at = 68, n = 16;
+    for (int i = 0; i < 8; i++) shard[16 + i] = (unsigned char)(at >> (8 * i)), shard[24 + i] = (unsigned char)(n >> (8 * i));
+    crc = mzv_crc32c(0, shard, 64);
+    for (int i = 0; i < 4; i++) shard[64 + i] = (unsigned char)(crc >> (8 * i));
+    const unsigned char *chunk;
+    size_t chunk_len;
+    uint64_t inner[] = {0, 1}, empty[] = {1, 1}, outside[] = {2, 0};
+    CHECK(mzv_shard_locate(&z, shard, sizeof shard, inner, &chunk, &chunk_len, err, sizeof err) == 0 &&
+          chunk == shard + 68 && chunk_len == 16);
+    CHECK(mzv_shard_locate(&z, shard, sizeof shard, empty, &chunk, &chunk_len, err, sizeof err) == 1);
+    CHECK(mzv_shard_locate(&z, shard, sizeof shard, outside, &chunk, &chunk_len, err, sizeof err) == -1);
+    CHECK(mzv_shard_locate(&z, shard, 40, inner, &chunk, &chunk_len, err, sizeof err) == -1);
+    shard[16] = 69; /* now past the end, and the index checksum no longer matches */
+    CHECK(mzv_shard_locate(&z, shard, sizeof shard, inner, &chunk, &chunk_len, err, sizeof err) == -1 &&
+          strstr(err, "crc32c"));
+    mzv_chain_free(&chain);
+    mzv_zarray_free(&z);
+    mzj_free(doc);
+
+    /* Documents the view cannot model fail with a message; undecodable codecs only break the chunks. */
+    const char *bad[] = {
+        "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[2],\"data_type\":\"float8_e4m3\",\"chunk_grid\":{\"name\":\"regular\",\"configuration\":{\"chunk_shape\":[2]}},\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":0,\"codecs\":[\"bytes\"]}",
+        "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[2],\"data_type\":\"int8\",\"chunk_grid\":{\"name\":\"rectilinear\"},\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":0,\"codecs\":[\"bytes\"]}",
+        "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[2],\"data_type\":\"int8\",\"chunk_grid\":{\"name\":\"regular\",\"configuration\":{\"chunk_shape\":[2]}},\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":0,\"codecs\":[\"bytes\"],\"ext\":{\"must_understand\":true}}",
+        "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[2],\"data_type\":\"float32\",\"chunk_grid\":{\"name\":\"regular\",\"configuration\":{\"chunk_shape\":[2]}},\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":\"0x12\",\"codecs\":[\"bytes\"]}",
+        "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[2],\"data_type\":\"int8\",\"chunk_grid\":{\"name\":\"regular\",\"configuration\":{\"chunk_shape\":[2]}},\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":0,\"codecs\":[\"gzip\"]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(mzj_parse(bad[i], strlen(bad[i]), &doc, err, sizeof err) == 0);
+        err[0] = 0;
+        CHECK(mzv_v3_array_parse(doc, &z, &chain, err, sizeof err) != 0 && err[0]);
+        mzj_free(doc);
+    }
+    const char *odd = "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[2],\"data_type\":\"int8\",\"chunk_grid\":{\"name\":\"regular\",\"configuration\":{\"chunk_shape\":[2]}},\"chunk_key_encoding\":{\"name\":\"v2\"},\"fill_value\":0,\"codecs\":[\"bytes\",\"lz4\"]}";
+    CHECK(mzj_parse(odd, strlen(odd), &doc, err, sizeof err) == 0);
+    CHECK(mzv_v3_array_parse(doc, &z, &chain, err, sizeof err) == 0 && chain.unsupported &&
+          strstr(chain.unsupported, "\"lz4\"") && !z.key_prefix_c && z.separator == '.');
+    mzv_chain_free(&chain);
+    mzv_zarray_free(&z);
+    mzj_free(doc);
+}
+
 int main(void) {
+    RUN(test_v3);
     RUN(test_dtypes);
     RUN(test_compressors);
     RUN(test_filters);

@@ -172,7 +172,7 @@ class V3Writer:
             patch(doc)
         self.documents[path] = doc
         self.put(path + "/zarr.json", json.dumps(doc))
-        grid = [-(-s // c) for s, c in zip(data.shape, chunks)] if data.ndim else []
+        grid = [-(-s // c) if c else 0 for s, c in zip(data.shape, chunks)] if data.ndim else []
         for cell in np.ndindex(*grid):
             if cell in skip_chunks:
                 continue

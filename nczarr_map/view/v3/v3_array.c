@@ -317,6 +317,9 @@ static int build_chain(const mzj_value *codecs, mzv_zarray *z, mzv_codec_chain *
             bytes_steps[nsteps++] = f;
         } else if (stage == 1 && strcmp(name, "crc32c") == 0) {
             bytes_steps[nsteps++] = (mzv_filter){.kind = MZV_FILTER_CRC32C};
+        } else if (stage == 0 && (strcmp(name, "gzip") == 0 || strcmp(name, "zstd") == 0 ||
+                                  strcmp(name, "blosc") == 0 || strcmp(name, "crc32c") == 0)) {
+            rc = failf(err, err_len, "codecs: \"%s\" before the array-to-bytes codec", name);
         } else if (stage == 1 && (strcmp(name, "transpose") == 0 || strcmp(name, "bytes") == 0 ||
                                   strcmp(name, "vlen-utf8") == 0 || strcmp(name, "vlen-bytes") == 0 ||
                                   strcmp(name, "sharding_indexed") == 0)) {
