@@ -10,13 +10,29 @@
 
 #define ZIP_FRAGMENT "mode=nczarr,zip"
 
-/* 1 if the archive at path opens and holds a Zarr dataset. */
+/* Listing callback: stops (returns 1) at the first Zarr metadata object at any depth. */
+static int is_zarr_object(const mmzip_entry_info *info, void *ctx) {
+    static const char *const names[] = {".zgroup", ".zarray", ".zattrs", ".zmetadata", "zarr.json"};
+    (void)ctx;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t n = strlen(names[i]);
+        if (info->name_len >= n && memcmp(info->name + info->name_len - n, names[i], n) == 0 &&
+            (info->name_len == n || info->name[info->name_len - n - 1] == '/'))
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 if the archive at path opens and holds a Zarr dataset, or Zarr objects anywhere: those the
+ * compatibility view cannot present (arrays below directories without .zgroup, Zarr v3) are routed to the
+ * map too, so that the view says why, instead of netCDF-C's "Unknown file format". */
 static int holds_zarr(const char *path) {
     mmzip_t *a;
     if (mmzip_open(path, "r", NULL, &a) != MMZIP_OK) return 0;
     mzn_layout layout;
     int found = mzn_layout_detect(a, &layout) == MMZIP_OK && layout.has_zarr;
     if (found) mzn_layout_clear(&layout);
+    if (!found) found = mmzip_list_ex(a, "", MMZIP_LIST_NO_DATA_OFFSET, is_zarr_object, NULL) == 1;
     mmzip_close(a);
     return found;
 }

@@ -26,6 +26,7 @@ static int analyse(mzv_view *v) {
 
     mzv_group *root = mzv_find_group(v, "", 0);
     v->nczarr_format = root && root->zgroup_json && mzj_get(root->zgroup_json, "_NCZARR_SUPERBLOCK") != NULL;
+    if ((rc = mzv_check_structure(v))) return rc;
 
     /* Path order makes dimension naming deterministic. */
     int scalars = 0;

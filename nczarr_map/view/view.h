@@ -39,8 +39,10 @@ typedef struct mzv_view mzv_view;
 
 /*
  * Analyses `archive` (entries under `prefix`) and builds the view. `enabled` 0 gives a pass-through view.
- * Returns 0 and sets *out, NC_ENOMEM, or NC_ENCZARR when a metadata object of the archive is not valid
- * JSON / Zarr v2 (the message names the entry). The archive handle must outlive the view.
+ * A dataset with a root zarr.json is read as Zarr v3 and presented in the v2 form (docs/compat-view.md
+ * section 10); writes to it are always refused. Returns 0 and sets *out, NC_ENOMEM, or NC_ENCZARR when a
+ * metadata object of the archive is not valid JSON / Zarr v2 / a Zarr v3 node the view can model (the
+ * message names the entry). The archive handle must outlive the view.
  * The chunk cache holds at most $MMZIP_NCZARR_VIEW_CACHE_MB MiB of translated chunks (default 256).
  */
 int mzv_open(mmzip_t *archive, const char *prefix, int enabled, mzv_view **out);

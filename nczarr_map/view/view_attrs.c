@@ -147,6 +147,12 @@ mzj_value *mzv_attrs_present(const mzj_value *archive_attrs, const mzv_attr_plan
             if (rc != 0) goto oom;
         }
     }
+    if (plan->zarr_fill && plan->fill_type && !mzj_get(out, "_FillValue") && !mzj_get(out, "_ZARR_FillValue")) {
+        mzj_value *n = numeric_fill(plan->zarr_fill);
+        int usable = n != NULL;
+        mzj_free(n);
+        if (usable && present_fill(out, types, plan, plan->zarr_fill) != 0) goto oom;
+    }
     if (plan->dim_names) {
         mzj_value *dims = mzj_new_array();
         if (!dims) goto oom;

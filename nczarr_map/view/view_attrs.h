@@ -31,6 +31,9 @@ typedef struct mzv_attr_plan {
     const char *fill_type;        /* numeric array: its presented dtype (types _FillValue); NULL otherwise */
     int char_variable;            /* the array is presented as char */
     const mzj_value *additions;   /* object: attributes the view adds when the archive has none of that name */
+    const mzj_value *zarr_fill;   /* numeric array following xarray's convention: its Zarr fill_value, presented
+                                   * as _FillValue (typed as the variable) when the archive has no _FillValue,
+                                   * as xarray's Zarr reader does; NULL otherwise */
 } mzv_attr_plan;
 
 /* The presented .zattrs object for archive_attrs (NULL = no .zattrs in the archive). NULL on allocation

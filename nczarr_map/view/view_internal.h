@@ -129,6 +129,11 @@ int mzv_present_nczarr_root(mzv_view *v, mzv_group *root, const mzj_value *zgrou
  * (zarr-python reads only ASCII), which netCDF-C 4.9.0 does not decode. 0 or NC_ENOMEM. */
 int mzv_present_decoded(mzv_meta *m, const mzj_value *doc);
 
+/* view_structure.c: NC_ENCZARR (with a message naming the object) when the dataset's structure cannot be
+ * presented: no root .zgroup while it holds Zarr objects, a root that is an array, Zarr v3 metadata, an
+ * array or group below a directory without .zgroup. 0 otherwise. */
+int mzv_check_structure(mzv_view *v);
+
 /* view_chunks.c */
 /* Serves chunk `chunk_key` (relative to the array, e.g. "0.0.0") of array a. Returns 1 with data, 0 when
  * the map should serve the archive entry itself, or a netCDF error. */

@@ -669,9 +669,22 @@ int mzv_present_array(mzv_view *v, mzv_array *a) {
     int numeric = a->z.dtype.cls == MZV_DT_BOOL || a->z.dtype.cls == MZV_DT_INT || a->z.dtype.cls == MZV_DT_UINT ||
                   a->z.dtype.cls == MZV_DT_FLOAT || a->z.dtype.cls == MZV_DT_DATETIME ||
                   a->z.dtype.cls == MZV_DT_TIMEDELTA;
-    mzv_attr_plan plan = {a->dim_names, a->prank, numeric ? a->pdtype : NULL, !strcmp(a->pdtype, "<U1"), add};
+    /* xarray's Zarr reader takes a Zarr v2 array's fill_value for its _FillValue (and masks it); netCDF
+     * readers see the same when the archive follows xarray's convention (its own _ARRAY_DIMENSIONS). Plain
+     * zarr-python arrays (fill_value 0 by default, never masked by zarr-python) are left alone, and so is
+     * Zarr v3, whose fill_value is mandatory and which xarray does not use as a mask
+     * (use_zarr_fill_value_as_mask defaults to false for v3). */
+    int xarray_style = !v->zarr_v3 && xarray_dims(a) != NULL && (a->z.dtype.cls == MZV_DT_INT || a->z.dtype.cls == MZV_DT_UINT ||
+                                                  a->z.dtype.cls == MZV_DT_FLOAT);
+    mzj_value *zfill = xarray_style ? presented_fill(a) : NULL;
+    if (zfill && zfill->kind == MZJ_NULL) {
+        mzj_free(zfill);
+        zfill = NULL;
+    }
+    mzv_attr_plan plan = {a->dim_names, a->prank, numeric ? a->pdtype : NULL, !strcmp(a->pdtype, "<U1"), add, zfill};
     rc = set_meta(&a->zattrs, mzv_attrs_present(a->attrs, &plan));
     mzj_free(add);
+    mzj_free(zfill);
     return rc;
 }
 
@@ -689,7 +702,7 @@ int mzv_present_group(mzv_view *v, mzv_group *g, const mzj_value *zgroup, const 
         if (rc) return rc;
     }
     if (!attrs) return NC_NOERR;
-    mzv_attr_plan plan = {NULL, 0, NULL, 0, NULL};
+    mzv_attr_plan plan = {NULL, 0, NULL, 0, NULL, NULL};
     return set_meta(&g->zattrs, mzv_attrs_present(attrs, &plan));
 }
 

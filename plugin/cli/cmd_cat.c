@@ -7,7 +7,10 @@
 static int run(int argc, char **argv) {
     if (argc != 3) return cli_usage(&cmd_cat, argc < 3 ? "missing ARCHIVE or KEY" : "too many arguments");
     mmzip_t *h;
-    int st = mmzip_open(argv[1], "r", NULL, &h);
+    mmzip_options o;
+    mmzip_options_init(&o);
+    o.flags |= MMZIP_VERIFY_CRC; /* nothing is written out before the whole entry's CRC-32 is known good */
+    int st = mmzip_open(argv[1], "r", &o, &h);
     if (st) return cli_fail("cat", st);
     const void *data;
     uint64_t size;
@@ -37,6 +40,7 @@ static int run(int argc, char **argv) {
 const command cmd_cat = {
     "cat", "write an entry's bytes to standard output",
     "usage: mmzip cat ARCHIVE KEY\n\n"
-    "Writes the bytes of entry KEY to standard output (decoded if deflated, CRC-checked).\n"
-    "Exit status 1 if there is no such entry.\n",
+    "Writes the bytes of entry KEY to standard output, decoded if compressed (deflate, bzip2, LZMA, zstd,\n"
+    "xz). The CRC-32 is checked first, for stored entries too: on a mismatch nothing is written and the\n"
+    "error names the entry. Exit status 1 if there is no such entry or it cannot be read intact.\n",
     run};

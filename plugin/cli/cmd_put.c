@@ -148,10 +148,10 @@ static int run(int argc, char **argv) {
     int s = mmzip_open(pos[0], "w+", &o, &h);
     if (s) return cli_fail("put", s);
     mmzip_info info;
-    if (mmzip_get_info(h, &info) == MMZIP_OK && info.rolled_back)
-        fprintf(stderr, "mmzip put: warning: %s: %llu torn entr%s at the end (local header missing or CRC-32 "
-                "wrong, as an interrupted writer leaves them) rolled back before appending\n", pos[0],
-                (unsigned long long)info.rolled_back, info.rolled_back == 1 ? "y was" : "ies were");
+    if (mmzip_get_info(h, &info) == MMZIP_OK && info.append_from)
+        fprintf(stderr, "mmzip put: warning: %s: the archive has bytes mmzip did not write around its end records "
+                "or directory ('mmzip check' names them); they are kept, and the new entries go after the end "
+                "of the file (%llu)\n", pos[0], (unsigned long long)info.append_from);
     int code;
     if (dir) {
         code = put_dir(h, dir, npos > 1 ? pos[1] : NULL, align);

@@ -106,7 +106,11 @@ enum {
      * untouched. Used by the netCDF plugin so that a killed nccopy leaves nothing behind. */
     MMZIP_PUBLISH_ON_COMMIT = 1u << 1,
     /* Do not take the cross-process writer lock (for file systems without OFD locks). Dangerous. */
-    MMZIP_NO_LOCK = 1u << 2
+    MMZIP_NO_LOCK = 1u << 2,
+    /* mmzip_get and mmzip_get_typed on this handle check the CRC-32 of a stored entry before handing out its
+     * first pointer (once per entry: the store remembers entries found good, whose bytes never change).
+     * Costs one pass over the entry's bytes, see mmzip_get. */
+    MMZIP_VERIFY_CRC = 1u << 3
 };
 
 /* When puts outside a mmzip_begin()/mmzip_commit() batch are committed. */
@@ -122,7 +126,7 @@ typedef struct mmzip_options {
     uint64_t max_file_size;        /* writable opens reserve this much address space; 0 = 1 TiB */
     uint32_t alignment;            /* data alignment of new entries, power of two, 1..32768 and at most the
                                     * page size; 0 = 64 */
-    uint32_t flags;                /* MMZIP_DURABLE | MMZIP_PUBLISH_ON_COMMIT | MMZIP_NO_LOCK */
+    uint32_t flags;                /* MMZIP_DURABLE | MMZIP_PUBLISH_ON_COMMIT | MMZIP_NO_LOCK | MMZIP_VERIFY_CRC */
     uint32_t commit_policy;        /* mmzip_commit_policy */
     uint32_t max_pending_entries;  /* MMZIP_COMMIT_AMORTIZED: commit at this many pending entries (0 = no limit) */
     uint64_t max_pending_bytes;    /* MMZIP_COMMIT_AMORTIZED: commit at this many pending bytes (0 = no limit) */
@@ -206,10 +210,19 @@ MMZIP_API int mmzip_size(mmzip_t *h, const char *key, uint64_t *size);
 
 /*
  * Zero-copy read. Sets *data and *size to the entry's bytes. For a stored entry, *data points into the
- * shared read-only mapping. For a deflated entry, the entry is decoded once, its CRC checked, and *data
- * points at the decoded copy held by the store until it closes. Other methods fail with
- * MMZIP_EUNSUPPORTED naming the method; encrypted entries likewise. A zero-length entry gives a non-NULL
- * *data and *size 0.
+ * shared read-only mapping. For a compressed entry (deflate 8, bzip2 12, LZMA 14, zstd 93, xz 95), the
+ * entry is decoded once, its CRC checked, and *data points at the decoded copy held by the store until it
+ * closes. Other methods fail with MMZIP_EUNSUPPORTED naming the method; encrypted entries likewise. A
+ * zero-length entry gives a non-NULL *data and *size 0.
+ *
+ * What is checked. Every read path checks the entry's place and local header against the central
+ * directory. Compressed entries: always the CRC-32 (at decoding). Stored entries: the CRC-32 only if the
+ * handle was opened with MMZIP_VERIFY_CRC (then once per entry, before the first pointer is handed out;
+ * it costs one pass over the bytes, about 0.1 ms per MiB with libdeflate's crc32 on current x86 - see
+ * docs/reliability.md), or if the entry is the physically last one of an archive another writer wrote (it
+ * may be a torn tail). Otherwise a stored entry is handed out unread: zero-copy means no pass over the
+ * data. mmzip_verify() checks one entry on demand; mmzip_read() of a whole entry checks it always.
+ * A mismatch is MMZIP_ECRC with a message naming the entry.
  */
 MMZIP_API int mmzip_get(mmzip_t *h, const char *key, const void **data, uint64_t *size);
 
@@ -222,8 +235,20 @@ MMZIP_API const void *mmzip_get_typed(mmzip_t *h, const char *key, size_t elem_s
                                       uint64_t count);
 
 /*
+ * Checks the CRC-32 of key's bytes against its central-directory record: a stored entry is read in place, a
+ * compressed one decoded into a scratch buffer that is freed again (unless mmzip_get already decoded and
+ * checked it). Returns MMZIP_OK, MMZIP_ECRC naming the entry, MMZIP_ENOTFOUND, MMZIP_ECORRUPT (its local
+ * header or stream is wrong), MMZIP_EUNSUPPORTED (method, encryption) or MMZIP_ENOMEM. A stored entry
+ * found good is remembered for the store's life (its bytes never change), so later checks cost nothing.
+ */
+MMZIP_API int mmzip_verify(mmzip_t *h, const char *key);
+
+/*
  * Copies up to len bytes of the entry, starting at offset, into buf; *nread gets the count (short only at
- * the end of the entry). Works for every supported method.
+ * the end of the entry). Works for every supported method. A read of the whole entry (offset 0, len at
+ * least its size) checks the CRC-32 of a stored entry too, on the bytes copied, and fails with MMZIP_ECRC
+ * naming the entry (buf then holds the bytes read); once an entry was found good it is not checked again.
+ * A partial read of a stored entry checks no CRC (it cannot); compressed entries are always checked.
  *
  * Copies of 2 MiB or more from a committed stored entry are split into page-aligned pieces of at least
  * 1 MiB that helper threads read at the same time as the caller (mmzip_options.copy_threads; the helpers
@@ -260,6 +285,27 @@ MMZIP_API int mmzip_list(mmzip_t *h, const char *prefix, mmzip_list_fn fn, void 
  */
 enum { MMZIP_LIST_NO_DATA_OFFSET = 1u << 0 };
 MMZIP_API int mmzip_list_ex(mmzip_t *h, const char *prefix, unsigned flags, mmzip_list_fn fn, void *ctx);
+
+/*
+ * Bulk listing for bindings, where a callback per entry is costly (Python's ctypes: about 3 us each, most of
+ * a second for 200 000 entries). Writes the names of the visible entries starting with prefix (NULL or ""
+ * for all), in name order, each followed by a NUL byte, into buf (cap bytes); *needed gets the bytes the
+ * whole list takes and *count (if not NULL) the number of names.
+ *
+ * With MMZIP_NAMES_CHILDREN, one name per distinct child of prefix instead, without the prefix: for prefix
+ * "g/" and entries "g/a", "g/b/0", "g/b/1", the names "a" and "b/" (a child that has entries below it ends
+ * with '/'; a name can appear both ways, "a" and "a/", when both exist). The subtree of each child is
+ * skipped by binary search, so listing the children of a prefix costs O(children x log entries), not a walk
+ * of every chunk below. prefix should end with '/' (or be empty) for this to mean directory children.
+ *
+ * If the names do not fit, returns MMZIP_ETOOBIG with *needed set and buf's content unspecified: call again
+ * with a buffer of *needed bytes (buf may be NULL with cap 0 to ask for the size first; the archive can
+ * change between two calls on a writer's handle, so loop). Other errors: MMZIP_EINVAL (NULL handle or
+ * needed, unknown flag), MMZIP_ENOMEM.
+ */
+enum { MMZIP_NAMES_CHILDREN = 1u << 0 };
+MMZIP_API int mmzip_list_names(mmzip_t *h, const char *prefix, unsigned flags, char *buf, size_t cap,
+                               size_t *needed, size_t *count);
 
 /*
  * Read-only handles: picks up commits made since open by a writer in another process. Pointers handed out
@@ -391,9 +437,15 @@ typedef struct mmzip_info {
     int durable;               /* MMZIP_DURABLE is in effect */
     uint64_t recovered_bytes;  /* bytes discarded by the recovery done at open (0 if none) */
     uint64_t rolled_back;      /* entries of a torn tail dropped by the recovery done at open */
-    uint64_t torn_tail;        /* read-only handles: entries at the end of the directory whose local header is
-                                * missing (a writer that publishes its directory first was interrupted); they are
-                                * hidden, and the next writable open rolls them back */
+    uint64_t torn_tail;        /* entries whose local header is missing or disagrees with the directory (a
+                                * writer that publishes its directory first was interrupted, or damage); they
+                                * are hidden from lookups and listings but kept in the directory: mmzip never
+                                * drops what it did not write */
+    uint64_t append_from;      /* writable handles: the open found a foreign anomaly (bytes after the end
+                                * records, gaps around the directory) and kept it; new entries go at or after
+                                * this offset so that nothing other readers read is overwritten. 0 if none */
+    uint64_t unnamed;          /* entries whose name is empty or holds a NUL: unreachable by name, not listed,
+                                * kept (mmzip check reports them) */
     uint64_t edits_recovered;  /* entries modified in place by a writer that died before committing: the
                                 * writable open that found their markers refreshed their CRCs (mmzip_edit) */
     uint64_t edits_open;       /* entries this store is editing in place now (writable views handed out) */
@@ -403,16 +455,30 @@ MMZIP_API int mmzip_get_info(mmzip_t *h, mmzip_info *info);
 
 /*
  * Verifies the whole archive: structure, every local header against the central directory, every CRC
- * (decoding deflated entries). Returns MMZIP_OK, or the first problem (MMZIP_ECRC, MMZIP_ECORRUPT,
+ * (decoding compressed entries). Returns MMZIP_OK, or the first problem (MMZIP_ECRC, MMZIP_ECORRUPT,
  * MMZIP_EUNSUPPORTED) after calling report (if not NULL) for each problem found.
+ *
+ * Each message passed to report starts with its kind:
+ *   "error: "    something mmzip cannot read (the return status says the first);
+ *   "interop: "  something mmzip reads but some other ZIP reader refuses or reads differently (end records
+ *                not right after the directory, bytes after them, a 16-bit entry count that wrapped, a
+ *                comment running past the end, names that cannot be looked up, duplicates...);
+ *   "recover: "  what `mmzip recover` (or any writable open) would do to this file, without doing it: cut an
+ *                interrupted mmzip write, move the directory back, or keep a foreign anomaly and append
+ *                after it. On a writable handle the open has already done it, so there is none.
+ * An archive with no "error:" is valid for mmzip; one with no "error:" and no "interop:" is valid for every
+ * ZIP reader mmzip is tested against (Python zipfile, Info-ZIP unzip, 7-Zip, libzip).
  */
 typedef void (*mmzip_report_fn)(const char *message, void *ctx);
 MMZIP_API int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx);
 
 /*
- * Repairs the archive at path to its last commit without otherwise changing it: a torn tail left by a
- * killed writer is removed and a relocated directory moved back behind the data. Equivalent to a writable
- * open followed by close. *discarded (if not NULL) gets the number of bytes removed.
+ * Repairs the archive at path to its last commit without otherwise changing it: bytes a killed mmzip writer
+ * left after its end records are removed and a relocated directory moved back behind the data. Only what
+ * mmzip's own protocol leaves, recognized by the records only mmzip writes, is touched: anything else (a
+ * wrong CRC, a missing local header, bytes after foreign end records, gaps around a foreign directory) is
+ * kept byte for byte, and mmzip_check reports it. Equivalent to a writable open followed by close.
+ * *discarded (if not NULL) gets the number of bytes removed.
  */
 MMZIP_API int mmzip_recover(const char *path, uint64_t *discarded);
 

@@ -57,8 +57,14 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
         return mz_fail(MMZIP_ETOOBIG, "%s: %llu entries is more than mmzip supports", src->name,
                        (unsigned long long)t->entries);
     uint32_t n = (uint32_t)t->entries;
+    /* Without ZIP64 end records the count is 16 bits: an archive of more than 65,535 entries written
+     * without them (as zipfile, Info-ZIP and others do) records the count modulo 65,536. The directory's
+     * size is then the authority, as for zipfile and libzip: records are read until it is used up, and
+     * their number must agree with the recorded count modulo 65,536. */
+    int may_wrap = !t->zip64 && t->entries <= 0xFFFF && t->cd_size / MZ_CDH_FIXED > 0xFFFF;
+    uint32_t cap_n = n ? n : 1;
     uint8_t *img = malloc(t->cd_size ? t->cd_size : 1);
-    mz_entry *ents = malloc((n ? n : 1) * sizeof *ents);
+    mz_entry *ents = malloc(cap_n * sizeof *ents);
     if (!img || !ents) {
         free(img);
         free(ents);
@@ -75,7 +81,23 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
     uint64_t off = 0;
     char qn[200];
     int sorted = 1;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n || (may_wrap && off < t->cd_size); i++) {
+        if (i >= n) {
+            /* Past the recorded (wrapped) count: one more record. */
+            if (i == UINT32_MAX - 1) {
+                st = mz_fail(MMZIP_ETOOBIG, "%s: more entries than mmzip supports", src->name);
+                goto fail;
+            }
+            if (i >= cap_n) {
+                uint32_t nc = cap_n < (1u << 30) ? cap_n * 2 : UINT32_MAX - 1;
+                mz_entry *g = realloc(ents, (size_t)nc * sizeof *ents);
+                if (!g) { st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", src->name); goto fail; }
+                ents = g;
+                cap_n = nc;
+            }
+            n = i + 1;
+            cd->wrapped = 1;
+        }
         if (off + MZ_CDH_FIXED > t->cd_size) {
             st = mz_fail(MMZIP_ECORRUPT, "%s: central directory record %u is truncated", src->name, i);
             goto fail;
@@ -98,7 +120,11 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
         }
         const uint8_t *name = r + MZ_CDH_FIXED;
 #define QN() quote_name(qn, sizeof qn, name, nlen)
-        if (!mz_name_ok((const char *)name, nlen)) {
+        /* An empty name, or one holding a NUL, cannot be asked for through a C string: other readers still
+         * read the entry (zipfile cuts the name at the NUL), so it stays in the directory, unreachable by
+         * name, and mmzip check reports it. The rest of the archive reads as usual. */
+        int unnamed = nlen == 0 || memchr(name, '\0', nlen) != NULL;
+        if (!unnamed && !mz_name_ok((const char *)name, nlen)) {
             QN();
             st = mz_fail(MMZIP_ECORRUPT, "%s: entry %u has an unsafe name '%s' (empty, NUL, absolute or '..')",
                          src->name, i, qn);
@@ -168,12 +194,23 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
         e->hash = mz_hash((const char *)name, nlen);
         e->replaces = MZ_NONE;
         e->state = MZ_COMMITTED;
+        if (unnamed) {
+            e->mark = MZ_MARK_NONAME;
+            cd->unnamed++;
+        }
         if (i > 0 && ents[i - 1].lfh_off >= abs_lfh) sorted = 0;
         off += rec_len;
     }
     if (off != t->cd_size) {
-        st = mz_fail(MMZIP_ECORRUPT, "%s: the central directory is %llu bytes but its %u records take %llu",
-                     src->name, (unsigned long long)t->cd_size, n, (unsigned long long)off);
+        st = mz_fail(MMZIP_ECORRUPT, "%s: the central directory is %llu bytes (end record's directory size) but "
+                     "the %u records its entry count announces take %llu", src->name,
+                     (unsigned long long)t->cd_size, n, (unsigned long long)off);
+        goto fail;
+    }
+    if (cd->wrapped && (n & 0xFFFFu) != t->entries) {
+        st = mz_fail(MMZIP_ECORRUPT, "%s: the central directory holds %u records, which the end record's 16-bit "
+                     "entry count (%llu) does not match even modulo 65536", src->name, n,
+                     (unsigned long long)t->entries);
         goto fail;
     }
 

@@ -1,9 +1,11 @@
 /*
  * check.c - full verification of an archive: every local header against the central directory and every
- * CRC, deflated entries decoded (without caching the result).
+ * CRC, compressed entries decoded (without caching the result); what mmzip reads but other ZIP readers may
+ * not ("interop:"); and what recovery would do to the file ("recover:", a dry run of recovery.c's plan).
  */
 #include "internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -12,10 +14,15 @@ typedef struct {
     void *ctx;
     int first;
     unsigned problems;
+    unsigned recover_lines;
 } checker;
 
 static void problem(checker *c, int status) {
-    if (c->report) c->report(mmzip_last_error(), c->ctx);
+    if (c->report) {
+        char msg[1300];
+        snprintf(msg, sizeof msg, "error: %s", mmzip_last_error());
+        c->report(msg, c->ctx);
+    }
     if (!c->first) c->first = status;
     c->problems++;
 }
@@ -55,31 +62,107 @@ static int check_data(mz_store *s, mz_entry *e) {
         return mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%.*s' is encrypted; its CRC cannot be checked", s->path,
                        (int)e->name_len, mz_name(s, e));
     if (e->method == 0) return mz_verify_crc(s, e, p, e->csize);
-    if (e->method != 8)
-        return mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%.*s' uses compression method %u, which mmzip cannot "
-                       "decode", s->path, (int)e->name_len, mz_name(s, e), e->method);
-    if (e->usize / 1032 > e->csize + 1 || e->usize > s->opts.max_decoded_size)
+    if (!mz_method_supported(e->method)) return mz_decode_other(s, e, NULL); /* names the method */
+    if ((e->method == 8 && e->usize / 1032 > e->csize + 1) || e->usize > s->opts.max_decoded_size)
         return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s' claims an impossible or oversized decoded size %llu",
                        s->path, (int)e->name_len, mz_name(s, e), (unsigned long long)e->usize);
     uint8_t *buf = malloc(e->usize ? e->usize : 1);
     if (!buf) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
-    int st = mz_inflate_entry(s, e, buf);
+    int st = mz_decode_entry(s, e, buf);
     free(buf);
     return st;
+}
+
+static void quoted(char *out, size_t outlen, const char *name, size_t len) {
+    size_t o = 0;
+    for (size_t i = 0; i < len && i < 300 && o + 5 < outlen; i++) {
+        unsigned char ch = (unsigned char)name[i];
+        if (ch >= 0x20 && ch < 0x7f && ch != '\\') out[o++] = (char)ch;
+        else o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", ch);
+    }
+    out[o < outlen ? o : outlen - 1] = '\0';
+}
+
+static void interop(checker *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void interop(checker *c, const char *fmt, ...) {
+    char msg[1400];
+    int n = snprintf(msg, sizeof msg, "interop: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    va_end(ap);
+    note(c, msg);
+}
+
+static void recover_line(const char *msg, void *ctx) {
+    checker *c = ctx;
+    c->recover_lines++;
+    char line[1400];
+    snprintf(line, sizeof line, "recover: %s", msg);
+    note(c, line);
+}
+
+/* What mmzip reads but some other reader refuses or reads differently. */
+static void check_interop(checker *c, mz_store *s) {
+    uint64_t end = s->locate_end ? s->locate_end : s->file_size;
+    uint64_t records = end - s->trailer_len;
+    if (!s->writable && end < s->file_size)
+        interop(c, "%s: %llu bytes follow the end records (at %llu); 7-Zip warns of data after the payload, and "
+                "readers that expect the end record at the end of the file may not find it", s->path,
+                (unsigned long long)(s->file_size - end), (unsigned long long)end);
+    if (s->cd_pos + s->cd_size != records)
+        interop(c, "%s: the end records (at %llu) do not follow the central directory (%llu bytes at %llu): Python "
+                "zipfile takes the %llu bytes between them for data prepended to the archive and refuses it (\"Bad "
+                "offset for central directory\")", s->path, (unsigned long long)records,
+                (unsigned long long)s->cd_size, (unsigned long long)s->cd_pos,
+                (unsigned long long)(records - s->cd_pos - s->cd_size));
+    if (s->cd_pos > s->data_end && s->n_committed)
+        interop(c, "%s: %llu bytes no entry refers to lie between the last entry (ending at %llu) and the central "
+                "directory", s->path, (unsigned long long)(s->cd_pos - s->data_end), (unsigned long long)s->data_end);
+    if (s->prefix)
+        interop(c, "%s: %llu bytes precede the archive (a self-extractor stub, or bytes prepended after it was "
+                "written); the directory's offsets do not count them, which zipfile and unzip correct for and "
+                "some readers do not", s->path, (unsigned long long)s->prefix);
+    if (s->count_wrapped)
+        interop(c, "%s: %u entries, recorded in the end record's 16-bit count as %u (it wrapped: no ZIP64 end "
+                "records); mmzip, zipfile and unzip go by the directory's size, readers that trust the count see %u",
+                s->path, s->n_committed, s->n_committed & 0xFFFFu, s->n_committed & 0xFFFFu);
+    if (s->comment_declared)
+        interop(c, "%s: the end record's comment length (%u) runs past the end of the file (%u bytes of comment "
+                "present); zipfile and mmzip take the bytes present", s->path, s->comment_declared,
+                s->comment_len);
+    for (uint32_t i = 0; i < s->n_committed; i++) {
+        mz_entry *e = &s->e[i];
+        char q[1300];
+        if (e->mark & MZ_MARK_NONAME) {
+            quoted(q, sizeof q, mz_name(s, e), e->name_len);
+            interop(c, "%s: entry %u's name '%s' is %s: mmzip cannot look it up and does not list it (zipfile "
+                    "cuts a name at its NUL); it is kept", s->path, i, q,
+                    e->name_len == 0 ? "empty" : "cut short by a NUL byte");
+            continue;
+        }
+        if (!(e->mark & MZ_MARK_BAD) && mz_lookup(s, mz_name(s, e), e->name_len, 0) != e &&
+            !(e->mark & MZ_MARK_SHADOWED)) {
+            quoted(q, sizeof q, mz_name(s, e), e->name_len);
+            interop(c, "%s: entry '%s' appears more than once; mmzip, zipfile and zarr read the last one, other "
+                    "readers may read another", s->path, q);
+        }
+        if (e->method == 14 || e->method == 93 || e->method == 95) {
+            quoted(q, sizeof q, mz_name(s, e), e->name_len);
+            interop(c, "%s: entry '%s' uses compression method %u (%s), which Info-ZIP unzip 6.0 cannot decode",
+                    s->path, q, e->method, mmzip_method_name(e->method));
+        }
+    }
 }
 
 int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {
     if (!h) return mz_fail(MMZIP_EINVAL, "mmzip_check: NULL handle");
     mz_store *s = h->s;
-    checker c = {report, ctx, 0, 0};
+    checker c = {report, ctx, 0, 0, 0};
     pthread_rwlock_rdlock(&s->rw);
-    if (!s->writable && s->trailer_key[0] < s->file_size) {
-        mz_fail(MMZIP_ECORRUPT, "%s: %llu bytes follow the last commit's end records (an interrupted write); "
-                "'mmzip recover' removes them", s->path, (unsigned long long)(s->file_size - s->trailer_key[0]));
-        problem(&c, MMZIP_ECORRUPT);
-    }
     for (uint32_t i = 0; i < s->n_committed; i++) {
         mz_entry *e = &s->e[i];
+        if (e->mark & MZ_MARK_SHADOWED) continue; /* the writer's replaced entries: not in the next directory */
         if (mz_resolve_data(s, e) != MMZIP_OK) {
             problem(&c, MMZIP_ECORRUPT);
             continue;
@@ -88,11 +171,25 @@ int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {
         if (st) problem(&c, st);
         st = check_data(s, e);
         if (st) problem(&c, st);
-        if (mz_lookup(s, mz_name(s, e), e->name_len, 0) != e) {
-            char msg[600];
-            snprintf(msg, sizeof msg, "%s: warning: entry '%.*s' appears more than once; the last one wins",
-                     s->path, (int)(e->name_len > 400 ? 400 : e->name_len), mz_name(s, e));
-            note(&c, msg);
+    }
+    check_interop(&c, s);
+    if (!s->writable) {
+        /* The dry run: what a writable open (or mmzip recover) would do to the file as it is. */
+        mz_recovery_plan plan;
+        if (mz_plan_recovery(s, &plan, recover_line, &c) == MMZIP_OK) {
+            if (!c.recover_lines) note(&c, "recover: nothing to do");
+            /* mmzip's own interrupted write: readable (the last commit is found), but not an archive at
+             * rest until repaired. */
+            if (plan.cut) {
+                mz_fail(MMZIP_ECORRUPT, "%s: %llu bytes follow the last commit's end records (an interrupted mmzip "
+                        "write); 'mmzip recover' removes them", s->path,
+                        (unsigned long long)(s->file_size - s->locate_end));
+                problem(&c, MMZIP_ECORRUPT);
+            } else if (plan.move_directory && !s->concat) {
+                mz_fail(MMZIP_ECORRUPT, "%s: the central directory is not behind the last entry (an interrupted "
+                        "mmzip relocation); 'mmzip recover' moves it back", s->path);
+                problem(&c, MMZIP_ECORRUPT);
+            }
         }
     }
     pthread_rwlock_unlock(&s->rw);

@@ -133,7 +133,7 @@ uint32_t mz_lookup_head(mz_store *s, const char *name, size_t len) {
 }
 
 int mz_visible(const mz_entry *e, int writer_view) {
-    if (e->mark & MZ_MARK_BAD) return 0; /* a torn tail entry: never handed out */
+    if (e->mark & (MZ_MARK_BAD | MZ_MARK_NONAME)) return 0; /* a torn tail entry, or one with no usable name */
     if (e->state == MZ_PENDING) return writer_view && !(e->mark & (MZ_MARK_DEAD | MZ_MARK_RESERVED));
     return writer_view ? !(e->mark & MZ_MARK_SHADOWED) : 1;
 }

@@ -152,9 +152,10 @@ typedef struct mz_trailer {
     uint64_t cd_size;
     uint64_t cd_pos;       /* absolute position of the central directory */
     uint64_t concat;       /* bytes prepended after the archive was written (added to recorded offsets) */
-    uint16_t comment_len;
+    uint16_t comment_len;  /* the bytes of the comment actually present */
     uint8_t *comment;      /* malloc'ed, or NULL */
     int zip64;
+    uint16_t comment_declared; /* the end record's comment length (more than comment_len if it runs past EOF) */
 } mz_trailer;
 
 typedef struct mz_entry {
@@ -212,7 +213,9 @@ enum {
     MZ_MARK_DEAD = 2,       /* pending, superseded by a later pending put or a removal */
     MZ_MARK_RESERVED = 4,   /* pending reservation, not yet patched */
     MZ_MARK_VERIFY = 8,     /* committed tail entry whose CRC has not been verified yet */
-    MZ_MARK_BAD = 16        /* verified and found torn */
+    MZ_MARK_BAD = 16,       /* verified and found torn */
+    MZ_MARK_NONAME = 32,    /* committed entry whose name is empty or holds a NUL: kept, never looked up */
+    MZ_MARK_CRC_OK = 64     /* stored entry whose CRC-32 was verified (its bytes never change) */
 };
 
 typedef int (*mz_read_fn)(void *ctx, void *buf, size_t len, uint64_t off); /* 0 or -1 with errno */
@@ -231,6 +234,8 @@ typedef struct mz_cd {
     mz_entry *entries;
     uint32_t count;
     uint32_t duplicates;   /* names that appear more than once (the last one wins) */
+    uint32_t unnamed;      /* entries with an empty or NUL-holding name (MZ_MARK_NONAME) */
+    int wrapped;           /* more records than the 16-bit count of plain end records says (it wrapped) */
 } mz_cd;
 
 /*
@@ -380,6 +385,14 @@ typedef struct mz_store {
 
     uint64_t recovered_bytes, rolled_back;
 
+    /* What the last load found that mmzip reads but some other ZIP readers may not (for mmzip check). */
+    uint32_t unnamed;              /* entries unreachable by name (MZ_MARK_NONAME) */
+    int count_wrapped;             /* 16-bit entry count that wrapped */
+    uint16_t comment_declared;     /* the end record's comment length, when it runs past the end of the file */
+    uint64_t locate_end;           /* where the end records found at load end (< file_size: bytes follow) */
+    uint64_t foreign_hold;         /* writer: nothing below this offset may be overwritten (a foreign tail
+                                    * anomaly is kept; new entries go after it), or 0 */
+
     /* Stored entries being modified in place (edit.c, mmzip_edit). */
     struct mz_edit *edits;
     uint32_t n_edits;
@@ -390,6 +403,7 @@ typedef struct mz_store {
 struct mmzip {
     mz_store *s;
     int writable;
+    int verify_get;        /* MMZIP_VERIFY_CRC: mmzip_get checks a stored entry's CRC-32 on first use */
 };
 
 /* entry_table.c */
@@ -417,6 +431,14 @@ int mz_entry_bytes(mz_store *s, mz_entry *e, const uint8_t **data, uint64_t *siz
 /* Inflates a deflated entry into buf (e->usize bytes) and checks its CRC; messages name the problem. */
 int mz_inflate_entry(mz_store *s, mz_entry *e, uint8_t *buf);
 uint32_t mz_crc32(uint32_t crc, const void *data, size_t len);
+/* Decodes a compressed entry of any supported method into buf (e->usize bytes) and checks its CRC-32. */
+int mz_decode_entry(mz_store *s, mz_entry *e, uint8_t *buf);
+/* Checks a stored entry's CRC-32 once: MZ_MARK_CRC_OK remembers success for the store's life. */
+int mz_verify_stored_once(mz_store *s, mz_entry *e);
+
+/* decode.c: bzip2 (12), LZMA (14), zstd (93), xz (95) into buf (e->usize bytes); no CRC check. */
+int mz_decode_other(mz_store *s, mz_entry *e, uint8_t *buf);
+int mz_method_supported(unsigned method);
 int mz_data_end_of(mz_store *s, mz_entry *e, uint64_t *end); /* data end incl. a data descriptor */
 /* 1 if the (resolved) entry's local header carries mmzip's 0xA11E alignment field. Such an entry was
  * published only after all its bytes were written, so it cannot be a torn tail: no CRC check at open. */
@@ -459,6 +481,15 @@ void mz_edits_free(mz_store *s);
 
 /* recovery.c */
 int mz_recover_locked(mz_store *s);
+/* What recovery would do to the loaded state of s, decided without writing anything; report (if not NULL)
+ * gets one sentence per action or kept foreign anomaly. Used by the writable open and by mmzip check. */
+typedef struct mz_recovery_plan {
+    int ours;              /* the end records were written by mmzip */
+    int cut;               /* cut the bytes after the end records (mmzip's debris) */
+    int move_directory;    /* write the directory back behind the last entry */
+    uint64_t hold;         /* a foreign anomaly is kept: new entries go after this offset (0: none) */
+} mz_recovery_plan;
+int mz_plan_recovery(mz_store *s, mz_recovery_plan *p, mmzip_report_fn report, void *ctx);
 
 /* store.c */
 pid_t mz_current_pid(void); /* getpid(), cached; reset in a forked child */

@@ -27,8 +27,17 @@ static uint64_t page(void) {
 static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 static void *reserve_va(uint64_t len) {
-    void *p = mmap(NULL, (size_t)len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) return NULL;
+    /* Aligned to 2 MiB: the kernel maps a file's large page-cache folios (Linux 6.x) with one fault per folio,
+     * or as one huge entry, only where the mapping's addresses line up with the file offsets' 2 MiB
+     * boundaries. Unaligned, a zero-copy reader of large entries took about twice as many page faults as
+     * Python's own mmap of the same file (which the kernel aligns), and was 2-3x slower reading 64 MiB. */
+    const uint64_t huge = 2u << 20;
+    uint64_t span = len + huge;
+    uint8_t *raw = mmap(NULL, (size_t)span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    uint8_t *p = (uint8_t *)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
+    if (p > raw) munmap(raw, (size_t)(p - raw));
+    if (raw + span > p + len) munmap(p + len, (size_t)(raw + span - (p + len)));
 #ifdef MADV_NOHUGEPAGE
     /* A transparent huge page would turn a one-byte touch of a small entry into a 2 MiB fault. */
     madvise(p, (size_t)len, MADV_NOHUGEPAGE);

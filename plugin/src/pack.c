@@ -45,7 +45,8 @@ static int copy_entries(mz_store *s, out_file *o, uint32_t alignment, uint8_t **
     int st = MMZIP_OK;
     for (uint32_t i = 0; i < s->n_committed; i++) {
         mz_entry *e = &s->e[i];
-        if (mz_lookup(s, mz_name(s, e), e->name_len, 0) != e) continue; /* superseded duplicate */
+        /* Superseded duplicates go; an entry with no usable name is kept (other readers read it). */
+        if (!(e->mark & (MZ_MARK_NONAME | MZ_MARK_BAD)) && mz_lookup(s, mz_name(s, e), e->name_len, 0) != e) continue;
         st = mz_resolve_data(s, e);
         if (st) break;
         const uint8_t *rec = s->cd + e->cd_rec;

@@ -1,8 +1,8 @@
 /*
  * read.c - lookups, zero-copy reads, typed views, inflate and CRC checks.
  *
- * Stored entries are pointers into the shared mapping. Deflated entries are decoded once with libdeflate
- * (whole-buffer: ZIP records the exact size), CRC-checked, and kept for the life of the store so that the
+ * Stored entries are pointers into the shared mapping. Compressed entries are decoded once (deflate with
+ * libdeflate, whole-buffer: ZIP records the exact size; bzip2, LZMA, zstd and xz in decode.c), CRC-checked, and kept for the life of the store so that the
  * pointer contract is the same for every method.
  */
 #include "internal.h"
@@ -155,14 +155,15 @@ static int decode(mz_store *s, mz_entry *e, const uint8_t **out) {
         return mz_fail(MMZIP_ETOOBIG, "%s: entry '%.*s' decodes to %llu bytes, more than max_decoded_size (%llu)",
                        s->path, ENAME(e), (unsigned long long)e->usize,
                        (unsigned long long)s->opts.max_decoded_size);
-    /* Deflate cannot expand by more than about 1032:1; a larger claim is a bomb or garbage. */
-    if (e->usize / 1032 > e->csize + 1)
+    /* Deflate cannot expand by more than about 1032:1; a larger claim is a bomb or garbage. (The other
+     * methods can, legitimately: for them max_decoded_size is the bound, and decoding stops at usize.) */
+    if (e->method == 8 && e->usize / 1032 > e->csize + 1)
         return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s' claims %llu bytes from %llu deflated bytes, which "
                        "deflate cannot produce (a decompression bomb?)", s->path, ENAME(e),
                        (unsigned long long)e->usize, (unsigned long long)e->csize);
     uint8_t *buf = malloc(e->usize ? e->usize : 1);
     if (!buf) return mz_fail(MMZIP_ENOMEM, "%s: entry '%.*s': out of memory", s->path, ENAME(e));
-    int st = mz_inflate_entry(s, e, buf);
+    int st = mz_decode_entry(s, e, buf);
     if (st) {
         free(buf);
         return st;
@@ -199,6 +200,19 @@ int mz_inflate_entry(mz_store *s, mz_entry *e, uint8_t *buf) {
     return mz_verify_crc(s, e, buf, e->usize);
 }
 
+int mz_decode_entry(mz_store *s, mz_entry *e, uint8_t *buf) {
+    if (e->method == 8) return mz_inflate_entry(s, e, buf);
+    int st = mz_decode_other(s, e, buf);
+    return st ? st : mz_verify_crc(s, e, buf, e->usize);
+}
+
+int mz_verify_stored_once(mz_store *s, mz_entry *e) {
+    if (__atomic_load_n(&e->mark, __ATOMIC_ACQUIRE) & MZ_MARK_CRC_OK) return MMZIP_OK;
+    int st = mz_verify_crc(s, e, s->map.base + e->data_off, e->csize);
+    if (st == MMZIP_OK) __atomic_fetch_or(&e->mark, MZ_MARK_CRC_OK, __ATOMIC_RELEASE);
+    return st;
+}
+
 int mz_entry_bytes(mz_store *s, mz_entry *e, const uint8_t **data, uint64_t *size) {
     if (e->gp_flags & (MZ_FLAG_ENCRYPTED | MZ_FLAG_STRONG_ENCRYPTION) || e->method == 99)
         return mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%.*s' is encrypted; mmzip does not decrypt", s->path,
@@ -221,14 +235,11 @@ int mz_entry_bytes(mz_store *s, mz_entry *e, const uint8_t **data, uint64_t *siz
         *size = e->usize;
         return MMZIP_OK;
     }
-    if (e->method == 8) {
-        st = decode(s, e, data);
-        if (st) return st;
-        *size = e->usize;
-        return MMZIP_OK;
-    }
-    return mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%.*s' uses compression method %u (%s); mmzip reads only "
-                   "stored (0) and deflate (8)", s->path, ENAME(e), e->method, mmzip_method_name(e->method));
+    if (!mz_method_supported(e->method)) return mz_decode_other(s, e, NULL); /* the EUNSUPPORTED message */
+    st = decode(s, e, data);
+    if (st) return st;
+    *size = e->usize;
+    return MMZIP_OK;
 }
 
 /* ---------------------------------------------------------------------------------------------------- */
@@ -330,7 +341,48 @@ int mmzip_get(mmzip_t *h, const char *key, const void **data, uint64_t *size) {
     else {
         const uint8_t *p;
         st = mz_entry_bytes(s, e, &p, size);
+        /* Compressed entries were checked when decoded; stored ones on request, once. */
+        if (st == MMZIP_OK && h->verify_get && e->method == 0) st = mz_verify_stored_once(s, e);
         if (st == MMZIP_OK) *data = p;
+    }
+    pthread_rwlock_unlock(&s->rw);
+    return st;
+}
+
+int mmzip_verify(mmzip_t *h, const char *key) {
+    if (!h || !key) return mz_fail(MMZIP_EINVAL, "mmzip_verify: NULL argument");
+    mz_store *s = h->s;
+    pthread_rwlock_rdlock(&s->rw);
+    mz_entry *e = find(h, key);
+    int st = MMZIP_OK;
+    while (e && written_or_flush(s, e, &st) && st == MMZIP_OK) e = find(h, key);
+    if (st) { /* reported as is */ }
+    else if (!e) st = mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s'", s->path, key);
+    else if (e->gp_flags & (MZ_FLAG_ENCRYPTED | MZ_FLAG_STRONG_ENCRYPTION) || e->method == 99)
+        st = mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%s' is encrypted; its CRC cannot be checked", s->path, key);
+    else if ((st = mz_resolve_data(s, e)) != MMZIP_OK) { /* reported */ }
+    else if (e->method == 0) st = mz_verify_stored_once(s, e);
+    else if (!mz_method_supported(e->method)) st = mz_decode_other(s, e, NULL);
+    else {
+        /* Decoded into a scratch buffer, not kept: verifying must not pin memory. A copy already decoded
+         * for mmzip_get was checked when it was made. */
+        pthread_mutex_lock(&s->decode_mu);
+        int cached = decoded_find(s, e->lfh_off) != NULL;
+        pthread_mutex_unlock(&s->decode_mu);
+        if (!cached) {
+            if (e->usize > s->opts.max_decoded_size)
+                st = mz_fail(MMZIP_ETOOBIG, "%s: entry '%s' decodes to %llu bytes, more than max_decoded_size",
+                             s->path, key, (unsigned long long)e->usize);
+            else if (e->method == 8 && e->usize / 1032 > e->csize + 1)
+                st = mz_fail(MMZIP_ECORRUPT, "%s: entry '%s' claims %llu bytes from %llu deflated bytes, which "
+                             "deflate cannot produce", s->path, key, (unsigned long long)e->usize,
+                             (unsigned long long)e->csize);
+            else {
+                uint8_t *buf = malloc(e->usize ? e->usize : 1);
+                st = buf ? mz_decode_entry(s, e, buf) : mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+                free(buf);
+            }
+        }
     }
     pthread_rwlock_unlock(&s->rw);
     return st;
@@ -347,7 +399,9 @@ const void *mmzip_get_typed(mmzip_t *h, const char *key, size_t elem_size, size_
     if (st == MMZIP_OK && e && e->method == 0 && count <= UINT64_MAX / elem_size && e->usize == count * elem_size) {
         const uint8_t *p;
         uint64_t n;
-        if (mz_entry_bytes(s, e, &p, &n) == MMZIP_OK && ((uintptr_t)p & (elem_align - 1)) == 0) r = p;
+        if (mz_entry_bytes(s, e, &p, &n) == MMZIP_OK && ((uintptr_t)p & (elem_align - 1)) == 0 &&
+            (!h->verify_get || mz_verify_stored_once(s, e) == MMZIP_OK))
+            r = p;
     }
     pthread_rwlock_unlock(&s->rw);
     return r;
@@ -379,19 +433,35 @@ int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t l
                  !(__atomic_load_n(&e->mark, __ATOMIC_ACQUIRE) & (MZ_MARK_VERIFY | MZ_MARK_BAD));
     if (direct) {
         int st = mz_resolve_data(s, e);
-        uint64_t size = e->usize, at = e->data_off + offset;
+        uint64_t size = e->usize, at = e->data_off + offset, lfh_off = e->lfh_off;
+        uint32_t crc = e->crc;
+        int known_good = (__atomic_load_n(&e->mark, __ATOMIC_ACQUIRE) & MZ_MARK_CRC_OK) != 0;
         pthread_rwlock_unlock(&s->rw);
         if (st) return st;
         if (offset >= size) return MMZIP_OK;
         size_t k = (size_t)(size - offset < len ? size - offset : len);
         if (mz_copy_split(s->fd, NULL, buf, k, at, s->opts.copy_threads) != 0)
             return mz_fail_errno(MMZIP_EIO, errno, "%s: entry '%s': cannot read %zu bytes", s->path, key, k);
+        /* A read of the whole entry checks its CRC-32 on the copy (once the entry is known good, never
+         * again: its bytes do not change). A partial read cannot, and does not. */
+        if (offset == 0 && k == size && !known_good) {
+            uint32_t c = mz_crc32(0, buf, k);
+            if (c != crc)
+                return mz_fail(MMZIP_ECRC, "%s: entry '%s': CRC-32 mismatch (directory says %08x, data gives %08x)",
+                               s->path, key, crc, c);
+            /* The table may have changed while unlocked: mark the entry only if it is still the same one. */
+            pthread_rwlock_rdlock(&s->rw);
+            mz_entry *again = find(h, key);
+            if (again && again->lfh_off == lfh_off) __atomic_fetch_or(&again->mark, MZ_MARK_CRC_OK, __ATOMIC_RELEASE);
+            pthread_rwlock_unlock(&s->rw);
+        }
         *nread = k;
         return MMZIP_OK;
     }
     const uint8_t *p;
     uint64_t n;
     int st = mz_entry_bytes(s, e, &p, &n);
+    if (st == MMZIP_OK && e->method == 0 && offset == 0 && len >= n) st = mz_verify_stored_once(s, e);
     if (st == MMZIP_OK && offset < n) {
         uint64_t k = n - offset < len ? n - offset : len;
         mz_prefault_for_copy(buf, (size_t)k);

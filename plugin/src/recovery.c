@@ -1,14 +1,17 @@
 /*
  * recovery.c - repairing, at a writable open, what a killed writer left behind.
  *
- * Three things can be found (docs/protocol.md lists every crash state):
- *   1. Bytes after the last consistent trailer (a commit or relocation that was cut short, zeros from a
- *      file extended before a power loss). The trailer was found by scanning back; they are cut off.
- *   2. A directory that is not where it belongs (relocated, or forwarded, when the writer died): the next
- *      commit writes it back behind the last entry.
- *   3. A torn tail written by another implementation of the seed protocol (DataAxesFormats), which
- *      publishes the directory before the data: the trailing entries whose local header is missing or
- *      whose CRC does not match are rolled back, as that protocol prescribes.
+ * Recovery undoes only what mmzip's own protocol can leave behind, and only where it can tell that mmzip
+ * left it (docs/protocol.md §6, docs/reliability.md):
+ *   1. Bytes after the last consistent end records (a commit or relocation that was cut short, zeros from a
+ *      file extended before a power loss): cut off if those end records are mmzip's, or the bytes hold a
+ *      record only mmzip writes.
+ *   2. A directory that is not where it belongs (relocated, or forwarded, when the writer died): written back
+ *      behind the last entry, if the end records are mmzip's.
+ *   3. Anything else - bytes after foreign end records, gaps around a foreign directory, entries whose local
+ *      header is missing or whose CRC is wrong (a torn tail of a writer that publishes its directory first,
+ *      or plain damage) - is a foreign anomaly: reported, kept byte for byte, and new entries are appended
+ *      after the end of the file so that every entry other readers could read is still there.
  *   4. Beside the archive, the named temporary file of a pack or a creation killed between naming it and
  *      renaming it over the archive (<archive>.mmzip-pack-<pid>, <archive>.mmzip-new-<pid>). It is removed
  *      once its process is gone.
@@ -25,45 +28,117 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The physically last entry that is still live (not rolled back), or MZ_NONE. */
-static uint32_t last_live(mz_store *s) {
-    uint32_t last = MZ_NONE;
-    for (uint32_t i = 0; i < s->n_committed; i++) {
-        if (s->e[i].mark & MZ_MARK_SHADOWED) continue;
-        if (last == MZ_NONE || s->e[i].lfh_off > s->e[last].lfh_off) last = i;
+/* 1 if the end records found at load were written by mmzip: ZIP64 end records with mmzip's fixed fields
+ * (version made by 0x032D, needed 45, 44-byte record, no extensible data, every plain field at its
+ * sentinel), or the plain record of an empty archive (nothing any reader could read). Only then can what
+ * follows them, or a directory away from the data, be a state of mmzip's own protocol. */
+static int end_records_ours(mz_store *s) {
+    if (s->n_committed == 0 && !s->zip64) return 1;
+    if (!s->zip64) return 0;
+    uint64_t z = s->locate_end - s->trailer_len;
+    if (z + MZ_TRAILER_FIXED > s->file_size) return 0;
+    const uint8_t *p = s->map.base + z, *e = p + MZ_Z64_EOCD_FIXED + MZ_Z64_LOC_FIXED;
+    return mz_get32(p) == MZ_SIG_Z64_EOCD && mz_get64(p + 4) == MZ_Z64_EOCD_FIXED - 12 &&
+           mz_get16(p + 12) == MZ_VERSION_MADE_BY && mz_get16(p + 14) == MZ_VERSION_NEEDED &&
+           mz_get32(e) == MZ_SIG_EOCD && mz_get16(e + 8) == 0xFFFFu && mz_get16(e + 10) == 0xFFFFu &&
+           mz_get32(e + 12) == 0xFFFFFFFFu && mz_get32(e + 16) == 0xFFFFFFFFu;
+}
+
+/* 1 if [from, to) holds a record only mmzip writes: a local header with its deterministic fields, ZIP64
+ * field and 0xA11E alignment field, or ZIP64 end records made by it. That is what an interrupted first
+ * commit of mmzip into a foreign archive leaves after the foreign end records. */
+static int holds_mmzip_record(mz_store *s, uint64_t from, uint64_t to) {
+    const uint8_t *b = s->map.base;
+    for (uint64_t i = from; i + MZ_LFH_FIXED <= to; i++) {
+        if (b[i] != 0x50 || b[i + 1] != 0x4b) continue;
+        uint32_t sig = mz_get32(b + i);
+        if (sig == MZ_SIG_Z64_EOCD && i + MZ_Z64_EOCD_FIXED <= to && mz_get64(b + i + 4) == MZ_Z64_EOCD_FIXED - 12 &&
+            mz_get16(b + i + 12) == MZ_VERSION_MADE_BY)
+            return 1;
+        if (sig != MZ_SIG_LFH || mz_get16(b + i + 4) != MZ_VERSION_NEEDED || mz_get16(b + i + 10) != MZ_DOS_TIME ||
+            mz_get16(b + i + 12) != MZ_DOS_DATE)
+            continue;
+        uint16_t nlen = mz_get16(b + i + 26), xlen = mz_get16(b + i + 28);
+        if (i + MZ_LFH_FIXED + nlen + xlen > to || xlen < MZ_LFH_ZIP64_EXTRA + MZ_ALIGN_EXTRA_MIN) continue;
+        const uint8_t *x = b + i + MZ_LFH_FIXED + nlen;
+        if (mz_get16(x) == MZ_EXTRA_ZIP64 && mz_get16(x + MZ_LFH_ZIP64_EXTRA) == MZ_EXTRA_ALIGN) return 1;
     }
-    return last;
+    return 0;
 }
 
-static int entry_intact(mz_store *s, mz_entry *e) {
-    if (mz_resolve_data(s, e) != MMZIP_OK) return 0;
-    if (e->method != 0 || (e->gp_flags & MZ_FLAG_ENCRYPTED) || mz_written_by_mmzip(s, e)) return 1;
-    return mz_crc32(0, s->map.base + e->data_off, (size_t)e->csize) == e->crc;
+static int all_zero(mz_store *s, uint64_t from, uint64_t to) {
+    for (uint64_t i = from; i < to; i++)
+        if (s->map.base[i]) return 0;
+    return 1;
 }
 
-static uint32_t roll_back_torn_tail(mz_store *s) {
-    uint32_t rolled = 0;
-    uint64_t lowest = UINT64_MAX;
-    for (;;) {
-        uint32_t i = last_live(s);
-        if (i == MZ_NONE) break;
-        mz_entry *e = &s->e[i];
-        if (entry_intact(s, e)) {
-            e->mark &= (uint8_t)~MZ_MARK_VERIFY;
-            break;
+static void say(mmzip_report_fn report, void *ctx, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(mmzip_report_fn report, void *ctx, const char *fmt, ...) {
+    if (!report) return;
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    report(msg, ctx);
+}
+
+int mz_plan_recovery(mz_store *s, mz_recovery_plan *p, mmzip_report_fn report, void *ctx) {
+    memset(p, 0, sizeof *p);
+    uint64_t end = s->locate_end ? s->locate_end : s->file_size;
+    uint64_t records = end - s->trailer_len;
+    p->ours = end_records_ours(s);
+    int foreign = 0;
+    if (end < s->file_size) {
+        uint64_t n = s->file_size - end;
+        if (p->ours || holds_mmzip_record(s, end, s->file_size)) {
+            p->cut = 1;
+            say(report, ctx, "cut the %llu bytes after the end records at %llu (an interrupted mmzip write)",
+                (unsigned long long)n, (unsigned long long)end);
+        } else {
+            foreign = 1;
+            say(report, ctx, "keep the %llu bytes%s after the end records at %llu: mmzip did not write them, "
+                "so they are not an interrupted mmzip write", (unsigned long long)n,
+                all_zero(s, end, s->file_size) ? " (zeros)" : "", (unsigned long long)end);
         }
-        e->mark = (uint8_t)((e->mark | MZ_MARK_SHADOWED) & ~MZ_MARK_BAD);
-        s->n_shadowed++;
-        rolled++;
-        lowest = e->lfh_off;
     }
-    if (rolled) {
-        uint32_t i = last_live(s);
-        uint64_t end = lowest;
-        if (i != MZ_NONE && mz_data_end_of(s, &s->e[i], &end) != MMZIP_OK) end = lowest;
-        s->data_end = s->pending_end = end;
+    int gap_end = s->cd_pos + s->cd_size != records;
+    int gap_data = s->cd_pos != s->data_end;
+    if (gap_end || gap_data) {
+        if (p->ours || s->concat) {
+            /* A relocated directory (protocol.md §3.2), or a foreign one with bytes prepended whose records
+             * get absolute offsets: rewritten behind the last entry. */
+            p->move_directory = 1;
+            say(report, ctx, "write the directory (%llu entries) behind the last entry at %llu, where it %s",
+                (unsigned long long)s->n_committed, (unsigned long long)s->data_end,
+                s->concat ? "must be once the bytes prepended to the archive are accounted for"
+                          : "was before an interrupted relocation");
+        } else {
+            foreign = 1;
+            if (gap_data)
+                say(report, ctx, "keep the %llu bytes between the end of the last entry (%llu) and the central "
+                    "directory (%llu): mmzip did not leave them", (unsigned long long)(s->cd_pos - s->data_end),
+                    (unsigned long long)s->data_end, (unsigned long long)s->cd_pos);
+            if (gap_end)
+                say(report, ctx, "keep the %llu bytes between the end of the central directory (%llu) and the "
+                    "end records (%llu): mmzip did not leave them",
+                    (unsigned long long)(records - s->cd_pos - s->cd_size),
+                    (unsigned long long)(s->cd_pos + s->cd_size), (unsigned long long)records);
+        }
     }
-    return rolled;
+    for (uint32_t i = 0; i < s->n_committed; i++) {
+        mz_entry *e = &s->e[i];
+        if (e->mark & MZ_MARK_BAD)
+            say(report, ctx, "keep entry '%.*s' in the directory although its local header at %llu is missing "
+                "or disagrees with it: mmzip never publishes such an entry, so it is not its to roll back",
+                (int)(e->name_len > 300 ? 300 : e->name_len), mz_name(s, e), (unsigned long long)e->lfh_off);
+    }
+    if (foreign) {
+        p->hold = s->file_size;
+        say(report, ctx, "append new entries after the end of the file (%llu), so that every byte there stays "
+            "as it is", (unsigned long long)s->file_size);
+    }
+    return MMZIP_OK;
 }
 
 /* Foreign archives with bytes prepended: rewrite every record with absolute offsets, so that relocated
@@ -142,21 +217,33 @@ static void remove_stale_temps(const char *archive_path) {
 
 int mz_recover_locked(mz_store *s) {
     remove_stale_temps(s->path);
-    uint64_t trailer_end = s->trailer_key[0];
-    int torn = trailer_end < s->file_size;
-    int st;
+    mz_recovery_plan plan;
+    int st = mz_plan_recovery(s, &plan, NULL, NULL);
+    if (st) return st;
+    s->rolled_back = 0;
+    if (plan.hold) {
+        /* A foreign anomaly: nothing below the end of the file is ours to rewrite. The first commit writes
+         * its entries, directory and end records after it. Prepended bytes still need absolute offsets. */
+        if (s->concat) {
+            st = absolutize(s);
+            if (st) return st;
+        }
+        s->foreign_hold = plan.hold;
+        s->data_end = s->pending_end = plan.hold;
+        s->compact = 0;
+        return MMZIP_OK;
+    }
     if (s->concat) {
         st = absolutize(s);
         if (st) return st;
         s->compact = 0;
     }
-    uint32_t rolled = roll_back_torn_tail(s);
-    s->rolled_back = rolled;
     /* A writer killed right after its commit point may not have neutralized a dead first header. */
-    if (!rolled && !torn && s->compact) return mz_neutralize_dead_start(s);
+    if (!plan.cut && !plan.move_directory) return plan.ours && s->compact ? mz_neutralize_dead_start(s) : MMZIP_OK;
     uint64_t before = s->file_size;
-    if (!rolled && torn && s->cd_adjacent && s->cd_pos == s->data_end) {
-        /* [entries][directory][trailer][debris]: cutting the debris off is the whole repair. */
+    uint64_t trailer_end = s->locate_end;
+    if (plan.cut && !plan.move_directory && !s->concat) {
+        /* [entries][directory][end records][debris]: cutting the debris off is the whole repair. */
         st = mz_io_truncate(s, trailer_end, "recover.truncate");
         if (st) return st;
         st = mz_io_barrier(s, 1, "recover.sync");
@@ -170,10 +257,6 @@ int mz_recover_locked(mz_store *s) {
         if (st) return st;
     }
     s->recovered_bytes = before > s->file_size ? before - s->file_size : 0;
-    if (rolled) {
-        /* What was rolled back is gone for good; the rest stays as it was. */
-        s->rolled_back = rolled;
-    }
     return MMZIP_OK;
 }
 
@@ -185,8 +268,9 @@ int mmzip_recover(const char *path, uint64_t *discarded) {
     mz_store *s = h->s;
     pthread_mutex_lock(&s->wmu);
     uint64_t before = s->file_size + s->recovered_bytes;
-    /* Beyond what every writable open repairs: move a relocated directory back behind the data. */
-    st = mz_commit_locked(s, 1);
+    /* Beyond what every writable open repairs: move a relocated directory back behind the data (never over a
+     * foreign anomaly that the open kept). */
+    st = s->foreign_hold ? MMZIP_OK : mz_commit_locked(s, 1);
     uint64_t after = s->file_size;
     pthread_mutex_unlock(&s->wmu);
     int st2 = mmzip_close(h);

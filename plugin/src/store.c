@@ -76,6 +76,8 @@ static int compute_layout(mz_store *s) {
              * plain; ZIP64 ones with no entries come from a relocation that a crash interrupted, and the
              * bytes before them are its debris, not a stub to keep. */
             s->data_end = s->zip64 ? s->prefix : s->cd_pos;
+            for (uint32_t i = 0; i < s->n; i++) /* all hidden: see below */
+                if (s->e[i].limit > s->data_end) s->data_end = s->e[i].limit;
             return MMZIP_OK;
         }
         uint64_t end;
@@ -85,6 +87,17 @@ static int compute_layout(mz_store *s) {
             continue;
         }
         s->data_end = end;
+        /* Entries hidden for a missing or disagreeing local header stay in the directory (they are not
+         * mmzip's to drop): new entries must go after every byte they may own. Without a local header to
+         * read, that is up to the next entry or the directory, and at most what the largest header would
+         * take. */
+        for (uint32_t i = 0; i < s->n; i++) {
+            mz_entry *b = &s->e[i];
+            if (!(b->mark & MZ_MARK_BAD)) continue;
+            uint64_t most = b->lfh_off + MZ_LFH_FIXED + b->name_len + 0xFFFFu + b->csize + 24;
+            uint64_t x = b->limit < most ? b->limit : most;
+            if (x > s->data_end) s->data_end = x;
+        }
         if (s->e[last].method == 0 && !mz_written_by_mmzip(s, &s->e[last])) s->e[last].mark |= MZ_MARK_VERIFY;
         mz_clear_error();
         return MMZIP_OK;
@@ -95,6 +108,10 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     mz_table_free(s);
     s->e = cd->entries;
     s->n = s->n_committed = s->cap = cd->count;
+    s->unnamed = cd->unnamed;
+    s->count_wrapped = cd->wrapped;
+    s->comment_declared = t->comment_declared > t->comment_len ? t->comment_declared : 0;
+    s->locate_end = t->end;
     s->cd = cd->image;
     s->cd_len = s->cd_committed_len = cd->image_len;
     s->cd_cap = cd->image_len;
@@ -335,6 +352,7 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
     mmzip_t *h = calloc(1, sizeof *h);
     if (!h) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", path);
     h->writable = writable;
+    h->verify_get = (o.flags & MMZIP_VERIFY_CRC) != 0;
 
     pthread_mutex_lock(&registry_mu);
     struct stat st;
@@ -549,8 +567,11 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
     info->rolled_back = s->rolled_back;
     info->edits_recovered = s->edits_recovered;
     for (uint32_t i = 0; i < s->n_edits; i++) info->edits_open += s->edits[i].open;
-    for (uint32_t i = 0; i < s->n_committed; i++)
+    for (uint32_t i = 0; i < s->n_committed; i++) {
         if (s->e[i].mark & MZ_MARK_BAD) info->torn_tail++;
+        if (s->e[i].mark & MZ_MARK_NONAME) info->unnamed++;
+    }
+    info->append_from = s->foreign_hold;
     pthread_rwlock_unlock(&s->rw);
     return MMZIP_OK;
 }

@@ -31,7 +31,12 @@ typedef struct candidate {
  * Parses the end records whose EOCD starts at p. Fills c on success. Returns MMZIP_OK, MMZIP_ENOTZIP
  * (not a trailer), MMZIP_EUNSUPPORTED (multi-disk) or MMZIP_EIO.
  */
-static int parse_candidate(const mz_source *src, uint64_t p, int must_end_at_eof, candidate *c) {
+/* must_end_at_eof: the end record's comment must end exactly at the end of the file, or (allow_overrun)
+ * run past it, as zipfile and unzip accept: then only the bytes present are the comment. Such a candidate
+ * is taken to be the archive's end record, so a field that contradicts the file is reported by name
+ * (MMZIP_ECORRUPT) rather than as a missing end record. */
+static int parse_candidate_ex(const mz_source *src, uint64_t p, int must_end_at_eof, int allow_overrun,
+                              candidate *c) {
     uint8_t eocd[MZ_EOCD_FIXED];
     memset(c, 0, sizeof *c);
     if (p + MZ_EOCD_FIXED > src->size) return MMZIP_ENOTZIP;
@@ -43,6 +48,11 @@ static int parse_candidate(const mz_source *src, uint64_t p, int must_end_at_eof
     uint64_t cd_size = mz_get32(eocd + 12), cd_off = mz_get32(eocd + 16);
     uint16_t clen = mz_get16(eocd + 20);
     uint64_t end = p + MZ_EOCD_FIXED + clen;
+    uint16_t declared = clen;
+    if (allow_overrun && must_end_at_eof && end > src->size) {
+        clen = (uint16_t)(src->size - p - MZ_EOCD_FIXED);
+        end = src->size;
+    }
     if (end > src->size || (must_end_at_eof && end != src->size)) return MMZIP_ENOTZIP;
 
     mz_trailer *t = &c->t;
@@ -50,6 +60,7 @@ static int parse_candidate(const mz_source *src, uint64_t p, int must_end_at_eof
     t->end = end;
     t->z64_pos = UINT64_MAX;
     t->comment_len = clen;
+    t->comment_declared = declared;
     uint64_t records_start = p;
 
     uint8_t loc[MZ_Z64_LOC_FIXED];
@@ -99,8 +110,19 @@ static int parse_candidate(const mz_source *src, uint64_t p, int must_end_at_eof
             return mz_fail(MMZIP_EUNSUPPORTED, "%s: multi-disk (spanned) ZIP archives are not supported",
                            src->name);
     }
-    if (n_disk != n) return MMZIP_ENOTZIP;
-    if (cd_size > records_start) return MMZIP_ENOTZIP;
+    const char *rec = t->zip64 ? "ZIP64 end record" : "end record";
+    if (n_disk != n) {
+        if (!must_end_at_eof) return MMZIP_ENOTZIP;
+        return mz_fail(MMZIP_ECORRUPT, "%s: the %s at %llu is inconsistent: its entries on this disk (%llu) and "
+                       "total entries (%llu) differ", src->name, rec, (unsigned long long)p,
+                       (unsigned long long)n_disk, (unsigned long long)n);
+    }
+    if (cd_size > records_start) {
+        if (!must_end_at_eof) return MMZIP_ENOTZIP;
+        return mz_fail(MMZIP_ECORRUPT, "%s: the %s at %llu is wrong: its central directory size (%llu) is larger "
+                       "than the %llu bytes before the end records", src->name, rec, (unsigned long long)p,
+                       (unsigned long long)cd_size, (unsigned long long)records_start);
+    }
     t->entries = n;
     t->cd_size = cd_size;
     /* First choice: the directory where it was recorded (our relocated directories lie there). */
@@ -116,7 +138,13 @@ static int parse_candidate(const mz_source *src, uint64_t p, int must_end_at_eof
     } else {
         /* Bytes were prepended: the directory ends where the end records begin (what Python assumes). */
         uint64_t adj = records_start - cd_size;
-        if (adj < cd_off) return MMZIP_ENOTZIP;
+        if (adj < cd_off) {
+            if (!must_end_at_eof) return MMZIP_ENOTZIP;
+            return mz_fail(MMZIP_ECORRUPT, "%s: the %s at %llu is wrong: its central directory offset (%llu) plus "
+                           "size (%llu) runs past the end records at %llu", src->name, rec, (unsigned long long)p,
+                           (unsigned long long)cd_off, (unsigned long long)cd_size,
+                           (unsigned long long)records_start);
+        }
         t->cd_pos = adj;
         t->concat = adj - cd_off;
     }
@@ -129,6 +157,10 @@ static int parse_candidate(const mz_source *src, uint64_t p, int must_end_at_eof
         }
     }
     return MMZIP_OK;
+}
+
+static int parse_candidate(const mz_source *src, uint64_t p, int must_end_at_eof, candidate *c) {
+    return parse_candidate_ex(src, p, must_end_at_eof, 0, c);
 }
 
 /* Loads the directory of a candidate, trying the alternative position if the first does not parse. */
@@ -170,15 +202,28 @@ static int at_eof(const mz_source *src, mz_trailer *t, mz_cd *cd) {
     }
     int result = MMZIP_ENOTZIP, have_detail = 0;
     char detail[1024] = "";
+    /* Pass 0: end records whose comment ends exactly at the end of the file. Pass 1, if none is valid: one
+     * whose comment length runs past the end (zipfile and unzip read those, taking the bytes present). */
+    for (int pass = 0; pass < 2 && result != MMZIP_OK && !(pass == 1 && have_detail); pass++)
     for (uint64_t i = span - MZ_EOCD_FIXED + 1; i-- > 0;) {
         if (mz_get32(tail + i) != MZ_SIG_EOCD) continue;
-        if (base + i + MZ_EOCD_FIXED + mz_get16(tail + i + 20) != src->size) continue;
+        uint64_t rec_end = base + i + MZ_EOCD_FIXED + mz_get16(tail + i + 20);
+        if (pass == 0 ? rec_end != src->size : rec_end <= src->size) continue;
         candidate c;
-        int st = parse_candidate(src, base + i, 1, &c);
+        int st = parse_candidate_ex(src, base + i, 1, pass, &c);
         if (st == MMZIP_EIO || st == MMZIP_ENOMEM) { result = st; have_detail = 0; break; }
         if (st == MMZIP_EUNSUPPORTED) {
             /* Multi-disk: the answer only if nothing below it is a valid archive (a comment may hold a
              * fake end record and locator). */
+            if (!have_detail) {
+                snprintf(detail, sizeof detail, "%s", mmzip_last_error());
+                have_detail = 1;
+                result = st;
+            }
+            continue;
+        }
+        if (st == MMZIP_ECORRUPT) {
+            /* An end record at the right place whose own fields are wrong: the likeliest explanation. */
             if (!have_detail) {
                 snprintf(detail, sizeof detail, "%s", mmzip_last_error());
                 have_detail = 1;

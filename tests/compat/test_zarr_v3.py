@@ -139,6 +139,21 @@ def test_zarrita_fixtures_read_by_netcdf4_python():
         check_equal(sha256(archive), before, "the archive is not changed by reading")
 
 
+def test_nccopy_converts_zarrita_fixtures_to_netcdf4():
+    """nccopy copies a v3 archive to a netCDF-4 file that holds zarrita's values (read back without the view)."""
+    with TempDir() as tmp:
+        archive, arrays = _zarrita_archive(tmp)
+        want = zarrita_read(archive, arrays)
+        out = os.path.join(tmp, "copy.nc")
+        C.mmzip_run("nccopy", "-k", "nc4", archive, out)
+        with C.open_netcdf(out) as ds:
+            check_equal(ds.file_format, "NETCDF4", "nccopy wrote netCDF-4")
+            seen = dict(C.walk_netcdf(ds))
+            for path in arrays:
+                check_numbers(nc_numbers(seen[path]), [scalar(v) for v in want[path]["data"]], "nccopy " + path)
+            check_equal(seen["plain_int16"].dimensions, ("row", "col"), "dimension names kept")
+
+
 # ----------------------------------------------------------------------------------------------------------
 # The specification-driven writer: codecs zarrita cannot encode
 
@@ -361,6 +376,7 @@ def test_write_session_is_refused():
 
 if __name__ == "__main__":
     main([test_zarrita_fixtures_read_by_ncdump, test_zarrita_fixtures_read_by_netcdf4_python,
+          test_nccopy_converts_zarrita_fixtures_to_netcdf4,
           test_codecs_read_by_ncdump, test_codecs_agree_with_zarrita, test_shard_index_and_layout,
           test_checksum_mismatch_is_an_error, test_undecodable_codec_names_array_and_codec,
           test_consolidated_metadata_is_used, test_write_session_is_refused])

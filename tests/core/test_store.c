@@ -794,6 +794,70 @@ static void test_names(void) {
     OK(mmzip_close(h));
 }
 
+/* Which read paths check a stored entry's CRC-32 (mmzip.h, mmzip_get): a byte of two entries is flipped on
+ * disk behind mmzip's back, one small (read from the mapping) and one of 4 MiB (read with pread). */
+static void test_crc_paths(void) {
+    const char *p = path_of("crc.zip");
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    size_t big = 4u << 20;
+    uint8_t *b = malloc(big);
+    CHECK(b != NULL);
+    fill(b, big, 7);
+    OK(mmzip_put(h, "small", b, 1000, 0));
+    OK(mmzip_put(h, "big", b, big, 0));
+    OK(mmzip_put(h, "good", b, 5000, 0));
+    mmzip_entry_info si, bi;
+    OK(mmzip_stat(h, "small", &si));
+    OK(mmzip_stat(h, "big", &bi));
+    OK(mmzip_close(h));
+    int fd = open(p, O_RDWR);
+    CHECK(fd >= 0);
+    uint8_t x = (uint8_t)(b[500] ^ 0x10), y = (uint8_t)(b[big / 2] ^ 0x10);
+    CHECK(pwrite(fd, &x, 1, (off_t)(si.data_offset + 500)) == 1);
+    CHECK(pwrite(fd, &y, 1, (off_t)(bi.data_offset + big / 2)) == 1);
+    close(fd);
+
+    OK(mmzip_open(p, "r", NULL, &h));
+    const void *d;
+    uint64_t n;
+    /* Zero-copy without the option: handed out unread (no pass over the data). */
+    OK(mmzip_get(h, "small", &d, &n));
+    uint8_t *buf = malloc(big);
+    CHECK(buf != NULL);
+    size_t got;
+    /* Whole-entry reads check, on both paths, and name the entry. */
+    CHECK_EQ_U64((uint64_t)(int64_t)mmzip_read(h, "small", 0, buf, big, &got), MMZIP_ECRC);
+    CHECK(strstr(mmzip_last_error(), "'small'") && strstr(mmzip_last_error(), "CRC-32 mismatch"));
+    CHECK_EQ_U64((uint64_t)(int64_t)mmzip_read(h, "big", 0, buf, big, &got), MMZIP_ECRC);
+    CHECK(strstr(mmzip_last_error(), "'big'") != NULL);
+    /* A partial read cannot check, and does not. */
+    OK(mmzip_read(h, "big", 1, buf, 100, &got));
+    CHECK(got == 100 && memcmp(buf, b + 1, 100) == 0);
+    CHECK_EQ_U64((uint64_t)(int64_t)mmzip_verify(h, "small"), MMZIP_ECRC);
+    CHECK_EQ_U64((uint64_t)(int64_t)mmzip_verify(h, "big"), MMZIP_ECRC);
+    OK(mmzip_verify(h, "good"));
+    OK(mmzip_read(h, "good", 0, buf, big, &got));
+    CHECK(got == 5000 && memcmp(buf, b, 5000) == 0);
+    CHECK_EQ_U64((uint64_t)(int64_t)mmzip_verify(h, "absent"), MMZIP_ENOTFOUND);
+    OK(mmzip_close(h));
+
+    /* MMZIP_VERIFY_CRC: zero-copy reads check once, before the first pointer. */
+    mmzip_options o;
+    mmzip_options_init(&o);
+    o.flags |= MMZIP_VERIFY_CRC;
+    OK(mmzip_open(p, "r", &o, &h));
+    CHECK_EQ_U64((uint64_t)(int64_t)mmzip_get(h, "small", &d, &n), MMZIP_ECRC);
+    CHECK_EQ_U64((uint64_t)(int64_t)mmzip_get(h, "big", &d, &n), MMZIP_ECRC);
+    CHECK(mmzip_get_typed(h, "big", 1, 1, big) == NULL);
+    OK(mmzip_get(h, "good", &d, &n));
+    CHECK(n == 5000 && memcmp(d, b, 5000) == 0);
+    OK(mmzip_get(h, "good", &d, &n)); /* the second time costs nothing: remembered */
+    OK(mmzip_close(h));
+    free(buf);
+    free(b);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/mmzip-core-XXXXXX");
     if (!mkdtemp(dir)) return 2;
@@ -818,6 +882,7 @@ int main(void) {
     RUN(test_dead_space_bounded);
     RUN(test_discard);
     RUN(test_names);
+    RUN(test_crc_paths);
     if (!getenv("MMZIP_KEEP_TMP")) {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -5,8 +5,9 @@
  * The bytes go into a memfd (no disk, no name clashes between runs) that mmzip opens by its /proc path, so
  * the store maps a real file exactly as it would a regular one. Read-only: open, info, list, stat, get (every
  * byte touched), typed view, partial reads, check. Writable: open "r+" (which recovers a torn tail), append
- * one entry, commit, close; then a fresh read-only open must list the entry with its exact bytes, and an
- * archive that passed mmzip_check before must pass it after. A broken invariant aborts, which libFuzzer and
+ * one entry, commit, close; then a fresh read-only open must list the entry with its exact bytes, every
+ * entry the first read-only open could read must read the same, and an archive that passed mmzip_check
+ * before must pass it after. A broken invariant aborts, which libFuzzer and
  * the replay driver report as a crash.
  *
  * Built twice: with clang -fsanitize=fuzzer,address as the libFuzzer target (CMake option MMZIP_FUZZ), and
@@ -98,7 +99,38 @@ static void read_everything(mmzip_t *h) {
     free_names(&l);
 }
 
-static void write_then_verify(const char *path, int checked_ok) {
+/* What a read-only open could read: every listed entry that mmzip_get hands out, by name, size and hash. A
+ * writable open (recovery) and an append must keep each of them, byte for byte: mmzip never drops what it did
+ * not write (docs/reliability.md). */
+typedef struct {
+    name_list names;
+    uint64_t *size, *hash;
+} readable_set;
+
+static uint64_t fnv(const void *p, uint64_t n) {
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ull;
+    for (uint64_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static void collect_readable(mmzip_t *h, readable_set *r) {
+    name_list l = {0};
+    mmzip_list(h, NULL, collect_name, &l);
+    r->size = calloc(l.n ? l.n : 1, sizeof *r->size);
+    r->hash = calloc(l.n ? l.n : 1, sizeof *r->hash);
+    for (size_t i = 0; i < l.n && r->size && r->hash; i++) {
+        const void *p;
+        uint64_t n;
+        if (strcmp(l.names[i], NEW_KEY) == 0 || mmzip_get(h, l.names[i], &p, &n) != MMZIP_OK) continue;
+        collect_name(&(mmzip_entry_info){.name = l.names[i], .name_len = strlen(l.names[i])}, &r->names);
+        r->size[r->names.n - 1] = n;
+        r->hash[r->names.n - 1] = fnv(p, n);
+    }
+    free_names(&l);
+}
+
+static void write_then_verify(const char *path, int checked_ok, const readable_set *before) {
     mmzip_options o;
     mmzip_options_init(&o);
     o.max_file_size = 1ull << 32;
@@ -117,6 +149,11 @@ static void write_then_verify(const char *path, int checked_ok) {
     invariant(mmzip_get(h, NEW_KEY, &p, &n) == MMZIP_OK && n == sizeof payload && memcmp(p, payload, n) == 0,
               "the appended entry reads back with its bytes", path);
     if (checked_ok) invariant(mmzip_check(h, NULL, NULL) == MMZIP_OK, "a sound archive stays sound", path);
+    for (size_t i = 0; before && i < before->names.n; i++) {
+        const char *key = before->names.names[i];
+        invariant(mmzip_get(h, key, &p, &n) == MMZIP_OK && n == before->size[i] && fnv(p, n) == before->hash[i],
+                  "every entry readable before a writable open and an append reads the same after", key);
+    }
     mmzip_close(h);
 }
 
@@ -140,13 +177,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     o.max_decoded_size = 16u << 20;
     mmzip_t *h;
     int checked_ok = 0;
+    readable_set before = {0};
     if (mmzip_open(path, "r", &o, &h) == MMZIP_OK) {
         read_everything(h);
         checked_ok = mmzip_check(h, NULL, NULL) == MMZIP_OK;
+        collect_readable(h, &before);
         mmzip_refresh(h);
         mmzip_close(h);
     }
-    write_then_verify(path, checked_ok);
+    write_then_verify(path, checked_ok, &before);
+    free_names(&before.names);
+    free(before.size);
+    free(before.hash);
     close(fd);
     return 0;
 }

@@ -128,7 +128,8 @@ def zip_directory(directory, archive):
 
 def make_zarr_python(path, store_kind):
     """A zarr-python dataset with groups and int/float arrays, uncompressed, in a ZipStore ("zip") or a
-    DirectoryStore ("dir"); the same content either way."""
+    DirectoryStore ("dir"); the same content either way. Only "elevation" has a fill_value (-1.0): the
+    compatibility view presents it as _FillValue, as xarray's Zarr reader does (netCDF-C alone does not)."""
     script = r"""
 import sys, numpy as np, zarr
 path, kind = sys.argv[1], sys.argv[2]
@@ -140,18 +141,20 @@ a = root.create_dataset("elevation", data=np.arange(35, dtype="<f8").reshape(5, 
                         chunks=(2, 3), compressor=None, fill_value=-1.0)
 a.attrs["_ARRAY_DIMENSIONS"] = ["lat", "lon"]
 a.attrs["units"] = "m"
-c = root.create_dataset("counts", data=(np.arange(7, dtype="<i4") * 11 - 20), chunks=(4,), compressor=None)
+c = root.create_dataset("counts", data=(np.arange(7, dtype="<i4") * 11 - 20), chunks=(4,), compressor=None,
+                        fill_value=None)
 c.attrs["_ARRAY_DIMENSIONS"] = ["lon"]
 g = root.create_group("sensors")
 g.attrs["site"] = "north"
 t = g.create_dataset("temperature", data=np.linspace(-5, 5, 12, dtype="<f4").reshape(3, 4), chunks=(3, 2),
-                     compressor=None)
+                     compressor=None, fill_value=None)
 t.attrs["_ARRAY_DIMENSIONS"] = ["sample", "channel"]
 t.attrs["scale"] = 0.5
 h = g.create_group("raw")
-b = h.create_dataset("bytes", data=np.arange(6, dtype="|u1") * 40, chunks=(6,), compressor=None)
+b = h.create_dataset("bytes", data=np.arange(6, dtype="|u1") * 40, chunks=(6,), compressor=None, fill_value=None)
 b.attrs["_ARRAY_DIMENSIONS"] = ["n"]
-s = h.create_dataset("small", data=np.array([-3, -2, -1, 0, 1, 2], dtype="<i2"), chunks=(4,), compressor=None)
+s = h.create_dataset("small", data=np.array([-3, -2, -1, 0, 1, 2], dtype="<i2"), chunks=(4,), compressor=None,
+                     fill_value=None)
 s.attrs["_ARRAY_DIMENSIONS"] = ["n"]
 if kind == "zip":
     store.close()

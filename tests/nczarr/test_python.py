@@ -90,6 +90,10 @@ def test_append_through_urls():
             python(APPEND, "file://%s#mode=%s,zip" % (path, form), mode)
         got = netcdf_read_all(path, enable_plugin=True)
         for name in ("added_a", "added_rp"):
+            # After the pure-Zarr ("mode=zarr") session the archive reads as plain Zarr, whose fill_value
+            # (here netCDF's default for short) the view shows as _FillValue, as xarray's Zarr reader does.
+            if got[name][1].get("_FillValue") == -32767:
+                del got[name][1]["_FillValue"]
             check_equal(got[name], [[-1, -2, -3, -4, -5], {"comment": "appended"}], name)
         check_equal(got["field"][0], [[(r * 5 + c) * 0.25 for c in range(5)] for r in range(6)],
                     "field after appending through URLs")

@@ -60,11 +60,14 @@ static int finish(grow_buf *g, mzv_bytes *out) {
 }
 
 static int decode_blosc(const void *in, size_t len, size_t limit, mzv_bytes *out, char *err, size_t err_len) {
-    size_t nbytes = 0;
-    if (blosc_cbuffer_validate(in, len, &nbytes) != 0) return fail(err, err_len, MZV_COMP_BLOSC, "not a valid Blosc frame");
-    size_t cbytes = 0, blocksize = 0, header_nbytes = 0;
-    blosc_cbuffer_sizes(in, &header_nbytes, &cbytes, &blocksize);
-    if (cbytes != len) return fail(err, err_len, MZV_COMP_BLOSC, "frame length does not match the chunk length");
+    /* numcodecs decodes the frame its header describes and ignores bytes after it (some writers pad chunk
+     * files), so the frame is validated at the length the header gives, which must fit in the chunk. */
+    size_t nbytes = 0, cbytes = 0, blocksize = 0;
+    if (len < BLOSC_MIN_HEADER_LENGTH) return fail(err, err_len, MZV_COMP_BLOSC, "not a valid Blosc frame (too short)");
+    blosc_cbuffer_sizes(in, &nbytes, &cbytes, &blocksize);
+    if (cbytes > len) return fail(err, err_len, MZV_COMP_BLOSC, "truncated frame (its header says it is longer)");
+    if (blosc_cbuffer_validate(in, cbytes, &nbytes) != 0)
+        return fail(err, err_len, MZV_COMP_BLOSC, "not a valid Blosc frame");
     if (nbytes > limit) return fail(err, err_len, MZV_COMP_BLOSC, "decoded size exceeds the chunk size");
     out->data = malloc(nbytes ? nbytes : 1);
     if (!out->data) return fail(err, err_len, MZV_COMP_BLOSC, "out of memory");
@@ -129,7 +132,7 @@ static int decode_zlib(mzv_compressor kind, const void *in, size_t len, size_t l
         }
     }
     inflateEnd(&zs);
-    if (!problem && kind == MZV_COMP_ZLIB && left != 0) problem = 1, why = "data after the end of the stream";
+    /* Bytes after a zlib stream are ignored, as Python's zlib.decompress (numcodecs' Zlib) ignores them. */
     if (problem || finish(&g, out) != 0) {
         free(g.data);
         return fail(err, err_len, kind, problem ? why : "out of memory");
@@ -143,8 +146,12 @@ static int decode_bz2(const void *in, size_t len, size_t limit, mzv_bytes *out, 
     size_t left = len;
     const char *why = NULL;
     /* Python's bz2.decompress decodes concatenated streams (one bz_stream each) and empty input to
-     * nothing. */
+     * nothing; after a complete stream, bytes that are not a valid stream (padding) are ignored, their
+     * partial output dropped, but a stream cut short is an error. */
+    int streams = 0;
     while (!why && left > 0) {
+        size_t stream_start = g.len;
+        int ignorable = 0;
         bz_stream bz;
         memset(&bz, 0, sizeof bz);
         if (BZ2_bzDecompressInit(&bz, 0, 0) != BZ_OK) {
@@ -172,8 +179,16 @@ static int decode_bz2(const void *in, size_t len, size_t limit, mzv_bytes *out, 
                 break;
             }
         }
-        if (!why && rc != BZ_STREAM_END) why = "corrupt stream";
+        if (!why && rc != BZ_STREAM_END) {
+            if (streams > 0 && (rc == BZ_DATA_ERROR || rc == BZ_DATA_ERROR_MAGIC)) ignorable = 1;
+            else why = "corrupt stream";
+        }
         BZ2_bzDecompressEnd(&bz);
+        if (ignorable) {
+            g.len = stream_start;
+            break;
+        }
+        streams++;
     }
     if (why || finish(&g, out) != 0) {
         free(g.data);

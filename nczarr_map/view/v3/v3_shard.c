@@ -3,6 +3,7 @@
  * The index is a C-order grid of (offset, nbytes) u64 pairs, one per inner chunk, encoded by the index
  * codecs (bytes, optionally crc32c: a CRC-32C of the pairs follows them), at the start or the end of the
  * shard. Both fields 2^64-1 mark an empty inner chunk. Chunks may be stored in any order, with gaps. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +29,10 @@ int mzv_shard_locate(const mzv_zarray *z, const unsigned char *shard, size_t len
     for (int i = 0; i < z->rank; i++) {
         if (inner[i] >= per[i]) {
             snprintf(err, err_len, "sharding_indexed: inner chunk index out of the shard");
+            return -1;
+        }
+        if (per[i] && count > UINT64_MAX / per[i]) {
+            snprintf(err, err_len, "sharding_indexed: more inner chunks per shard than an index can hold");
             return -1;
         }
         linear = linear * per[i] + inner[i];

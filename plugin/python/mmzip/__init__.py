@@ -201,6 +201,15 @@ class _EntryInfo(ctypes.Structure):
                 ("flags", ctypes.c_uint16), ("alignment", ctypes.c_uint32), ("pending", ctypes.c_int)]
 
 
+class _Options(ctypes.Structure):
+    _fields_ = [("max_file_size", ctypes.c_uint64), ("alignment", ctypes.c_uint32), ("flags", ctypes.c_uint32),
+                ("commit_policy", ctypes.c_uint32), ("max_pending_entries", ctypes.c_uint32),
+                ("max_pending_bytes", ctypes.c_uint64), ("max_decoded_size", ctypes.c_uint64),
+                ("copy_threads", ctypes.c_uint32), ("reserved32_", ctypes.c_uint32),
+                ("reserved_", ctypes.c_uint64 * 3)]
+
+
+_VERIFY_CRC = 1 << 3  # mmzip.h: MMZIP_VERIFY_CRC
 _LIST_NO_DATA_OFFSET = 1  # mmzip.h: MMZIP_LIST_NO_DATA_OFFSET
 _LIST_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_EntryInfo), ctypes.c_void_p)
 _core = None
@@ -224,6 +233,10 @@ def _lib():
         c.mmzip_exists.argtypes = [vp, cp]
         c.mmzip_list.argtypes = [vp, cp, _LIST_FN, vp]
         c.mmzip_list_ex.argtypes = [vp, cp, ctypes.c_uint, _LIST_FN, vp]
+        c.mmzip_options_init.argtypes = [ctypes.POINTER(_Options)]
+        c.mmzip_options_init.restype = None
+        c.mmzip_verify.argtypes = [vp, cp]
+        c.mmzip_verify.restype = i
         c.mmzip_last_error.restype = cp
         c.mmzip_version.restype = cp
         for f in (c.mmzip_open, c.mmzip_close, c.mmzip_discard, c.mmzip_get, c.mmzip_put, c.mmzip_remove, c.mmzip_begin,
@@ -243,12 +256,27 @@ class Archive:
 
     ``a[key]`` returns a read-only memoryview of the entry (zero-copy for stored entries), valid while
     the archive is open. ``a[key] = bytes`` appends (committed at once unless inside ``with a.batch():``).
+    With ``verify=True`` (MMZIP_VERIFY_CRC), ``a[key]`` checks a stored entry's CRC-32 once before its
+    first view; compressed entries are always checked. ``a.verify(key)`` checks one entry on demand.
     """
 
-    def __init__(self, path, mode="r"):
+    def __init__(self, path, mode="r", verify=False):
         self._h = ctypes.c_void_p()
         self.path = os.fspath(path)
-        _check(_lib().mmzip_open(self.path.encode(), mode.encode(), None, ctypes.byref(self._h)))
+        opts = None
+        if verify:
+            opts = _Options()
+            _lib().mmzip_options_init(ctypes.byref(opts))
+            opts.flags |= _VERIFY_CRC
+            opts = ctypes.byref(opts)
+        _check(_lib().mmzip_open(self.path.encode(), mode.encode(), opts, ctypes.byref(self._h)))
+
+    def verify(self, key):
+        """Checks the CRC-32 of entry ``key`` (mmzip_verify); raises MmzipError (code -8) on a mismatch."""
+        rc = _lib().mmzip_verify(self._h, key.encode())
+        if rc == -1:
+            raise KeyError(key)
+        _check(rc)
 
     def close(self):
         if self._h:
@@ -338,6 +366,12 @@ class Archive:
     def batch(self):
         """``with a.batch(): ...`` commits every put inside at once at the end (rolls back on error)."""
         return Archive._Batch(self)
+
+
+try:  # mmzip.ZarrStore needs zarr-python 2 (and numcodecs); the rest of the package does not.
+    from .zarr_store import ZarrStore  # noqa: E402,F401
+except ImportError:
+    pass
 
 
 # NumPy arrays in an archive (npz.py), loaded on first use so that `import mmzip` needs no numpy (and the

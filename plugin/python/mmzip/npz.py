@@ -45,8 +45,8 @@ class _Info(ctypes.Structure):  # mmzip.h: mmzip_info
                                                 "directory_bytes", "prefix_bytes")]
                 + [("alignment", ctypes.c_uint32), ("min_alignment", ctypes.c_uint32)]
                 + [(n, ctypes.c_int) for n in ("writable", "writer_locked", "locks_supported", "zip64", "durable")]
-                + [(n, ctypes.c_uint64) for n in ("recovered_bytes", "rolled_back", "torn_tail", "edits_recovered",
-                                                  "edits_open")])
+                + [(n, ctypes.c_uint64) for n in ("recovered_bytes", "rolled_back", "torn_tail", "append_from",
+                                                  "unnamed", "edits_recovered", "edits_open")])
 
 
 def _core():

@@ -1,0 +1,117 @@
+/*
+ * view_structure.c - refusing, with a message naming the object, the datasets whose structure the view
+ * cannot present to netCDF-C, instead of letting 4.9.0 show an empty or partial dataset with exit status 0.
+ *
+ * netCDF-C finds groups through their .zgroup and variables in groups only. A dataset whose root has no
+ * .zgroup opens in 4.9.0 as `netcdf x { }` (or "Unknown file format"), and an array below a directory
+ * without .zgroup is silently left out. zarr-python 2.13 agrees that these are not groups: open_group,
+ * zarr.open and xarray fail on a root without .zgroup ("nothing found at path ''"), and a group's listing
+ * leaves out arrays under directories without .zgroup. So the view refuses such datasets, naming the first
+ * object it cannot present and why (docs/compat-view.md, section 8).
+ */
+#include <netcdf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "view_internal.h"
+
+/* 1 if the archive holds the entry rel (relative to the dataset). */
+static int has_entry(mzv_view *v, const char *rel) {
+    char *entry = mzv_entry_name(v, rel);
+    int found = entry && mmzip_exists(v->archive, entry);
+    free(entry);
+    return found;
+}
+
+typedef struct v3_probe {
+    size_t skip;
+    char first[512]; /* the first zarr.json found under the prefix, "" if none */
+} v3_probe;
+
+static int find_v3(const mmzip_entry_info *info, void *ctx) {
+    v3_probe *p = ctx;
+    static const char base[] = "zarr.json";
+    size_t n = info->name_len, b = sizeof base - 1;
+    if (n < p->skip + b || memcmp(info->name + n - b, base, b) != 0) return 0;
+    if (n > p->skip + b && info->name[n - b - 1] != '/') return 0;
+    size_t len = n < sizeof p->first ? n : sizeof p->first - 1;
+    memcpy(p->first, info->name, len);
+    p->first[len] = '\0';
+    return 1; /* stop: one is enough */
+}
+
+/* The nearest ancestor directory of path (relative, "a/b/x") without a .zgroup, or 0 if all have one.
+ * *len gets the length of that ancestor's path. */
+static int missing_group(mzv_view *v, const char *path, size_t *len) {
+    for (size_t i = 0; path[i]; i++) {
+        if (path[i] != '/') continue;
+        mzv_group *g = mzv_find_group(v, path, i);
+        if (!g || !g->zgroup_json) {
+            *len = i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int mzv_check_structure(mzv_view *v) {
+    if (v->nczarr_format) return NC_NOERR; /* netCDF-C's own datasets always have their groups */
+    if (v->zarr_v3) {
+        /* Zarr v3 has implicit groups (v3/v3_read.c), but the root must be a group to hold variables. */
+        mzv_group *root = mzv_find_group(v, "", 0);
+        if (root && root->zgroup_json) return NC_NOERR;
+        char *entry = mzv_entry_name(v, "zarr.json");
+        int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : "zarr.json",
+                          "the dataset root is a single Zarr v3 array, not a group: zarr-python opens it as an "
+                          "array, and netCDF needs a group to hold variables; not presented");
+        free(entry);
+        return rc;
+    }
+    v3_probe probe = {strlen(v->prefix), ""};
+    mmzip_list_ex(v->archive, v->prefix, MMZIP_LIST_NO_DATA_OFFSET, find_v3, &probe);
+    mzv_group *root = mzv_find_group(v, "", 0);
+    int root_group = root && root->zgroup_json;
+    if (probe.first[0] && !root_group && v->array_count == 0)
+        return mzv_fail(v, NC_ENCZARR, probe.first,
+                        "Zarr v3 metadata (zarr.json) but no zarr.json at the dataset root: not a Zarr v3 "
+                        "group the view can present");
+    if (!root_group) {
+        if (has_entry(v, ".zarray"))
+            return mzv_fail(v, NC_ENCZARR, v->prefix[0] ? v->prefix : "/",
+                            "the dataset root is a single array (.zarray, no .zgroup): zarr-python opens it as an "
+                            "array, and netCDF needs a group to hold variables; not presented");
+        if (v->array_count || v->group_count) {
+            const char *what = v->array_count ? v->arrays[0].path : v->groups[0].path;
+            return mzv_fail(v, NC_ENCZARR, v->prefix[0] ? v->prefix : "/",
+                            "no .zgroup at the dataset root, so it is not a Zarr group (zarr-python 2.13's "
+                            "open_group and xarray refuse it too); it holds %s \"%s\"; not presented",
+                            v->array_count ? "the array" : "the object", what);
+        }
+        return NC_NOERR; /* an empty archive (a dataset being created) */
+    }
+    for (size_t i = 0; i < v->array_count; i++) {
+        size_t len;
+        if (!missing_group(v, v->arrays[i].path, &len)) continue;
+        char *entry = mzv_entry_name(v, v->arrays[i].path);
+        int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : v->arrays[i].path,
+                          "array not presented: the directory \"%.*s\" above it has no .zgroup, so it is not a "
+                          "group (zarr-python 2.13 does not list the array either, and netCDF-C would silently "
+                          "leave it out)",
+                          (int)len, v->arrays[i].path);
+        free(entry);
+        return rc;
+    }
+    for (size_t i = 0; i < v->group_count; i++) {
+        size_t len;
+        const mzv_group *g = &v->groups[i];
+        if (!g->zgroup_json || !g->path[0] || !missing_group(v, g->path, &len)) continue;
+        char *entry = mzv_entry_name(v, g->path);
+        int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : g->path,
+                          "group not presented: the directory \"%.*s\" above it has no .zgroup (zarr-python 2.13 "
+                          "does not list it either, and netCDF-C would silently leave it out)",
+                          (int)len, g->path);
+        free(entry);
+        return rc;
+    }
+    return NC_NOERR;
+}

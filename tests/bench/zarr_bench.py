@@ -1,0 +1,212 @@
+#!/usr/bin/python3
+"""zarr-python 2.13 writing, then reading, one array through mmzip.ZarrStore and through zarr's own
+ZipStore and DirectoryStore, in one run, for two chunk sizes (4 MiB and 64 KiB by default); and opening an
+archive of many chunks (200 000 by default) with ZarrStore and with ZipStore.
+
+Bounds printed beside them:
+  zero-time store  the same zarr calls on a store that costs nothing: writes are dropped (only the
+                   metadata is kept), reads come from bytes already in memory (a dict). What zarr itself
+                   costs; no store can beat it.
+  copy floor       one copy of the whole array into a new one (numpy), the least a read that returns a new
+                   array must do.
+
+Uncompressed chunks (compressor=None), so that the stores, not a codec, are measured. Warm page cache (each
+way reads what it has just written). Every time is the median of --repeat runs, the ways interleaved so
+that a change in the machine's load hits all alike. Writes include close() (ZipStore writes its directory
+there, ZarrStore commits); nothing is fsynced. The values read are compared with the values written.
+
+Targets (docs/performance.md): reads >= 2x ZipStore and no slower than DirectoryStore; writes no slower
+than ZipStore; opening 200k chunks >= 10x faster than ZipStore. Not a test: a loaded machine moves every
+figure; compare the ratios, which come from one run.
+
+Usage: zarr_bench.py [--size-mib N] [--chunks-kib 4096,64] [--open-chunks N] [--repeat R] [--dir DIR]
+                     [--json FILE] [--smoke]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import zarr
+from zarr.storage import Store
+
+import mmzip
+
+
+class NullStore(Store):
+    """The zero-time store for writes: keeps metadata (zarr reads it back), drops chunks."""
+
+    def __init__(self):
+        self.meta = {}
+
+    def __getitem__(self, k):
+        return self.meta[k]
+
+    def __setitem__(self, k, v):
+        if k.rsplit("/", 1)[-1].startswith("."):
+            self.meta[k] = bytes(v)
+
+    def __delitem__(self, k):
+        del self.meta[k]
+
+    def __iter__(self):
+        return iter(self.meta)
+
+    def __len__(self):
+        return len(self.meta)
+
+
+def timed_interleaved(ways, repeat):
+    for fn in ways.values():
+        fn()
+    times = {name: [] for name in ways}
+    for _ in range(repeat):
+        for name, fn in ways.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def bench_chunks(work, data, chunk_elems, repeat):
+    n = data.size
+    paths = {"mmzip": os.path.join(work, "a.zarr.zip"), "zipstore": os.path.join(work, "b.zarr.zip"),
+             "directory": os.path.join(work, "c.zarr")}
+    opened = {
+        "mmzip": lambda mode: mmzip.ZarrStore(paths["mmzip"], mode=mode),
+        "zipstore": lambda mode: zarr.ZipStore(paths["zipstore"], mode=mode),
+        "directory": lambda mode: zarr.DirectoryStore(paths["directory"]),
+    }
+
+    def writer(name):
+        def run():
+            if name == "directory":
+                shutil.rmtree(paths["directory"], ignore_errors=True)
+            elif os.path.exists(paths[name]):
+                os.remove(paths[name])
+            s = opened[name]("w")
+            z = zarr.create(shape=(n,), chunks=(chunk_elems,), dtype=data.dtype, compressor=None, store=s)
+            z[:] = data
+            s.close()
+        return run
+
+    def write_null():
+        z = zarr.create(shape=(n,), chunks=(chunk_elems,), dtype=data.dtype, compressor=None,
+                        store=NullStore())
+        z[:] = data
+
+    writes = timed_interleaved({"mmzip": writer("mmzip"), "zipstore": writer("zipstore"),
+                                "directory": writer("directory"), "zero-time": write_null}, repeat)
+
+    mem = zarr.KVStore({})
+    zarr.create(shape=(n,), chunks=(chunk_elems,), dtype=data.dtype, compressor=None, store=mem)[:] = data
+    results = {}
+
+    def reader(name):
+        def run():
+            s = opened[name]("r")
+            results[name] = zarr.open_array(s, mode="r")[:]
+            s.close()
+        return run
+
+    def read_mem():
+        results["zero-time"] = zarr.open_array(mem, mode="r")[:]
+
+    def copy_floor():
+        results["copy floor"] = data.copy()
+
+    reads = timed_interleaved({"mmzip": reader("mmzip"), "zipstore": reader("zipstore"),
+                               "directory": reader("directory"), "zero-time": read_mem,
+                               "copy floor": copy_floor}, repeat)
+    for name, got in results.items():
+        assert np.array_equal(got, data), "%s read different values" % name
+    with zarr.ZipStore(paths["mmzip"], mode="r") as z:  # our archive, as zarr's ZipStore sees it
+        assert len(z.keylist()) == n // chunk_elems + 1
+    for p in paths.values():
+        shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
+    return writes, reads
+
+
+def bench_open(work, n_chunks, repeat):
+    path = os.path.join(work, "open.zarr.zip")
+    with mmzip.ZarrStore(path, mode="w") as s:
+        z = zarr.create(shape=(n_chunks * 4,), chunks=(4,), dtype="<i4", compressor=None, store=s)
+        z[:] = np.arange(n_chunks * 4, dtype="<i4")
+    last = np.arange(n_chunks * 4 - 4, n_chunks * 4, dtype="<i4")
+    got = {}
+
+    def open_with(name, make):
+        def run():
+            s = make()
+            got[name] = zarr.open_array(s, mode="r")[-4:]
+            s.close()
+        return run
+
+    t = timed_interleaved({"mmzip": open_with("mmzip", lambda: mmzip.ZarrStore(path)),
+                           "zipstore": open_with("zipstore", lambda: zarr.ZipStore(path, mode="r"))}, repeat)
+    for name, v in got.items():
+        assert np.array_equal(v, last), "%s read %r" % (name, v)
+    size = os.path.getsize(path)
+    os.remove(path)
+    return t, size
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size-mib", type=int, default=1024)
+    ap.add_argument("--chunks-kib", default="4096,64")
+    ap.add_argument("--open-chunks", type=int, default=200000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes: checks that it runs")
+    a = ap.parse_args()
+    if a.smoke:
+        a.size_mib, a.chunks_kib, a.open_chunks, a.repeat = 8, "1024,64", 3000, 1
+    work = tempfile.mkdtemp(prefix="zarr_bench_", dir=a.dir)
+    out = {"size_mib": a.size_mib, "repeat": a.repeat, "chunks": {}}
+    try:
+        n = a.size_mib * (1 << 20) // 8
+        data = np.arange(n, dtype="<f8")
+        print("zarr %s, numpy %s; %d MiB of float64, uncompressed chunks, median of %d"
+              % (zarr.__version__, np.__version__, a.size_mib, a.repeat), flush=True)
+        for kib in (int(x) for x in a.chunks_kib.split(",")):
+            ce = kib * 1024 // 8
+            writes, reads = bench_chunks(work, data, ce, a.repeat)
+            out["chunks"][kib] = {"write": writes, "read": reads, "n_chunks": n // ce}
+            gib = a.size_mib / 1024
+            print("\nchunks of %d KiB (%d chunks)" % (kib, n // ce))
+            print("  write  %-10s %8s %9s" % ("", "s", "GiB/s"))
+            for k, v in writes.items():
+                print("         %-10s %8.3f %9.2f" % (k, v, gib / v))
+            print("  read   %-10s %8s %9s" % ("", "s", "GiB/s"))
+            for k, v in reads.items():
+                print("         %-10s %8.3f %9.2f" % (k, v, gib / v))
+            print("  read:  ZipStore/mmzip %.2fx (target >= 2)   DirectoryStore/mmzip %.2fx (target >= 1)"
+                  % (reads["zipstore"] / reads["mmzip"], reads["directory"] / reads["mmzip"]))
+            print("         mmzip is %.2fx the zero-time store, %.2fx the copy floor"
+                  % (reads["mmzip"] / reads["zero-time"], reads["mmzip"] / reads["copy floor"]))
+            print("  write: ZipStore/mmzip %.2fx (target >= 1)   DirectoryStore/mmzip %.2fx"
+                  % (writes["zipstore"] / writes["mmzip"], writes["directory"] / writes["mmzip"]))
+            print("         mmzip is %.2fx the zero-time store" % (writes["mmzip"] / writes["zero-time"]),
+                  flush=True)
+        t, size = bench_open(work, a.open_chunks, a.repeat)
+        out["open"] = {"n_chunks": a.open_chunks, "archive_bytes": size, **t}
+        print("\nopen an archive of %d chunks (%.1f MiB) and read its last chunk:" % (a.open_chunks, size / 2**20))
+        print("  mmzip %.4f s   ZipStore %.4f s   ZipStore/mmzip %.1fx (target >= 10)"
+              % (t["mmzip"], t["zipstore"], t["zipstore"] / t["mmzip"]))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""zarr-python's own generic store tests (zarr/tests/test_storage.py, StoreTests), run against
+mmzip.ZarrStore: every test zarr applies to its ZipStore and DirectoryStore, written by zarr's authors."""
+import atexit
+import os
+import tempfile
+
+import pytest
+from zarr.tests.test_storage import StoreTests, dimension_separator_fixture  # noqa: F401 (a fixture)
+
+import mmzip
+
+_tmp = tempfile.mkdtemp(prefix="mmzip_zarr_suite_")
+
+
+def _path():
+    fd, path = tempfile.mkstemp(suffix=".zip", dir=_tmp)
+    os.close(fd)
+    os.remove(path)
+    atexit.register(lambda: os.path.exists(path) and os.remove(path))
+    return path
+
+
+class TestMmzipZarrStore(StoreTests):
+    def create_store(self, **kwargs):
+        return mmzip.ZarrStore(_path(), mode="w", **kwargs)
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"] + sys.argv[1:]))
