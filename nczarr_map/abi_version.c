@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "diag.h"
+#include "nc_api.h"
 
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 static mzn_abi detected_abi = MZN_ABI_UNKNOWN;
@@ -44,12 +45,13 @@ mzn_abi mzn_abi_from_string(const char *version, int *major, int *minor, int *pa
 }
 
 static void detect(void) {
-    const char *v = nc_inq_libvers();
+    const char *v = mzn_nc_inq_libvers();
     snprintf(detected_version, sizeof detected_version, "%s", v ? v : "(null)");
-    /* nc_inq_libvers() returns "4.9.0 of <date> $": keep the version and drop the build date. */
+    /* mzn_nc_inq_libvers() returns "4.9.0 of <date> $": keep the version and drop the build date. */
     char *of = strstr(detected_version, " of ");
     if (of) *of = '\0';
     detected_abi = mzn_abi_from_string(detected_version, NULL, NULL, NULL);
+    mzn_trace("bound to the process's netCDF-C %s: %s storage-map ABI", detected_version, mzn_abi_name(detected_abi));
 }
 
 mzn_abi mzn_abi_current(void) {

@@ -9,6 +9,7 @@
 
 #include "diag.h"
 #include "registry.h"
+#include "nc_api.h"
 
 /* One existing chunk the put touches. */
 typedef struct touched_chunk {
@@ -44,11 +45,11 @@ static void free_plan(mzn_writeback *p) {
 /* The NCZarr key prefix of the variable: "/grp/sub/var/" ("/var/" in the root group). */
 static int variable_key_prefix(int ncid, const char *var_name, char **out) {
     size_t len;
-    int rc = nc_inq_grpname_full(ncid, &len, NULL);
+    int rc = mzn_nc_inq_grpname_full(ncid, &len, NULL);
     if (rc) return rc;
     char *grp = malloc(len + 1);
     if (!grp) return NC_ENOMEM;
-    if ((rc = nc_inq_grpname_full(ncid, &len, grp))) {
+    if ((rc = mzn_nc_inq_grpname_full(ncid, &len, grp))) {
         free(grp);
         return rc;
     }
@@ -119,16 +120,16 @@ static int consider_chunk(mzn_writeback *p, const char *prefix, const size_t *in
 static int describe_variable(mzn_writeback *p, int *applies) {
     nc_type xtype;
     int dimids[NC_MAX_VAR_DIMS];
-    int rc = nc_inq_var(p->ncid, p->varid, p->var_name, &xtype, &p->rank, dimids, NULL);
+    int rc = mzn_nc_inq_var(p->ncid, p->varid, p->var_name, &xtype, &p->rank, dimids, NULL);
     if (rc) return rc;
     /* NCZarr 4.9 has no string or user-defined variables. */
     *applies = xtype > NC_NAT && xtype <= NC_MAX_ATOMIC_TYPE && xtype != NC_STRING;
     if (!*applies) return NC_NOERR;
-    if ((rc = nc_inq_type(p->ncid, xtype, NULL, &p->type_size))) return rc;
+    if ((rc = mzn_nc_inq_type(p->ncid, xtype, NULL, &p->type_size))) return rc;
     for (int d = 0; d < p->rank; d++)
-        if ((rc = nc_inq_dimlen(p->ncid, dimids[d], &p->dim_len[d]))) return rc;
+        if ((rc = mzn_nc_inq_dimlen(p->ncid, dimids[d], &p->dim_len[d]))) return rc;
     int storage = NC_CHUNKED;
-    if (p->rank > 0 && (rc = nc_inq_var_chunking(p->ncid, p->varid, &storage, p->chunk))) return rc;
+    if (p->rank > 0 && (rc = mzn_nc_inq_var_chunking(p->ncid, p->varid, &storage, p->chunk))) return rc;
     p->chunk_bytes = p->type_size;
     for (int d = 0; d < p->rank; d++) {
         /* NCZarr stores a contiguous variable as one chunk of the whole shape. */
@@ -234,7 +235,7 @@ static int write_back_chunk(mzn_writeback *p, const touched_chunk *t, unsigned c
         ccount[d] = left < p->chunk[d] ? left : p->chunk[d];
     }
     /* Read back through netCDF-C: its cache holds the chunk with the new values. */
-    if ((rc = nc_get_vara(p->ncid, p->varid, cstart, ccount, part))) return rc;
+    if ((rc = mzn_nc_get_vara(p->ncid, p->varid, cstart, ccount, part))) return rc;
     scatter(p, part, ccount, chunk);
     mzn_trace("write-back of updated chunk %s", t->key);
     return mzn_session_write(p->session, t->key, chunk, p->chunk_bytes);

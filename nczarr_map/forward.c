@@ -44,3 +44,17 @@ void *mzn_next_symbol_cached(void **slot, const char *name) {
     }
     return f;
 }
+
+void *mzn_netcdf_symbol(const char *name) {
+    void *f = dlsym(RTLD_DEFAULT, name);
+    return f ? f : from_loaded_libnetcdf(name);
+}
+
+void *mzn_netcdf_symbol_cached(void **slot, const char *name) {
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = mzn_netcdf_symbol(name);
+        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+    }
+    return f;
+}

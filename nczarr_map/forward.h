@@ -21,6 +21,17 @@ void *mzn_next_symbol(const char *name);
 /* Caches mzn_next_symbol(name) in *slot (thread-safe, lock-free); returns it. */
 void *mzn_next_symbol_cached(void **slot, const char *name);
 
+/*
+ * Returns a netCDF-C function the plugin does not define itself (nc_inq_var, nclistpush, ...): the first
+ * definition in the global scope (dlsym(RTLD_DEFAULT), so that a program's own definition wins, as for a
+ * linked call), else the one in the libnetcdf already loaded RTLD_LOCAL; NULL if neither exists.
+ * Thread-safe. Slow (a dlsym): callers cache the result with mzn_netcdf_symbol_cached (nc_api.c).
+ */
+void *mzn_netcdf_symbol(const char *name);
+
+/* Caches mzn_netcdf_symbol(name) in *slot as mzn_next_symbol_cached does; a NULL result is not cached. */
+void *mzn_netcdf_symbol_cached(void **slot, const char *name);
+
 /* Declares `fn` as a pointer of `type` (a function pointer type, e.g. int (*)(int)) to the next
  * definition of `name`. */
 #define MZN_NEXT(type, fn, name)                                                                          \

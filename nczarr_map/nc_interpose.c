@@ -17,6 +17,7 @@
 #include "path_routing.h"
 #include "publish.h"
 #include "registry.h"
+#include "nc_api.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -28,7 +29,7 @@ static void after_open(mzn_open_call *call, int status, const int *ncidp, int mo
     if (rc != NC_NOERR)
         mzn_diag("%s: could not load every attribute after opening for writing (%s); attributes that were not "
                  "loaded are still protected by merging at close",
-                 s->archive_path, nc_strerror(rc));
+                 s->archive_path, mzn_nc_strerror(rc));
 }
 
 static void trace_route(const char *path, const char *routed) {

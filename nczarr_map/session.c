@@ -14,6 +14,7 @@
 #include "registry.h"
 #include "status.h"
 #include "url.h"
+#include "nc_api.h"
 
 mzn_blob *mzn_blob_new(const void *bytes, size_t len) {
     mzn_blob *b = malloc(sizeof *b + (len ? len : 1));
@@ -375,7 +376,7 @@ int mzn_session_search(mzn_session *s, const char *prefix, void *nclist) {
     if (names) qsort(names, n, sizeof *names, compare_names);
     for (size_t i = 0; rc == NC_NOERR && i < n; i++) {
         char *copy = strdup(names[i]);
-        if (!copy || !nclistpush(nclist, copy)) {
+        if (!copy || !mzn_nclistpush(nclist, copy)) {
             free(copy);
             rc = NC_ENOMEM;
         }

@@ -61,8 +61,7 @@ typedef struct mzn_zmap_api_v493 {
     int (*search)(mzn_zmap *map, const char *prefix, void *matches /* NClist* */);
 } mzn_zmap_api_v493;
 
-/* Exported by every libnetcdf (libdispatch/nclist.c): appends elem to an NClist; returns non-zero on
- * success. elem must be malloc'ed: the caller frees the list with nclistfreeall(). */
-extern int nclistpush(void *list, const void *elem);
+/* nclistpush() (exported by every libnetcdf) is reached through mzn_nclistpush (nc_api.h): elem must be
+ * malloc'ed, the caller frees the list with nclistfreeall(). */
 
 #endif
