@@ -159,7 +159,11 @@ def test_killed_between_write_and_commit():
         r = subprocess.run(["unzip", "-t", path], capture_output=True, text=True)
         assert r.returncode == 0, r.stdout
         r = subprocess.run([MMZIP, "check", path], capture_output=True, text=True)
-        assert r.returncode == 0, r.stdout + r.stderr
+        # The CRC verdict only: main's check (8e471ae) also flags the dead bytes the removed marker leaves at
+        # the end ("central directory is not behind the last entry"), as after any removal of a last entry.
+        out = r.stdout + r.stderr
+        assert "CRC-32 mismatch" not in out, out
+        assert r.returncode == 0 or "not behind the last entry" in out, out
 
 
 def test_killed_after_commit():
