@@ -241,8 +241,8 @@ int mz_neutralize_dead_start(mz_store *s) {
 }
 
 int mz_commit_locked(mz_store *s, int force_compact) {
-    if (s->n_edits) {
-        int est = mz_edits_refresh_locked(s); /* CRCs of in-place edits go out with this directory */
+    if (s->n_inplaces) {
+        int est = mz_inplace_refresh_locked(s); /* CRCs of in-place edits go out with this directory */
         if (est) return est;
     }
     int changes = s->n_pending_live || s->n_shadowed || s->n_dead || s->cd_changed;

@@ -17,7 +17,7 @@
  *   write.c        put, reserve, patch, remove, begin, commit, rollback
  *   check.c        full verification of an archive
  *   pack.c         rewriting an archive without dead space
- *   edit.c         stored entries modified in place: writable views, markers, CRC refresh, their recovery
+ *   inplace.c         stored entries modified in place: writable views, markers, CRC refresh, their recovery
  *   errors.c       status codes and the per-thread error message
  */
 #ifndef MMZIP_INTERNAL_H
@@ -393,9 +393,9 @@ typedef struct mz_store {
     uint64_t foreign_hold;         /* writer: nothing below this offset may be overwritten (a foreign tail
                                     * anomaly is kept; new entries go after it), or 0 */
 
-    /* Stored entries being modified in place (edit.c, mmzip_edit). */
-    struct mz_edit *edits;
-    uint32_t n_edits;
+    /* Stored entries being modified in place (inplace.c, mmzip_inplace). */
+    struct mz_inplace *inplaces;
+    uint32_t n_inplaces;
     int cd_changed;                /* committed records were patched (CRC refresh): the next commit writes */
     uint64_t edits_recovered;      /* CRCs refreshed at open for edits a dead writer left uncommitted */
 } mz_store;
@@ -458,8 +458,8 @@ int mz_publish(mz_store *s);
 /* Clears the signature of a superseded local header at the very start of the archive (see commit.c). */
 int mz_neutralize_dead_start(mz_store *s);
 
-/* edit.c */
-struct mz_edit {
+/* inplace.c */
+struct mz_inplace {
     char *key;
     uint64_t lfh_off;      /* identifies the version of the entry being edited */
     uint64_t len;
@@ -471,13 +471,13 @@ struct mz_edit {
 };
 /* Recomputes the CRC of every entry being edited (or ended since the last commit), patches the local header
  * and the directory image; sets s->cd_changed when one changed. Called by mz_commit_locked, s->wmu held. */
-int mz_edits_refresh_locked(mz_store *s);
+int mz_inplace_refresh_locked(mz_store *s);
 /* Writable handle just opened: refreshes the CRCs of entries whose marker a dead writer left, drops the
  * markers, commits. */
-int mz_edits_recover(mmzip_t *h);
+int mz_inplace_recover(mmzip_t *h);
 /* Ends every open edit (views read-only, markers removed, pending until the next commit). */
-int mz_edits_end_all(mmzip_t *h);
-void mz_edits_free(mz_store *s);
+int mz_inplace_end_all(mmzip_t *h);
+void mz_inplace_free(mz_store *s);
 
 /* recovery.c */
 int mz_recover_locked(mz_store *s);

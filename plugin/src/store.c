@@ -177,7 +177,7 @@ static void store_free(mz_store *s) {
     if (!s) return;
     for (uint32_t i = 0; s->decoded && i <= s->decoded_mask; i++) free(s->decoded[i].data);
     free(s->decoded);
-    mz_edits_free(s);
+    mz_inplace_free(s);
     mz_map_free(&s->map);
     mz_table_free(s);
     if (s->fd >= 0) close(s->fd);
@@ -414,8 +414,8 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
     h->s = s;
     pthread_mutex_unlock(&registry_mu);
     if (writable) {
-        /* In-place edits a dead writer left uncommitted (edit.c): their CRCs are refreshed now. */
-        r = mz_edits_recover(h);
+        /* In-place edits a dead writer left uncommitted (inplace.c): their CRCs are refreshed now. */
+        r = mz_inplace_recover(h);
         if (r) {
             (void)release(h, 0);
             return r;
@@ -438,10 +438,10 @@ static int release(mmzip_t *h, int commit) {
         r = mz_rollback_locked(s);
         pthread_mutex_unlock(&s->wmu);
     }
-    if (h->writable && s->owner == mz_current_pid() && s->n_edits && s->writer_handles == 1) {
+    if (h->writable && s->owner == mz_current_pid() && s->n_inplaces && s->writer_handles == 1) {
         /* In-place changes are in the file already and cannot be rolled back: even a discard publishes
-         * their CRCs, with the markers' removal (edit.c). */
-        int r2 = mz_edits_end_all(h);
+         * their CRCs, with the markers' removal (inplace.c). */
+        int r2 = mz_inplace_end_all(h);
         if (!commit) {
             pthread_mutex_lock(&s->wmu);
             if (!r2) r2 = mz_commit_locked(s, 0);
@@ -565,8 +565,8 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
     info->durable = (s->opts.flags & MMZIP_DURABLE) != 0;
     info->recovered_bytes = s->recovered_bytes;
     info->rolled_back = s->rolled_back;
-    info->edits_recovered = s->edits_recovered;
-    for (uint32_t i = 0; i < s->n_edits; i++) info->edits_open += s->edits[i].open;
+    info->edits_recovered = s->inplaces_recovered;
+    for (uint32_t i = 0; i < s->n_inplaces; i++) info->edits_open += s->inplaces[i].open;
     for (uint32_t i = 0; i < s->n_committed; i++) {
         if (s->e[i].mark & MZ_MARK_BAD) info->torn_tail++;
         if (s->e[i].mark & MZ_MARK_NONAME) info->unnamed++;

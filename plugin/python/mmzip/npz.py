@@ -57,10 +57,10 @@ def _core():
         c.mmzip_putv.restype = ctypes.c_int
         c.mmzip_stat.argtypes = [vp, ctypes.c_char_p, ctypes.POINTER(_EntryInfo)]
         c.mmzip_stat.restype = ctypes.c_int
-        c.mmzip_edit.argtypes = [vp, ctypes.c_char_p, ctypes.POINTER(vp), ctypes.POINTER(u64)]
-        c.mmzip_edit.restype = ctypes.c_int
-        c.mmzip_edit_end.argtypes = [vp, ctypes.c_char_p]
-        c.mmzip_edit_end.restype = ctypes.c_int
+        c.mmzip_inplace.argtypes = [vp, ctypes.c_char_p, ctypes.POINTER(vp), ctypes.POINTER(u64)]
+        c.mmzip_inplace.restype = ctypes.c_int
+        c.mmzip_inplace_end.argtypes = [vp, ctypes.c_char_p]
+        c.mmzip_inplace_end.restype = ctypes.c_int
         c.mmzip_get_info.argtypes = [vp, ctypes.POINTER(_Info)]
         c.mmzip_get_info.restype = ctypes.c_int
         c._npz_ready = True
@@ -329,11 +329,11 @@ class NpzArchive:
         a = ref() if ref else None
         if a is not None:
             return a
-        if self._batch_open:  # mmzip_edit commits its marker; the batch resumes after it
+        if self._batch_open:  # mmzip_inplace commits its marker; the batch resumes after it
             _check(_core().mmzip_commit(self._live()))
             self._batch_open = False
         p, n = ctypes.c_void_p(), ctypes.c_uint64()
-        _check(_core().mmzip_edit(self._live(), member.encode("utf-8", "surrogateescape"), ctypes.byref(p),
+        _check(_core().mmzip_inplace(self._live(), member.encode("utf-8", "surrogateescape"), ctypes.byref(p),
                                   ctypes.byref(n)))
         _check(_core().mmzip_begin(self._live()))
         self._batch_open = True

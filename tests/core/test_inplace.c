@@ -1,4 +1,4 @@
-/* test_edit.c - mmzip_edit / mmzip_edit_end: in-place modification of stored entries, the CRC refresh at
+/* test_inplace.c - mmzip_inplace / mmzip_inplace_end: in-place modification of stored entries, the CRC refresh at
  * commit, and what a writer killed (SIGKILL) between a write and the commit leaves. */
 #define _GNU_SOURCE
 #include "mmzip_ctest.h"
@@ -65,7 +65,7 @@ static void test_edit_commit_end(void) {
     void *v, *v2;
     uint64_t n;
     OK(mmzip_open(p, "r+", NULL, &h));
-    OK(mmzip_edit(h, "a", &v, &n));
+    OK(mmzip_inplace(h, "a", &v, &n));
     CHECK_EQ_U64(n, 10000);
     CHECK(((uintptr_t)v & 63) == 0);
     CHECK(mmzip_exists(h, ".mmzip/edit/a") == 1);
@@ -80,17 +80,17 @@ static void test_edit_commit_end(void) {
     uint64_t rn;
     OK(mmzip_get(h, "a", &r, &rn));
     CHECK(((const uint8_t *)r)[0] == 0x11 && ((const uint8_t *)r)[99] == 0x11 && ((const uint8_t *)r)[100] == 100 * 7 % 256);
-    OK(mmzip_edit(h, "a", &v2, NULL));
+    OK(mmzip_inplace(h, "a", &v2, NULL));
     CHECK(v2 == v);
     ((uint8_t *)v)[5000] = 0xEE;
     mmzip_info info;
     OK(mmzip_get_info(h, &info));
     CHECK_EQ_U64(info.edits_open, 1);
-    OK(mmzip_edit_end(h, "a"));
+    OK(mmzip_inplace_end(h, "a"));
     CHECK(mmzip_exists(h, ".mmzip/edit/a") == 0);
     OK(mmzip_get_info(h, &info));
     CHECK_EQ_U64(info.edits_open, 0);
-    FAILS_WITH(mmzip_edit_end(h, "a"), MMZIP_EINVAL, "not being edited");
+    FAILS_WITH(mmzip_inplace_end(h, "a"), MMZIP_EINVAL, "not being edited");
     OK(mmzip_close(h));
     CHECK_EQ_U64(check_archive(p), MMZIP_OK);
     uint8_t want[10000];
@@ -110,14 +110,14 @@ static void test_refusals(void) {
     mmzip_t *h;
     void *v;
     OK(mmzip_open(p, "r", NULL, &h));
-    FAILS_WITH(mmzip_edit(h, "a", &v, NULL), MMZIP_EREADONLY, "read-only");
+    FAILS_WITH(mmzip_inplace(h, "a", &v, NULL), MMZIP_EREADONLY, "read-only");
     mmzip_close(h);
     OK(mmzip_open(p, "r+", NULL, &h));
-    FAILS_WITH(mmzip_edit(h, "zz", &v, NULL), MMZIP_ENOTFOUND, "zz");
-    FAILS_WITH(mmzip_edit(h, ".mmzip/edit/a", &v, NULL), MMZIP_EINVAL, "marker");
+    FAILS_WITH(mmzip_inplace(h, "zz", &v, NULL), MMZIP_ENOTFOUND, "zz");
+    FAILS_WITH(mmzip_inplace(h, ".mmzip/edit/a", &v, NULL), MMZIP_EINVAL, "marker");
     OK(mmzip_begin(h));
     OK(mmzip_put(h, "c", "cc", 2, 0));
-    FAILS_WITH(mmzip_edit(h, "c", &v, NULL), MMZIP_EBUSY, "pending");
+    FAILS_WITH(mmzip_inplace(h, "c", &v, NULL), MMZIP_EBUSY, "pending");
     OK(mmzip_commit(h));
     OK(mmzip_close(h));
 }
@@ -128,7 +128,7 @@ static void test_discard_publishes_crc(void) {
     mmzip_t *h;
     void *v;
     OK(mmzip_open(p, "r+", NULL, &h));
-    OK(mmzip_edit(h, "a", &v, NULL));
+    OK(mmzip_inplace(h, "a", &v, NULL));
     memset(v, 0x22, 10000);
     OK(mmzip_begin(h));
     OK(mmzip_put(h, "dropped", "x", 1, 0));
@@ -150,7 +150,7 @@ static void test_killed_between_write_and_commit(int how) {
     if (pid == 0) {
         mmzip_t *h;
         void *v;
-        if (mmzip_open(p, "r+", NULL, &h) || mmzip_edit(h, "a", &v, NULL)) _exit(3);
+        if (mmzip_open(p, "r+", NULL, &h) || mmzip_inplace(h, "a", &v, NULL)) _exit(3);
         memset(v, 0x5A, 6000); /* part of the array: the rest keeps its old bytes */
         raise(SIGKILL);
         _exit(4);
@@ -194,7 +194,7 @@ static void test_killed_open(void) { test_killed_between_write_and_commit(1); }
 
 int main(void) {
     const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(dir, sizeof dir, "%s/mmzip_edit_XXXXXX", base);
+    snprintf(dir, sizeof dir, "%s/mmzip_inplace_XXXXXX", base);
     if (!mkdtemp(dir)) return 2;
     RUN(test_edit_commit_end);
     RUN(test_refusals);

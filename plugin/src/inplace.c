@@ -1,5 +1,5 @@
 /*
- * edit.c - stored entries modified in place (mmzip_edit, mmzip_edit_end).
+ * inplace.c - stored entries modified in place (mmzip_inplace, mmzip_inplace_end).
  *
  * Everything else in mmzip appends; this is the one exception, for arrays that an application updates where
  * they lie (AlignedBinaryFormat.jl's r+ mode). The bytes change under the committed directory, so the
@@ -9,7 +9,7 @@
  *     local-header offset of the version being edited and the CRC it had.
  *   - Every commit while edits are open recomputes their CRCs and writes them into the local header (in
  *     place) and the new directory, so each commit publishes data and a CRC that agree.
- *   - mmzip_edit_end (and close) make the view read-only, remove the marker and commit: the marker disappears
+ *   - mmzip_inplace_end (and close) make the view read-only, remove the marker and commit: the marker disappears
  *     in the same commit that publishes the last CRC.
  *   - A writer killed between a write and a commit leaves the changed bytes, the stale CRC and the marker.
  *     CRC checks (mmzip check, unzip -t, zipfile) report the member. The next writable open (mmzip_recover
@@ -45,9 +45,9 @@ static mz_entry *committed_at(mz_store *s, uint64_t lfh_off) {
     return NULL;
 }
 
-static struct mz_edit *find_edit(mz_store *s, const char *key) {
-    for (uint32_t i = 0; i < s->n_edits; i++)
-        if (strcmp(s->edits[i].key, key) == 0) return &s->edits[i];
+static struct mz_inplace *find_edit(mz_store *s, const char *key) {
+    for (uint32_t i = 0; i < s->n_inplaces; i++)
+        if (strcmp(s->inplaces[i].key, key) == 0) return &s->inplaces[i];
     return NULL;
 }
 
@@ -57,7 +57,7 @@ static int set_crc(mz_store *s, mz_entry *e, uint32_t crc) {
     if (e->crc == crc) return MMZIP_OK;
     uint8_t le[4];
     mz_put32(le, crc);
-    int st = mz_io_write(s, le, 4, e->lfh_off + 14, "edit.local_crc");
+    int st = mz_io_write(s, le, 4, e->lfh_off + 14, "inplace.local_crc");
     if (st) return st;
     pthread_rwlock_wrlock(&s->rw);
     mz_put32(s->cd + e->cd_rec + 16, crc);
@@ -67,9 +67,9 @@ static int set_crc(mz_store *s, mz_entry *e, uint32_t crc) {
     return MMZIP_OK;
 }
 
-int mz_edits_refresh_locked(mz_store *s) {
-    for (uint32_t i = 0; i < s->n_edits; i++) {
-        struct mz_edit *d = &s->edits[i];
+int mz_inplace_refresh_locked(mz_store *s) {
+    for (uint32_t i = 0; i < s->n_inplaces; i++) {
+        struct mz_inplace *d = &s->inplaces[i];
         if (!d->open && !d->stale) continue;
         mz_entry *e = committed_at(s, d->lfh_off);
         if (e) {
@@ -82,14 +82,14 @@ int mz_edits_refresh_locked(mz_store *s) {
 }
 
 /* Makes the edit read-only and queues its final refresh; the caller removes the marker and commits. */
-static void end_locked(struct mz_edit *d) {
+static void end_locked(struct mz_inplace *d) {
     mprotect(d->map, d->map_len, PROT_READ);
     d->open = 0;
     d->stale = 1;
 }
 
-int mmzip_edit(mmzip_t *h, const char *key, void **data, uint64_t *size) {
-    if (!h || !key || !data) return mz_fail(MMZIP_EINVAL, "mmzip_edit: NULL argument");
+int mmzip_inplace(mmzip_t *h, const char *key, void **data, uint64_t *size) {
+    if (!h || !key || !data) return mz_fail(MMZIP_EINVAL, "mmzip_inplace: NULL argument");
     mz_store *s = h->s;
     if (!h->writable) return mz_fail(MMZIP_EREADONLY, "%s: opened read-only; cannot edit '%s' in place", s->path, key);
     if (s->owner != mz_current_pid())
@@ -100,7 +100,7 @@ int mmzip_edit(mmzip_t *h, const char *key, void **data, uint64_t *size) {
         return mz_fail(MMZIP_EINVAL, "%s: '%s' cannot be edited in place (invalid name, or a marker)", s->path, key);
 
     pthread_mutex_lock(&s->wmu);
-    struct mz_edit *d = find_edit(s, key);
+    struct mz_inplace *d = find_edit(s, key);
     if (d && d->open && committed_at(s, d->lfh_off)) {
         *data = d->view;
         if (size) *size = d->len;
@@ -149,21 +149,21 @@ int mmzip_edit(mmzip_t *h, const char *key, void **data, uint64_t *size) {
     }
     /* A new record; an earlier one of this key (ended, or of a version since replaced) keeps its mapping,
      * read-only, since pointers into it may live, but loses its name. */
-    struct mz_edit *g = realloc(s->edits, (s->n_edits + 1) * sizeof *g);
+    struct mz_inplace *g = realloc(s->inplaces, (s->n_inplaces + 1) * sizeof *g);
     char *kc = strdup(key);
-    if (g) s->edits = g;
+    if (g) s->inplaces = g;
     if (!g || !kc) {
         free(kc);
         munmap(m, mlen);
         pthread_mutex_unlock(&s->wmu);
         return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
     }
-    for (uint32_t i = 0; i < s->n_edits; i++)
-        if (strcmp(s->edits[i].key, key) == 0) {
-            if (s->edits[i].open) end_locked(&s->edits[i]);
-            s->edits[i].key[0] = '\0';
+    for (uint32_t i = 0; i < s->n_inplaces; i++)
+        if (strcmp(s->inplaces[i].key, key) == 0) {
+            if (s->inplaces[i].open) end_locked(&s->inplaces[i]);
+            s->inplaces[i].key[0] = '\0';
         }
-    d = &s->edits[s->n_edits++];
+    d = &s->inplaces[s->n_inplaces++];
     memset(d, 0, sizeof *d);
     d->key = kc;
     d->lfh_off = lfh_off;
@@ -187,12 +187,12 @@ static int remove_marker(mmzip_t *h, const char *key) {
     return st;
 }
 
-int mmzip_edit_end(mmzip_t *h, const char *key) {
-    if (!h || !key) return mz_fail(MMZIP_EINVAL, "mmzip_edit_end: NULL argument");
+int mmzip_inplace_end(mmzip_t *h, const char *key) {
+    if (!h || !key) return mz_fail(MMZIP_EINVAL, "mmzip_inplace_end: NULL argument");
     mz_store *s = h->s;
     if (!h->writable) return mz_fail(MMZIP_EREADONLY, "%s: opened read-only", s->path);
     pthread_mutex_lock(&s->wmu);
-    struct mz_edit *d = find_edit(s, key);
+    struct mz_inplace *d = find_edit(s, key);
     int open = d && d->open;
     if (open) end_locked(d);
     pthread_mutex_unlock(&s->wmu);
@@ -202,12 +202,12 @@ int mmzip_edit_end(mmzip_t *h, const char *key) {
     return st;
 }
 
-int mz_edits_end_all(mmzip_t *h) {
+int mz_inplace_end_all(mmzip_t *h) {
     mz_store *s = h->s;
     int st = MMZIP_OK;
-    for (uint32_t i = 0; i < s->n_edits; i++) {
+    for (uint32_t i = 0; i < s->n_inplaces; i++) {
         pthread_mutex_lock(&s->wmu);
-        struct mz_edit *d = &s->edits[i];
+        struct mz_inplace *d = &s->inplaces[i];
         int open = d->open;
         if (open) end_locked(d);
         pthread_mutex_unlock(&s->wmu);
@@ -219,7 +219,7 @@ int mz_edits_end_all(mmzip_t *h) {
     return st;
 }
 
-int mz_edits_recover(mmzip_t *h) {
+int mz_inplace_recover(mmzip_t *h) {
     mz_store *s = h->s;
     int st = MMZIP_OK, found = 0;
     pthread_mutex_lock(&s->wmu);
@@ -243,7 +243,7 @@ int mz_edits_recover(mmzip_t *h) {
         uint32_t crc = mz_crc32(0, p, (size_t)n);
         if (crc != e->crc) {
             st = set_crc(s, e, crc);
-            s->edits_recovered++;
+            s->inplaces_recovered++;
             __atomic_fetch_and(&e->mark, (uint8_t)~(MZ_MARK_VERIFY | MZ_MARK_BAD), __ATOMIC_RELEASE);
         }
     }
@@ -275,12 +275,12 @@ int mz_edits_recover(mmzip_t *h) {
     return st;
 }
 
-void mz_edits_free(mz_store *s) {
-    for (uint32_t i = 0; i < s->n_edits; i++) {
-        if (s->edits[i].map) munmap(s->edits[i].map, s->edits[i].map_len);
-        free(s->edits[i].key);
+void mz_inplace_free(mz_store *s) {
+    for (uint32_t i = 0; i < s->n_inplaces; i++) {
+        if (s->inplaces[i].map) munmap(s->inplaces[i].map, s->inplaces[i].map_len);
+        free(s->inplaces[i].key);
     }
-    free(s->edits);
-    s->edits = NULL;
-    s->n_edits = 0;
+    free(s->inplaces);
+    s->inplaces = NULL;
+    s->n_inplaces = 0;
 }
