@@ -243,7 +243,7 @@ int mz_inplace_recover(mmzip_t *h) {
         uint32_t crc = mz_crc32(0, p, (size_t)n);
         if (crc != e->crc) {
             st = set_crc(s, e, crc);
-            s->inplaces_recovered++;
+            s->edits_recovered++;
             __atomic_fetch_and(&e->mark, (uint8_t)~(MZ_MARK_VERIFY | MZ_MARK_BAD), __ATOMIC_RELEASE);
         }
     }

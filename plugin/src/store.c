@@ -565,7 +565,7 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
     info->durable = (s->opts.flags & MMZIP_DURABLE) != 0;
     info->recovered_bytes = s->recovered_bytes;
     info->rolled_back = s->rolled_back;
-    info->edits_recovered = s->inplaces_recovered;
+    info->edits_recovered = s->edits_recovered;
     for (uint32_t i = 0; i < s->n_inplaces; i++) info->edits_open += s->inplaces[i].open;
     for (uint32_t i = 0; i < s->n_committed; i++) {
         if (s->e[i].mark & MZ_MARK_BAD) info->torn_tail++;
