@@ -65,6 +65,10 @@ H5MZ_HIDDEN int h5mz_names_member(const char *name);
  * *at (if not NULL) gets the first such offset. */
 H5MZ_HIDDEN int h5mz_find_signature(const uint8_t *data, uint64_t size, uint64_t *at);
 
+/* If data is a netCDF-3 file (classic, 64-bit offset or CDF-5: "CDF" and 1, 2 or 5), its format's name;
+ * else NULL. Such members are not HDF5 and the driver cannot serve them. */
+H5MZ_HIDDEN const char *h5mz_netcdf3_kind(const uint8_t *data, uint64_t size);
+
 /*
  * Finds the archive's HDF5 members: stored members that carry the signature, and deflated ones whose name
  * ends like an HDF5 or netCDF file (.h5 .hdf5 .he5 .hdf .nc .nc4 .cdf) and carry it once decoded (decoding
@@ -141,6 +145,12 @@ typedef struct h5mz_member {
     int sealed;                 /* `committed` is a patched version whose commit failed: the next publish
                                  * retries the commit, the next write drafts on top of it */
     int claimed;                /* opened for writing (counted by h5mz_archive_claim_writer) */
+    /* Editing in place (mmzip_edit_*): the committed entry itself is being changed, each change journaled
+     * by the core; `inplace` is its read-only view, valid for `inplace_room` bytes (grown on demand). */
+    const uint8_t *inplace;
+    uint64_t inplace_room;
+    /* A reader's hold on the entry (mmzip_hold): no in-place edit can change it while this file is open. */
+    mmzip_hold_t *hold;
 } h5mz_member;
 
 /* Opens member name of archive as `how` says. On failure *m is left empty (safe to ignore). */
