@@ -1,24 +1,30 @@
 /*
- * member_image.c - an HDF5 file that is one member of an archive: its committed version, its draft, and
- * publishing the draft.
+ * member_image.c - an HDF5 file that is one member of an archive: its committed version, how a write session
+ * changes it, and publishing the changes.
  *
  * HDF5 rewrites its metadata in place (superblock, object headers, B-trees, heaps) and gives no write
- * ordering, so writing into the committed bytes would leave a half-updated file after a crash. Instead the
- * first write after an open or a publish reserves a new entry for the member at the end of the archive
- * (mmzip_reserve), copies the committed bytes into it, and from then on every write lands in that draft.
- * A publish seals the draft with its final size and CRC (mmzip_patch) and makes it the member with one
- * commit (mmzip_commit): the directory switches from the old version to the new one atomically. Until
- * then the committed version is untouched and is what every other reader sees; a crash loses the draft
- * and nothing else.
+ * ordering, so the committed bytes cannot simply be overwritten: a crash would leave a half-updated file.
+ * Two ways are used, the first whenever it can be:
  *
- * The draft is reserved with room to grow, and grown in place (mmzip_reserve_resize keeps its address),
- * so HDF5 appending to the file costs no copies beyond the first. Bytes of the draft at or past the end of
- * file are kept zero, so growing the file never exposes stale bytes.
+ *   In place (mmzip_edit_*, docs/protocol.md "In-place edits"). The first write of a session opens the
+ *   committed entry for editing: the core copies each committed 4 KiB block to an undo journal beside the
+ *   archive before its first change, writes HDF5's bytes where they belong, and grows the entry into the
+ *   room after it (for the last entry, by moving the directory). A publish rewrites the entry's CRC and
+ *   sizes with one commit. A session costs what HDF5 writes plus the pre-images of the blocks it changes,
+ *   not the member's size. The edit lasts from the first write after an open or a flush to the next flush.
+ *   Readers of the member hold it (mmzip_hold) while open, which makes an edit impossible while they read
+ *   (the session then drafts) and their open impossible while an edit is under way ("being written", as
+ *   HDF5's own file locking says); between flushes they open the last committed state.
  *
- * Several members of one archive may be written at once; each has its own reservation. A reservation can
- * grow in place only while nothing was written after it and no commit put the directory behind it, so when
- * another member's draft or publish is in the way the draft moves: it is copied aside, its reservation is
- * abandoned (mmzip_unreserve, leaving dead space until mmzip pack) and a larger one is made at the end.
+ *   A new version (the draft). When the member cannot be edited in place - a reader holds it, it is
+ *   compressed or not written by mmzip, another member of the archive is being edited, or it must grow and
+ *   another entry follows it - the session reserves a new entry for the member at the end of the archive
+ *   (mmzip_reserve), copies the current bytes into it and writes there; a publish seals it (mmzip_patch)
+ *   and commits. The draft is reserved with room to grow (geometric), grown in place while nothing follows
+ *   it, and moved to a larger reservation when something does. The next session edits that new version in
+ *   place: a member that must keep moving is moved O(log n) times over n sessions of growth.
+ *
+ * Bytes at or past the end of file are kept zero, so growing the file never exposes stale bytes.
  */
 #include "h5mz_internal.h"
 
@@ -31,6 +37,7 @@
 #define DRAFT_ALIGNMENT 4096u
 #define DRAFT_MIN_CAPACITY (1ull << 20)
 #define DRAFT_GRANULE (64ull << 10)
+#define INPLACE_GRANULE (1ull << 20)
 
 /* Room for half as much again: HDF5 files grow in many small steps, and a reservation that must grow
  * costs a directory relocation in the archive, so growth is geometric. */
@@ -98,6 +105,14 @@ int h5mz_member_open(h5mz_member *m, h5mz_archive *archive, const char *name, un
         /* A created or truncated member is a new version even if HDF5 writes nothing into it. */
         m->unpublished = writing;
     }
+    if (keep_bytes && !writing) {
+        st = mmzip_hold(h, name, &m->hold);
+        if (st) {
+            free(m->name);
+            memset(m, 0, sizeof *m);
+            return h5mz_fail_core(st, "%s: member '%s' cannot be opened for reading", path, name);
+        }
+    }
     if (writing) {
         h5mz_archive_claim_writer(archive);
         m->claimed = 1;
@@ -106,8 +121,10 @@ int h5mz_member_open(h5mz_member *m, h5mz_archive *archive, const char *name, un
 }
 
 void h5mz_member_read(const h5mz_member *m, uint64_t addr, size_t size, void *buf) {
-    const uint8_t *src = m->draft ? m->draft : m->committed;
-    uint64_t valid = m->draft ? m->eof : (m->eof < m->committed_size ? m->eof : m->committed_size);
+    const uint8_t *src = m->draft ? m->draft : m->inplace ? m->inplace : m->committed;
+    uint64_t valid = m->draft ? m->eof
+                     : m->inplace ? (m->eof < m->inplace_room ? m->eof : m->inplace_room)
+                                  : (m->eof < m->committed_size ? m->eof : m->committed_size);
     size_t n = 0;
     if (src && addr < valid) n = valid - addr < size ? (size_t)(valid - addr) : size;
     /* Not memcpy: HDF5 often reads a whole dataset into memory the application has just allocated, and the
@@ -184,6 +201,68 @@ static int ensure_capacity(h5mz_member *m, uint64_t need) {
     return MMZIP_OK;
 }
 
+/* Starts editing the committed member in place. MMZIP_OK if it is, 1 if the member must take the draft way
+ * instead (the core says why not; nothing was changed), or an error. */
+static int begin_inplace(h5mz_member *m) {
+    if (!m->committed || m->deflated || m->sealed) return 1;
+    const void *view;
+    uint64_t room;
+    int st = mmzip_edit_begin(handle_of(m), m->name, &view, &room);
+    if (st == MMZIP_EBUSY || st == MMZIP_EUNSUPPORTED) return 1;
+    if (st) return h5mz_fail_core(st, "%s: member '%s': cannot open it for editing", path_of(m), m->name);
+    m->inplace = view;
+    m->inplace_room = room;
+    return MMZIP_OK;
+}
+
+/* Leaves in-place editing for a draft: copies the member as HDF5 sees it now into a new version, then
+ * lets the core put the committed entry back as it was. */
+static int inplace_to_draft(h5mz_member *m, uint64_t need) {
+    uint64_t keep = m->eof;
+    uint64_t cap = capacity_for(need > keep ? need : keep);
+    void *view;
+    int st = mmzip_reserve(handle_of(m), m->name, cap, DRAFT_ALIGNMENT, &view);
+    if (st)
+        return h5mz_fail_core(st, "%s: member '%s': cannot reserve %llu bytes for its new version", path_of(m),
+                              m->name, (unsigned long long)cap);
+    if (keep) {
+        prefault_for_writing(view, keep);
+        memcpy(view, m->inplace, (size_t)keep);
+    }
+    m->draft = view;
+    m->draft_capacity = cap;
+    m->inplace = NULL;
+    m->inplace_room = 0;
+    st = mmzip_edit_end(handle_of(m), m->name);
+    if (st)
+        return h5mz_fail_core(st, "%s: member '%s': cannot restore its committed version after moving it",
+                              path_of(m), m->name);
+    return MMZIP_OK;
+}
+
+/* Makes the in-place member `need` bytes long at least; moves it to a draft if it cannot grow there. */
+static int inplace_room(h5mz_member *m, uint64_t need) {
+    if (need <= m->inplace_room) return MMZIP_OK;
+    /* A little ahead of the need: growing the last entry moves the directory out of the way, and the core
+     * already leaves a gap that grows with the session (so the moves are logarithmically few); asking for
+     * half the member again would make every session extend the file by that much and cut it back. */
+    uint64_t cap = (need + INPLACE_GRANULE - 1) / INPLACE_GRANULE * INPLACE_GRANULE;
+    int st = mmzip_edit_grow(handle_of(m), m->name, cap);
+    if (st == MMZIP_ETOOBIG) st = mmzip_edit_grow(handle_of(m), m->name, need), cap = need;
+    if (st == MMZIP_ETOOBIG) return inplace_to_draft(m, need);
+    if (st) return h5mz_fail_core(st, "%s: member '%s': cannot grow it to %llu bytes", path_of(m), m->name,
+                                  (unsigned long long)need);
+    m->inplace_room = cap;
+    return MMZIP_OK;
+}
+
+static int inplace_write(h5mz_member *m, uint64_t addr, size_t size, const void *buf) {
+    int st = mmzip_edit_write(handle_of(m), m->name, addr, buf, size);
+    if (st) return h5mz_fail_core(st, "%s: member '%s': cannot write %zu bytes at %llu", path_of(m), m->name,
+                                  size, (unsigned long long)addr);
+    return MMZIP_OK;
+}
+
 int h5mz_member_write(h5mz_member *m, uint64_t addr, size_t size, const void *buf) {
     if (!m->claimed)
         return h5mz_fail(MMZIP_EREADONLY, "%s: member '%s' is open read-only", path_of(m), m->name);
@@ -192,14 +271,29 @@ int h5mz_member_write(h5mz_member *m, uint64_t addr, size_t size, const void *bu
         return h5mz_fail(MMZIP_EINVAL, "%s: member '%s': write past the largest address", path_of(m), m->name);
     uint64_t end = addr + size;
     int st;
-    if (!m->draft) {
+    if (!m->draft && !m->inplace) {
         /* HDF5 rewrites unchanged metadata (the superblock at close, for one): identical bytes need no new
          * version of the member. */
         if (m->committed && end <= m->eof && end <= m->committed_size &&
             memcmp(m->committed + addr, buf, size) == 0)
             return MMZIP_OK;
-        st = begin_draft(m, end);
+        st = begin_inplace(m);
+        if (st < 0) return st;
+        if (st > 0) {
+            st = begin_draft(m, end);
+            if (st) return st;
+        }
+    }
+    if (m->inplace) {
+        st = inplace_room(m, end);
         if (st) return st;
+    }
+    if (m->inplace) {
+        st = inplace_write(m, addr, size, buf);
+        if (st) return st;
+        if (end > m->eof) m->eof = end;
+        m->unpublished = 1;
+        return MMZIP_OK;
     }
     st = ensure_capacity(m, end);
     if (st) return st;
@@ -214,12 +308,33 @@ int h5mz_member_set_eof(h5mz_member *m, uint64_t eof) {
     if (!m->claimed)
         return h5mz_fail(MMZIP_EREADONLY, "%s: member '%s' is open read-only", path_of(m), m->name);
     int st;
-    if (!m->draft) {
+    if (!m->draft && !m->inplace) {
         /* Nothing was written: bytes past HDF5's end of allocation are harmless (HDF5 accepts trailing
          * bytes), and dropping them is not worth a new version of the member. */
         if (eof < m->eof) return MMZIP_OK;
-        st = begin_draft(m, eof);
+        st = begin_inplace(m);
+        if (st < 0) return st;
+        if (st > 0) {
+            st = begin_draft(m, eof);
+            if (st) return st;
+        }
+    }
+    if (m->inplace) {
+        st = inplace_room(m, eof);
         if (st) return st;
+    }
+    if (m->inplace) {
+        /* Bytes cut off are zeroed, so that growing again shows zeros as a fresh file would. */
+        static const uint8_t zeros[65536];
+        for (uint64_t at = eof; at < m->eof;) {
+            size_t n = m->eof - at < sizeof zeros ? (size_t)(m->eof - at) : sizeof zeros;
+            st = inplace_write(m, at, n, zeros);
+            if (st) return st;
+            at += n;
+        }
+        m->eof = eof;
+        m->unpublished = 1;
+        return MMZIP_OK;
     }
     st = ensure_capacity(m, eof);
     if (st) return st;
@@ -233,7 +348,26 @@ int h5mz_member_publish(h5mz_member *m) {
     if (!m->unpublished) return MMZIP_OK;
     mmzip_t *h = handle_of(m);
     int st;
+    if (m->inplace) {
+        st = mmzip_edit_publish(h, m->name, m->eof);
+        if (st)
+            return h5mz_fail_core(st, "%s: member '%s': cannot commit its changes (the archive keeps the previous "
+                                  "version)", path_of(m), m->name);
+        m->committed = m->inplace;
+        m->committed_size = m->eof;
+        m->unpublished = 0;
+        /* Between flushes the member is at a committed state: the edit lock is let go, so that a reader in
+         * another process may open it now (the next write edits again, or drafts if a reader holds it). */
+        m->inplace = NULL;
+        m->inplace_room = 0;
+        st = mmzip_edit_end(h, m->name);
+        if (st) return h5mz_fail_core(st, "%s: member '%s': cannot end its in-place edit", path_of(m), m->name);
+        return MMZIP_OK;
+    }
     if (!m->draft && !m->sealed) {
+        st = begin_inplace(m);
+        if (st < 0) return st;
+        if (st == 0) return h5mz_member_publish(m);
         st = begin_draft(m, m->eof);
         if (st) return st;
     }
@@ -270,8 +404,14 @@ int h5mz_member_close(h5mz_member *m) {
          * sealed version whose commit failed can only go with everything pending, which would destroy the
          * drafts of other members open for writing, so then it stays (a later commit publishes it whole). */
         if (st && m->draft) mmzip_unreserve(handle_of(m), m->name);
-        else if (st && h5mz_archive_writers(m->archive) == 1) mmzip_rollback(handle_of(m));
+        else if (st && !m->inplace && h5mz_archive_writers(m->archive) == 1) mmzip_rollback(handle_of(m));
     }
+    if (m->inplace) {
+        /* What was not published is undone: the member stays at its last commit. */
+        int est = mmzip_edit_end(handle_of(m), m->name);
+        if (est && !st) st = h5mz_fail_core(est, "%s: member '%s': cannot end its in-place edit", path_of(m), m->name);
+    }
+    mmzip_release(m->hold);
     if (m->claimed) h5mz_archive_disclaim_writer(m->archive);
     free(m->name);
     memset(m, 0, sizeof *m);

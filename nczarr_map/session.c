@@ -15,6 +15,8 @@
 #include "status.h"
 #include "url.h"
 #include "nc_api.h"
+#include "abi_version.h"
+#include "view_release.h"
 
 mzn_blob *mzn_blob_new(const void *bytes, size_t len) {
     mzn_blob *b = malloc(sizeof *b + (len ? len : 1));
@@ -133,6 +135,10 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
     if (!create && s->writable && (rc = refuse_zarr_v3_writes(s)) != NC_NOERR) goto fail;
 
     int view_enabled = !parsed.view_raw && !view_disabled_by_env();
+    int ma = 0, mi = 0, pa = 0;
+    mzn_abi_current();
+    mzn_abi_from_string(mzn_abi_version_string(), &ma, &mi, &pa);
+    mzv_set_netcdf_release(ma, mi, pa); /* the view presents the running release's conventions */
     rc = mzv_open(s->archive, s->prefix, view_enabled, &s->view);
     if (rc != NC_NOERR) {
         mzn_diag("%s: the compatibility view cannot present this archive (netCDF error %d); "

@@ -1,5 +1,6 @@
 /* view_attrs.c - attributes rewritten for netCDF-C 4.9.0 (see view_attrs.h). */
 #include "view_attrs.h"
+#include "view_release.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -125,14 +126,14 @@ mzj_value *mzv_attrs_present(const mzj_value *archive_attrs, const mzv_attr_plan
     if (!out || !types) goto oom;
     if (archive_attrs && archive_attrs->kind == MZJ_OBJECT) {
         /* NCZarr's own archives type their attributes; keep those types. */
-        const mzj_value *own = mzj_get(mzj_get(archive_attrs, "_NCZARR_ATTR"), "types");
+        const mzj_value *own = mzv_archive_types_table(archive_attrs);
         for (size_t i = 0; own && own->kind == MZJ_OBJECT && i < own->u.object.count; i++)
             if (mzj_object_set(types, own->u.object.members[i].key, mzj_clone(own->u.object.members[i].value)) != 0)
                 goto oom;
         for (size_t i = 0; i < archive_attrs->u.object.count; i++) {
             const mzj_member *m = &archive_attrs->u.object.members[i];
             int rc;
-            if (strcmp(m->key, "_NCZARR_ATTR") == 0) continue;
+            if (mzv_is_types_key(m->key)) continue;
             if (plan->dim_names && strcmp(m->key, "_ARRAY_DIMENSIONS") == 0) continue;
             if (plan->dim_names && strcmp(m->key, "_FillValue") == 0) {
                 mzj_object_remove(types, "_FillValue");
@@ -175,7 +176,7 @@ mzj_value *mzv_attrs_present(const mzj_value *archive_attrs, const mzv_attr_plan
             goto oom;
         }
         types = NULL;
-        if (mzj_object_set(out, "_NCZARR_ATTR", nczattr) != 0) goto oom;
+        if (mzj_object_set(out, mzv_types_key(), nczattr) != 0) goto oom;
     }
     mzj_free(types);
     return out;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "view_internal.h"
+#include "view_release.h"
 
 /* ---------------------------------------------------------------------------------------------------- */
 /* Equivalence                                                                                            */
@@ -125,7 +126,7 @@ static int zattrs_unchanged(const mzj_value *p, const mzj_value *a, const mzj_va
     for (size_t i = 0; i < w->u.object.count; i++) {
         const char *k = w->u.object.members[i].key;
         const mzj_value *wv = w->u.object.members[i].value;
-        if (strcmp(k, "_NCZARR_ATTR") == 0) continue; /* 4.9.0's type table; the values carry the meaning */
+        if (mzv_is_types_key(k)) continue; /* NCZarr's type table; the values carry the meaning */
         if (either_matches(p, a, k, wv, values_match)) continue;
         /* 4.9.0 materialises a _FillValue attribute from the array's fill value */
         if (strcmp(k, "_FillValue") == 0 && !mzj_get(p, k) && !(a && mzj_get(a, k))) continue;
@@ -134,7 +135,7 @@ static int zattrs_unchanged(const mzj_value *p, const mzj_value *a, const mzj_va
     for (size_t i = 0; p && i < p->u.object.count; i++) {
         const char *k = p->u.object.members[i].key;
         /* 4.9.0 writes _ARRAY_DIMENSIONS only for variables of the root group */
-        if (strcmp(k, "_NCZARR_ATTR") == 0 || strcmp(k, "_ARRAY_DIMENSIONS") == 0) continue;
+        if (mzv_is_types_key(k) || strcmp(k, "_ARRAY_DIMENSIONS") == 0) continue;
         if (!mzj_get(w, k)) return 0; /* a deleted attribute */
     }
     return 1;

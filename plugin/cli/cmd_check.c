@@ -44,7 +44,9 @@ static int run(int argc, char **argv) {
                st || t.interop ? "no (see the error: and interop: lines)" : "yes");
     }
     if (st) return cli_fail("check", st);
-    if (!t.quiet) printf("%s: OK, %zu entries, every local header and CRC-32 verified\n", archive, n);
+    if (!t.quiet)
+        printf("%s: OK%s, %zu entries, every local header and CRC-32 verified\n", archive,
+               t.interop ? " for mmzip (not for every ZIP reader)" : "", n);
     return EXIT_OK;
 }
 

@@ -21,7 +21,9 @@ static int run(int argc, char **argv) {
     printf("zip64:            %s\n", i.zip64 ? "yes" : "no");
     printf("min_alignment:    %u\n", i.min_alignment);
     printf("torn_tail:        %llu%s\n", (unsigned long long)i.torn_tail,
-           i.torn_tail ? " (entries hidden: an interrupted writer; 'mmzip recover' rolls them back)" : "");
+           i.torn_tail ? " (entries hidden: local header missing or disagreeing; kept, not mmzip's to drop)" : "");
+    printf("unnamed:          %llu%s\n", (unsigned long long)i.unnamed,
+           i.unnamed ? " (entries with an empty or NUL-holding name: not listed, kept)" : "");
     printf("writer_lock:      %s\n", !i.locks_supported ? "unsupported by this file system"
                                      : i.writer_locked ? "held (a writer has the archive open)"
                                                        : "free");

@@ -382,6 +382,56 @@ MMZIP_API int mmzip_commit(mmzip_t *h);
 MMZIP_API int mmzip_rollback(mmzip_t *h);
 
 /* ---------------------------------------------------------------------------------------------------- */
+/* Editing an entry in place                                                                              */
+
+/*
+ * For files that their own library rewrites in place (HDF5: superblock, object headers, B-trees), where a new
+ * version of the whole entry per session would cost the entry's size instead of the change's. One committed,
+ * stored entry at a time per archive is opened for editing; docs/protocol.md ("In-place edits") specifies the
+ * protocol and proves it crash-safe.
+ *
+ * mmzip_edit_begin() opens key (committed, stored, with a ZIP64 local header as mmzip writes them; otherwise
+ * MMZIP_EUNSUPPORTED, and the caller writes a new version instead). It takes the entry's edit lock, an
+ * exclusive OFD lock: MMZIP_EBUSY if a reader holds the entry (mmzip_hold), or another entry of the archive
+ * is being edited. It creates the undo journal beside the archive (<archive>.mmzip-undo). *view gets a
+ * read-only pointer to the entry's data, which reflects every edit and stays valid until mmzip_edit_end();
+ * *room (may be NULL) the bytes the entry may grow to in place: UINT64_MAX if it is the physically last
+ * entry (room is made by moving the directory), else the distance to the next entry.
+ *
+ * mmzip_edit_write() changes bytes at offset (committed bytes are first copied to the journal, once per 4 KiB
+ * block and per published version; bytes past the committed size are written directly; bytes equal to what
+ * is there are not written). Growing past the room fails with MMZIP_ETOOBIG: the caller then copies the entry
+ * into a new version (mmzip_reserve) and ends the edit. mmzip_edit_grow() makes room for capacity bytes
+ * ahead of writing them, with the same rule.
+ *
+ * mmzip_edit_publish() makes the first `size` bytes the entry's committed version with one commit of the
+ * archive (new CRC and sizes in the local header and the directory; other pending entries are committed with
+ * it); the edit stays open for more changes. mmzip_edit_end() undoes what was not published, removes the
+ * journal and releases the lock; mmzip_close() of the last writable handle does the same.
+ *
+ * While an edit is open, readers in other processes of the entry itself would see bytes change: they must
+ * take a hold (the HDF5 driver does), or they may read a mixture. Other entries are never touched. After a
+ * crash, the next writable open (or mmzip_recover) writes the journal back before anything else; until then
+ * mmzip_hold() of the entry fails with MMZIP_EBUSY and says so.
+ */
+MMZIP_API int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *room);
+MMZIP_API int mmzip_edit_grow(mmzip_t *h, const char *key, uint64_t capacity);
+MMZIP_API int mmzip_edit_write(mmzip_t *h, const char *key, uint64_t offset, const void *data, size_t len);
+MMZIP_API int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size);
+MMZIP_API int mmzip_edit_end(mmzip_t *h, const char *key);
+
+/*
+ * A reader's claim on one entry against in-place edits: a shared OFD lock on the entry's edit lock (its
+ * own open file description, so it also excludes editors in this process). MMZIP_EBUSY with a message if
+ * the entry is being edited, or was when its writer was killed (until recovery); MMZIP_ENOTFOUND if absent.
+ * Holds on a version of an entry do not outlive it being replaced: a new version lies elsewhere.
+ * mmzip_release() drops the hold (NULL is ignored).
+ */
+typedef struct mmzip_hold mmzip_hold_t;
+MMZIP_API int mmzip_hold(mmzip_t *h, const char *key, mmzip_hold_t **out);
+MMZIP_API void mmzip_release(mmzip_hold_t *hold);
+
+/* ---------------------------------------------------------------------------------------------------- */
 /* Maintenance                                                                                            */
 
 typedef struct mmzip_info {
@@ -400,7 +450,7 @@ typedef struct mmzip_info {
     int zip64;                 /* the archive ends with ZIP64 end records */
     int durable;               /* MMZIP_DURABLE is in effect */
     uint64_t recovered_bytes;  /* bytes discarded by the recovery done at open (0 if none) */
-    uint64_t rolled_back;      /* entries of a torn tail dropped by the recovery done at open */
+    uint64_t rolled_back;      /* always 0: recovery no longer drops entries (kept for compatibility) */
     uint64_t torn_tail;        /* entries whose local header is missing or disagrees with the directory (a
                                 * writer that publishes its directory first was interrupted, or damage); they
                                 * are hidden from lookups and listings but kept in the directory: mmzip never

@@ -178,17 +178,18 @@ int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {
         mz_recovery_plan plan;
         if (mz_plan_recovery(s, &plan, recover_line, &c) == MMZIP_OK) {
             if (!c.recover_lines) note(&c, "recover: nothing to do");
-            /* mmzip's own interrupted write: readable (the last commit is found), but not an archive at
-             * rest until repaired. */
+            /* Bytes after the last commit's end records: readable (the scan-back finds the commit) but not
+             * an archive at rest until repaired. A relocated directory is a state every crash of a writer
+             * may leave, which mmzip's readers read as the last commit: other readers refuse it, so it is
+             * an interop finding, not an error. */
             if (plan.cut) {
                 mz_fail(MMZIP_ECORRUPT, "%s: %llu bytes follow the last commit's end records (an interrupted mmzip "
                         "write); 'mmzip recover' removes them", s->path,
                         (unsigned long long)(s->file_size - s->locate_end));
                 problem(&c, MMZIP_ECORRUPT);
             } else if (plan.move_directory && !s->concat) {
-                mz_fail(MMZIP_ECORRUPT, "%s: the central directory is not behind the last entry (an interrupted "
-                        "mmzip relocation); 'mmzip recover' moves it back", s->path);
-                problem(&c, MMZIP_ECORRUPT);
+                interop(&c, "%s: the central directory is not behind the last entry (an interrupted mmzip "
+                        "relocation); 'mmzip recover' moves it back", s->path);
             }
         }
     }

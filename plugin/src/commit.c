@@ -243,7 +243,7 @@ int mz_neutralize_dead_start(mz_store *s) {
 int mz_commit_locked(mz_store *s, int force_compact) {
     int changes = s->n_pending_live || s->n_shadowed || s->n_dead;
     if (!changes && (s->compact || !force_compact)) {
-        s->pending_end = s->data_end;
+        s->pending_end = s->data_end > mz_edit_floor(s) ? s->data_end : mz_edit_floor(s);
         return MMZIP_OK;
     }
     uint8_t *img = NULL;
@@ -261,6 +261,7 @@ int mz_commit_locked(mz_store *s, int force_compact) {
         mz_entry *e = &s->e[i];
         if (!(e->mark & MZ_MARK_DEAD) && e->data_off + e->csize > x) x = e->data_off + e->csize;
     }
+    if (x < mz_edit_floor(s)) x = mz_edit_floor(s); /* an entry edited in place is growing there */
     s->pending_end = x;
     uint64_t tlen = mz_end_len(count, s->comment_len);
     uint64_t eof1 = x + img_len + tlen;

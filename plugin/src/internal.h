@@ -10,13 +10,16 @@
  *   io.c           every write, truncate and sync of the archive (crash points and tracing in test builds)
  *   locks.c        the cross-process writer lock and commit lock (OFD locks)
  *   commit.c       the commit protocol: relocating the directory, publishing, the truncate commit point
- *   recovery.c     repairing a file left by a killed writer, at writable open
+ *   recovery.c     repairing a file left by a killed writer, at writable open; telling mmzip's leftovers from
+ *                  foreign anomalies, which are kept
  *   store.c        opening and closing stores, the per-process registry, handles
  *   read.c         get, read, typed views, inflate, CRC checks
+ *   decode.c       decoding bzip2, LZMA, zstd and xz entries of foreign archives
  *   copy.c         copying large ranges out to the caller (mmzip_read, mmzip_copy), split over helper threads
  *   write.c        put, reserve, patch, remove, begin, commit, rollback
- *   check.c        full verification of an archive
+ *   check.c        full verification of an archive, interoperability findings, recovery dry run
  *   pack.c         rewriting an archive without dead space
+ *   edit.c         editing a committed entry in place (undo journal) and the entry holds that exclude readers
  *   errors.c       status codes and the per-thread error message
  */
 #ifndef MMZIP_INTERNAL_H
@@ -214,7 +217,9 @@ enum {
     MZ_MARK_VERIFY = 8,     /* committed tail entry whose CRC has not been verified yet */
     MZ_MARK_BAD = 16,       /* verified and found torn */
     MZ_MARK_NONAME = 32,    /* committed entry whose name is empty or holds a NUL: kept, never looked up */
-    MZ_MARK_CRC_OK = 64     /* stored entry whose CRC-32 was verified (its bytes never change) */
+    MZ_MARK_CRC_OK = 64,    /* stored entry whose CRC-32 was verified (its bytes never change) */
+    MZ_MARK_EDITING = 128   /* read-only stores: an undo journal beside the archive restores this entry (it is
+                             * being edited in place, or was when its writer died): its bytes are not handed out */
 };
 
 typedef int (*mz_read_fn)(void *ctx, void *buf, size_t len, uint64_t off); /* 0 or -1 with errno */
@@ -284,6 +289,10 @@ int mz_fsync_dir_of(const char *path);
 struct mz_store;
 int mz_io_write(struct mz_store *s, const void *buf, size_t len, uint64_t off, const char *what);
 int mz_io_writev(struct mz_store *s, const struct mmzip_iovec *iov, int n, uint64_t off, const char *what);
+/* A write to another file of the archive (the undo journal of edit.c), with the same crash modes, traced as
+ * MZ_OP_JWRITE; mz_io_trace_journal reports the journal's other operations (MZ_OP_J*). */
+int mz_io_write_fd(struct mz_store *s, int fd, const void *buf, size_t len, uint64_t off, const char *what);
+void mz_io_trace_journal(struct mz_store *s, int op, uint64_t off, const char *what);
 int mz_io_zero(struct mz_store *s, uint64_t off, uint64_t len, const char *what);
 void mz_io_trace_mapped(struct mz_store *s, uint64_t off, uint64_t len, const char *what);
 int mz_io_truncate(struct mz_store *s, uint64_t size, const char *what);
@@ -383,9 +392,9 @@ typedef struct mz_store {
     char *tmp_path;
 
     uint64_t recovered_bytes, rolled_back;
+    struct mz_edit *edit;          /* the entry being edited in place (edit.c), or NULL */
 
     /* What the last load found that mmzip reads but some other ZIP readers may not (for mmzip check). */
-    uint32_t unnamed;              /* entries unreachable by name (MZ_MARK_NONAME) */
     int count_wrapped;             /* 16-bit entry count that wrapped */
     uint16_t comment_declared;     /* the end record's comment length, when it runs past the end of the file */
     uint64_t locate_end;           /* where the end records found at load end (< file_size: bytes follow) */
@@ -438,6 +447,9 @@ int mz_data_end_of(mz_store *s, mz_entry *e, uint64_t *end); /* data end incl. a
 int mz_written_by_mmzip(mz_store *s, const mz_entry *e);
 
 /* write.c */
+/* Adds the table entry (and directory record) of a new pending entry whose bytes are in the file; the
+ * previous version of key (head) is superseded. Call with s->wmu held. */
+int mz_add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, int reserved);
 /* Writes the gathered small puts (see mz_store.wbuf). Call with s->wmu held. */
 int mz_flush_writes(mz_store *s);
 /* Drops everything pending. Call with s->wmu held. */
@@ -450,6 +462,19 @@ int mz_write_empty(mz_store *s);
 int mz_publish(mz_store *s);
 /* Clears the signature of a superseded local header at the very start of the archive (see commit.c). */
 int mz_neutralize_dead_start(mz_store *s);
+
+/* edit.c */
+/* Writes back what an in-place edit of a killed writer changed (its undo journal), then removes the journal. */
+int mz_edit_recover(mz_store *s);
+/* The offset below which an open in-place edit of the last entry owns the file (0 if none): commits place the
+ * directory at or after it. */
+uint64_t mz_edit_floor(const mz_store *s);
+/* Ends the open in-place edit, undoing what was not published. Call with s->wmu held. */
+int mz_edit_end_locked(mz_store *s);
+/* Read-only stores: marks the entry that a hot undo journal beside the archive would restore (MZ_MARK_EDITING). */
+void mz_edit_mark(mz_store *s);
+/* Frees the edit state without touching the file (the store is going away). */
+void mz_edit_free(mz_store *s);
 
 /* recovery.c */
 int mz_recover_locked(mz_store *s);
@@ -472,6 +497,9 @@ void mz_store_describe_layout(mz_store *s);
 /* Test builds (MMZIP_TESTING) export hooks to observe every write, truncate and sync. */
 typedef void (*mmzip_io_trace_fn)(void *ctx, int op, uint64_t off, const void *data, uint64_t len,
                                   const char *what);
-enum { MZ_OP_WRITE = 1, MZ_OP_TRUNCATE = 2, MZ_OP_DATASYNC = 3, MZ_OP_FULLSYNC = 4 };
+enum { MZ_OP_WRITE = 1, MZ_OP_TRUNCATE = 2, MZ_OP_DATASYNC = 3, MZ_OP_FULLSYNC = 4,
+       /* the undo journal beside the archive (edit.c): a write, its emptying, a data sync, its removal
+        * (durable: with the directory synced), and its creation (durable: ditto) */
+       MZ_OP_JWRITE = 5, MZ_OP_JTRUNCATE = 6, MZ_OP_JSYNC = 7, MZ_OP_JREMOVE = 8, MZ_OP_JCREATE = 9 };
 
 #endif

@@ -100,7 +100,9 @@ int mz_verify_crc(mz_store *s, mz_entry *e, const uint8_t *data, uint64_t len) {
     if (c != e->crc)
         return mz_fail(MMZIP_ECRC, "%s: entry '%.*s': CRC-32 mismatch (directory says %08x, data gives %08x)%s",
                        s->path, ENAME(e), e->crc, c,
-                       (e->mark & MZ_MARK_VERIFY) ? "; it is the last entry and looks torn by an interrupted "
+                       (e->mark & MZ_MARK_EDITING) ? "; it is being edited in place (or was, when its writer was "
+                                                     "killed): run 'mmzip recover'"
+                       : (e->mark & MZ_MARK_VERIFY) ? "; it is the last entry and looks torn by an interrupted "
                                                     "writer: run 'mmzip recover'" : "");
     return MMZIP_OK;
 }
@@ -214,6 +216,10 @@ int mz_verify_stored_once(mz_store *s, mz_entry *e) {
 }
 
 int mz_entry_bytes(mz_store *s, mz_entry *e, const uint8_t **data, uint64_t *size) {
+    if (__atomic_load_n(&e->mark, __ATOMIC_ACQUIRE) & MZ_MARK_EDITING)
+        return mz_fail(MMZIP_EBUSY, "%s: entry '%.*s' is being written in place (or was, when its writer was "
+                       "killed: `mmzip recover %s` restores its committed version); it cannot be read now", s->path,
+                       ENAME(e), s->path);
     if (e->gp_flags & (MZ_FLAG_ENCRYPTED | MZ_FLAG_STRONG_ENCRYPTION) || e->method == 99)
         return mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%.*s' is encrypted; mmzip does not decrypt", s->path,
                        ENAME(e));

@@ -217,8 +217,11 @@ static void remove_stale_temps(const char *archive_path) {
 
 int mz_recover_locked(mz_store *s) {
     remove_stale_temps(s->path);
+    /* An entry edited in place by a writer that died is put back first: the rest sees committed bytes. */
+    int st = mz_edit_recover(s);
+    if (st) return st;
     mz_recovery_plan plan;
-    int st = mz_plan_recovery(s, &plan, NULL, NULL);
+    st = mz_plan_recovery(s, &plan, NULL, NULL);
     if (st) return st;
     s->rolled_back = 0;
     if (plan.hold) {

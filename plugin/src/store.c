@@ -108,7 +108,6 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     mz_table_free(s);
     s->e = cd->entries;
     s->n = s->n_committed = s->cap = cd->count;
-    s->unnamed = cd->unnamed;
     s->count_wrapped = cd->wrapped;
     s->comment_declared = t->comment_declared > t->comment_len ? t->comment_declared : 0;
     s->locate_end = t->end;
@@ -139,6 +138,7 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     s->zero_from = s->cd_pos;
     s->trailer_key[0] = t->end;
     s->trailer_key[1] = t->cd_pos ^ (t->cd_size << 20) ^ (t->entries << 40);
+    if (!s->writable) mz_edit_mark(s);
     return MMZIP_OK;
 }
 
@@ -177,6 +177,7 @@ static void store_free(mz_store *s) {
     if (!s) return;
     for (uint32_t i = 0; s->decoded && i <= s->decoded_mask; i++) free(s->decoded[i].data);
     free(s->decoded);
+    mz_edit_free(s);
     mz_map_free(&s->map);
     mz_table_free(s);
     if (s->fd >= 0) close(s->fd);
@@ -423,6 +424,12 @@ static int release(mmzip_t *h, int commit) {
     if (!h) return MMZIP_OK;
     mz_store *s = h->s;
     int r = MMZIP_OK;
+    if (h->writable && s->owner == mz_current_pid() && s->edit && s->writer_handles == 1) {
+        /* The last writer goes: what an in-place edit did not publish is undone, the journal removed. */
+        pthread_mutex_lock(&s->wmu);
+        r = mz_edit_end_locked(s);
+        pthread_mutex_unlock(&s->wmu);
+    }
     if (h->writable && s->owner == mz_current_pid() && !commit) {
         /* Giving up: nothing pending is kept, and an archive that never committed is never published. */
         pthread_mutex_lock(&s->wmu);
@@ -504,6 +511,13 @@ int mmzip_refresh(mmzip_t *h) {
         mz_cd_free(&cd);
     }
 out:
+    if (r == MMZIP_OK) {
+        /* An in-place edit may have begun, ended or been recovered without a new directory. */
+        pthread_rwlock_wrlock(&s->rw);
+        for (uint32_t i = 0; i < s->n; i++) s->e[i].mark &= (uint8_t)~MZ_MARK_EDITING;
+        mz_edit_mark(s);
+        pthread_rwlock_unlock(&s->rw);
+    }
     mz_unlock_commit(s->fd);
     pthread_mutex_unlock(&s->wmu);
     return r;

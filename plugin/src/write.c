@@ -103,7 +103,7 @@ static uint64_t room_for(mz_store *s, uint64_t entry_end, size_t name_len) {
  * Adds the table entry of a new pending entry whose bytes are on disk. The previous version of the name
  * is superseded: a committed one is shadowed (readers keep seeing it until the commit), a pending one dies.
  */
-static int add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, int reserved) {
+int mz_add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, int reserved) {
     pthread_rwlock_wrlock(&s->rw);
     int st = mz_cd_reserve(s, ne->cd_rec_len);
     if (!st) st = mz_entries_reserve(s, 1);
@@ -230,7 +230,7 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
     ne.gp_flags = MZ_FLAG_UTF8;
     ne.state = MZ_PENDING;
     ne.alignment = alignment;
-    st = add_pending(s, &ne, key, head, 0);
+    st = mz_add_pending(s, &ne, key, head, 0);
     if (st) goto out;
     s->pending_end = end;
     s->bytes_since_commit += hlen + total + ne.cd_rec_len;
@@ -360,7 +360,7 @@ int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t align
     ne.state = MZ_PENDING;
     ne.mark = MZ_MARK_RESERVED;
     ne.alignment = alignment;
-    st = add_pending(s, &ne, key, head, 1);
+    st = mz_add_pending(s, &ne, key, head, 1);
     if (st) {
         mz_map_drop_writable(&s->map, data_off, capacity);
         goto out;
@@ -537,7 +537,7 @@ int mz_rollback_locked(mz_store *s) {
     s->cd_len = s->cd_committed_len;
     s->n_pending_live = s->n_shadowed = s->n_dead = 0;
     s->open_reservations = 0;
-    s->pending_end = s->data_end;
+    s->pending_end = s->data_end > mz_edit_floor(s) ? s->data_end : mz_edit_floor(s);
     s->wbuf_len = 0;
     __atomic_store_n(&s->written_end, UINT64_MAX, __ATOMIC_RELEASE);
     s->bytes_since_commit = 0;

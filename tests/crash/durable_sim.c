@@ -1,7 +1,7 @@
 /*
  * durable_sim.c - power-loss simulation of MMZIP_DURABLE.
  *
- * Runs the "basic" scenario in durable mode with the test build's I/O trace on, recording every write,
+ * Runs a scenario ("basic", or the one named by the second argument: "edits" for in-place edits) in durable mode with the test build's I/O trace on, recording every write,
  * truncate and sync, and the moment each commit returned. Then:
  *
  *  1. checks the order of the flushes that docs/protocol.md prescribes: the relocated directory is flushed
@@ -26,7 +26,11 @@
 typedef void (*mmzip_io_trace_fn)(void *ctx, int op, uint64_t off, const void *data, uint64_t len,
                                   const char *what);
 void mmzip__set_io_trace(mmzip_io_trace_fn fn, void *ctx);
-enum { OP_WRITE = 1, OP_TRUNCATE = 2, OP_DATASYNC = 3, OP_FULLSYNC = 4, OP_RETURNED = 100 };
+enum { OP_WRITE = 1, OP_TRUNCATE = 2, OP_DATASYNC = 3, OP_FULLSYNC = 4,
+       /* the undo journal of in-place edits, a second file beside the archive */
+       OP_JWRITE = 5, OP_JTRUNCATE = 6, OP_JSYNC = 7, OP_JREMOVE = 8, OP_JCREATE = 9, OP_RETURNED = 100 };
+
+static const char *scenario = "basic";
 
 typedef struct {
     int op;
@@ -49,7 +53,7 @@ static void push(int op, uint64_t off, const void *data, uint64_t len, const cha
     r->off = off;
     r->len = len;
     r->data = NULL;
-    if (op == OP_WRITE && data) {
+    if ((op == OP_WRITE || op == OP_JWRITE) && data) {
         r->data = malloc(len ? len : 1);
         memcpy(r->data, data, len);
     }
@@ -115,10 +119,33 @@ static void check_flush_order(void) {
             commits++;
         }
     }
-    EXPECT(relocations >= 5 && commits >= 10, "too few relocations (%zu) or commits (%zu) traced", relocations,
-           commits);
-    printf("flush order: %zu relocations and %zu commits checked%s\n", relocations, commits,
-           failures ? ", FAILED" : "");
+    /* Every overwrite of committed bytes by an in-place edit follows a flush of the journal record that
+     * preserves them (the record comes after the journal's last reset). */
+    size_t edits = 0;
+    for (size_t i = 0; i < n_ops; i++) {
+        if (strcmp(ops[i].what, "edit.write") != 0 && strcmp(ops[i].what, "edit.header") != 0) continue;
+        long rec_at = -1;
+        for (size_t j = i; j-- > 0;) {
+            if (ops[j].op == OP_JTRUNCATE || ops[j].op == OP_JREMOVE) break;
+            if (strcmp(ops[j].what, "edit.journal_record") == 0) {
+                rec_at = (long)j;
+                break;
+            }
+        }
+        if (rec_at < 0) continue; /* bytes past the committed size: nothing to preserve */
+        int synced = 0;
+        for (size_t j = (size_t)rec_at + 1; j < i; j++)
+            if (ops[j].op == OP_JSYNC) synced = 1;
+        EXPECT(synced, "op %zu (%s) overwrites committed bytes before the journal record (op %ld) is flushed", i,
+               ops[i].what, rec_at);
+        edits++;
+    }
+    int editing = strcmp(scenario, "edits") == 0;
+    EXPECT(relocations >= 5 && commits >= (editing ? 8u : 10u), "too few relocations (%zu) or commits (%zu) traced",
+           relocations, commits);
+    EXPECT(!editing || edits >= 20, "too few in-place writes traced (%zu)", edits);
+    printf("flush order: %zu relocations, %zu commits and %zu in-place writes checked%s\n", relocations, commits,
+           edits, failures ? ", FAILED" : "");
     order_failures = failures;
     failures = 0;
 }
@@ -143,9 +170,9 @@ static void img_resize(image *m, uint64_t size) {
 }
 
 static void img_apply(image *m, const rec *r) {
-    if (r->op == OP_TRUNCATE) {
+    if (r->op == OP_TRUNCATE || r->op == OP_JTRUNCATE) {
         img_resize(m, r->off);
-    } else if (r->op == OP_WRITE) {
+    } else if (r->op == OP_WRITE || r->op == OP_JWRITE) {
         if (r->off + r->len > m->size) img_resize(m, r->off + r->len);
         if (r->data) memcpy(m->b + r->off, r->data, r->len);
         else memset(m->b + r->off, 0, r->len);
@@ -160,20 +187,77 @@ static uint64_t rnd(void) {
     return rng_state;
 }
 
-/* Recovers the image in a file and checks it holds state k or k+1. Returns which, or -1. */
-static int recover_image(const image *m, const char *path, int k) {
+static int is_journal_op(int op) { return op >= OP_JWRITE && op <= OP_JCREATE; }
+
+/*
+ * What a power loss leaves of one file: `durable` (its state at its last sync) plus, of its operations in
+ * ops[from, to), each 512-byte sector as of a random moment, and the size as of another.
+ */
+static void lossy_image(const image *durable, size_t from, size_t to, int journal, image *out) {
+    size_t idx_cap = to - from + 1, nu = 0;
+    size_t *idx = malloc(idx_cap * sizeof *idx);
+    for (size_t j = from; j < to; j++)
+        if (is_journal_op(ops[j].op) == journal && (ops[j].op == OP_WRITE || ops[j].op == OP_TRUNCATE ||
+                                                     ops[j].op == OP_JWRITE || ops[j].op == OP_JTRUNCATE))
+            idx[nu++] = j;
+    memset(out, 0, sizeof *out);
+    img_resize(out, durable->size);
+    if (durable->size) memcpy(out->b, durable->b, durable->size);
+    uint64_t size = durable->size;
+    size_t size_at = nu ? (size_t)(rnd() % (nu + 1)) : 0;
+    image scratch = {0};
+    img_resize(&scratch, durable->size);
+    if (durable->size) memcpy(scratch.b, durable->b, durable->size);
+    uint64_t top = durable->size;
+    for (size_t j = 0; j < nu; j++) {
+        const rec *r = &ops[idx[j]];
+        if ((r->op == OP_WRITE || r->op == OP_JWRITE) && r->off + r->len > top) top = r->off + r->len;
+    }
+    uint64_t nsec = (top + 511) / 512;
+    uint32_t *moment = malloc((nsec ? nsec : 1) * sizeof *moment);
+    for (uint64_t q = 0; q < nsec; q++) moment[q] = nu ? (uint32_t)(rnd() % (nu + 1)) : 0;
+    img_resize(out, top);
+    for (size_t j = 0; j < nu; j++) {
+        const rec *r = &ops[idx[j]];
+        img_apply(&scratch, r);
+        if (j + 1 == size_at) size = scratch.size;
+        if (r->op != OP_WRITE && r->op != OP_JWRITE) continue;
+        for (uint64_t q = r->off / 512; q * 512 < r->off + r->len; q++)
+            if (moment[q] == j + 1) {
+                uint64_t lo = q * 512, hi = lo + 512 < scratch.size ? lo + 512 : scratch.size;
+                if (hi > lo) memcpy(out->b + lo, scratch.b + lo, hi - lo);
+            }
+    }
+    if (size_at == 0) size = durable->size;
+    img_resize(out, size);
+    free(moment);
+    free(scratch.b);
+    free(idx);
+}
+
+static int write_file(const char *path, const image *m) {
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0 || (m->size && write(fd, m->b, m->size) != (ssize_t)m->size)) return -2;
+    if (fd < 0 || (m->size && write(fd, m->b, m->size) != (ssize_t)m->size)) return -1;
     close(fd);
+    return 0;
+}
+
+/* Recovers the image in a file (and the journal image beside it, if any) and checks it holds state k or
+ * k+1. Returns which, or -1. */
+static int recover_image(const image *m, const image *journal, const char *path, int k) {
+    char jpath[320];
+    snprintf(jpath, sizeof jpath, "%s.mmzip-undo", path);
+    unlink(jpath);
+    if (write_file(path, m) != 0 || (journal && write_file(jpath, journal) != 0)) return -2;
     mmzip_t *h;
     if (mmzip_open(path, "r+", NULL, &h) != MMZIP_OK) {
         fprintf(stderr, "recovery failed: %s\n", mmzip_last_error());
         return -1;
     }
-    int n = scenario_steps("basic"), got = -1;
+    int n = scenario_steps(scenario), got = -1;
     for (int j = k; j <= k + 1 && j <= n && got < 0; j++) {
         state s;
-        scenario_state("basic", j, &s);
+        scenario_state(scenario, j, &s);
         if (scenario_matches(h, &s, 0)) got = j;
         free(s.items);
     }
@@ -186,6 +270,8 @@ int main(int argc, char **argv) {
     char dir[] = "/tmp/mmzip-durable-XXXXXX";
     if (!mkdtemp(dir)) return 2;
     int trials = argc > 1 ? atoi(argv[1]) : 12;
+    if (argc > 2) scenario = argv[2];
+    if (scenario_steps(scenario) < 0) return 2;
     char path[300], work[300];
     snprintf(path, sizeof path, "%s/a.zip", dir);
     snprintf(work, sizeof work, "%s/image.zip", dir);
@@ -207,9 +293,9 @@ int main(int argc, char **argv) {
     o.flags |= MMZIP_DURABLE;
     mmzip__set_io_trace(trace, NULL);
     if (mmzip_open(path, "r+", &o, &h) != MMZIP_OK) return 2;
-    int steps = scenario_steps("basic");
+    int steps = scenario_steps(scenario);
     for (int k = 1; k <= steps; k++) {
-        if (scenario_apply(h, "basic", k) != MMZIP_OK) {
+        if (scenario_apply(h, scenario, k) != MMZIP_OK) {
             fprintf(stderr, "step %d: %s\n", k, mmzip_last_error());
             return 2;
         }
@@ -221,63 +307,51 @@ int main(int argc, char **argv) {
 
     check_flush_order();
 
-    /* Power loss after each operation. */
+    /* Power loss after each operation. The archive and the journal are two files: each keeps what its own
+     * last sync made durable; the journal exists once its creation was made durable (the directory synced,
+     * traced as JCREATE) and is gone once its removal was, and in between those moments either may be. */
     unsigned images = 0;
-    image durable = {0};
+    image durable = {0}, jdurable = {0};
     img_resize(&durable, base.size);
     memcpy(durable.b, base.b, base.size);
-    size_t last_sync = 0; /* operations before this index are on disk */
+    size_t last_sync = 0, jlast_sync = 0; /* operations of each file before these indices are on disk */
+    int j_exists = 0, j_pending = 0;     /* durably created; created or written since, not yet durably */
     int returned = 0;
     for (size_t c = 0; c <= n_ops; c++) {
         if (c > 0) {
             rec *r = &ops[c - 1];
             if (r->op == OP_RETURNED) returned = (int)r->off;
             if (is_sync(r)) {
-                for (size_t j = last_sync; j < c; j++) img_apply(&durable, &ops[j]);
+                for (size_t j = last_sync; j < c; j++)
+                    if (!is_journal_op(ops[j].op)) img_apply(&durable, &ops[j]);
                 last_sync = c;
             }
+            if (r->op == OP_JWRITE || r->op == OP_JTRUNCATE) j_pending = 1;
+            if (r->op == OP_JSYNC) {
+                for (size_t j = jlast_sync; j < c; j++)
+                    if (is_journal_op(ops[j].op)) img_apply(&jdurable, &ops[j]);
+                jlast_sync = c;
+            }
+            if (r->op == OP_JCREATE) j_exists = 1, j_pending = 0;
+            if (r->op == OP_JREMOVE) {
+                j_exists = j_pending = 0;
+                img_resize(&jdurable, 0);
+                jlast_sync = c;
+            }
         }
-        size_t nu = c - last_sync; /* operations since the last sync, not yet on disk */
+        size_t nu = c - (last_sync < jlast_sync ? last_sync : jlast_sync);
         for (int t = 0; t < (nu ? trials : 1); t++) {
-            image m = {0};
-            img_resize(&m, durable.size);
-            memcpy(m.b, durable.b, durable.size);
-            /* The file size as of a random moment since the sync. */
-            uint64_t size = durable.size;
-            size_t size_at = nu ? (size_t)(rnd() % (nu + 1)) : 0;
-            /* Each sector as of its own random moment: replay the pending ops on a scratch copy up to it. */
-            image scratch = {0};
-            img_resize(&scratch, durable.size);
-            memcpy(scratch.b, durable.b, durable.size);
-            uint64_t top = durable.size;
-            for (size_t j = 0; j < nu; j++) {
-                const rec *r = &ops[last_sync + j];
-                if (r->op == OP_WRITE && r->off + r->len > top) top = r->off + r->len;
-            }
-            uint64_t nsec = (top + 511) / 512;
-            uint32_t *moment = malloc((nsec ? nsec : 1) * sizeof *moment);
-            for (uint64_t q = 0; q < nsec; q++) moment[q] = nu ? (uint32_t)(rnd() % (nu + 1)) : 0;
-            img_resize(&m, top);
-            for (size_t j = 0; j < nu; j++) {
-                const rec *r = &ops[last_sync + j];
-                img_apply(&scratch, r);
-                if (j + 1 == size_at) size = scratch.size;
-                if (r->op != OP_WRITE) continue;
-                for (uint64_t q = r->off / 512; q * 512 < r->off + r->len; q++)
-                    if (moment[q] == j + 1) {
-                        uint64_t lo = q * 512, hi = lo + 512 < scratch.size ? lo + 512 : scratch.size;
-                        if (hi > lo) memcpy(m.b + lo, scratch.b + lo, hi - lo);
-                    }
-            }
-            if (size_at == 0) size = durable.size;
-            img_resize(&m, size);
-            int got = recover_image(&m, work, returned);
-            EXPECT(got >= 0, "power loss after op %zu (%s), %zu unsynced ops, trial %d: recovery does not give "
-                   "state %d or %d", c, c ? ops[c - 1].what : "start", nu, t, returned, returned + 1);
+            image m, jm;
+            lossy_image(&durable, last_sync, c, 0, &m);
+            lossy_image(&jdurable, jlast_sync, c, 1, &jm);
+            int with_journal = j_exists || (j_pending && (rnd() & 1));
+            int got = recover_image(&m, with_journal ? &jm : NULL, work, returned);
+            EXPECT(got >= 0, "power loss after op %zu (%s), trial %d%s: recovery does not give state %d or %d", c,
+                   c ? ops[c - 1].what : "start", t, with_journal ? " (journal present)" : "", returned,
+                   returned + 1);
             images++;
-            free(moment);
             free(m.b);
-            free(scratch.b);
+            free(jm.b);
             if (failures > 5) goto done;
         }
     }

@@ -29,6 +29,7 @@ int scenario_steps(const char *name) {
     if (strcmp(name, "basic") == 0) return 12;
     if (strcmp(name, "loop") == 0) return LOOP_STEPS;
     if (strcmp(name, "reservations") == 0) return 6;
+    if (strcmp(name, "edits") == 0) return 8;
     return -1;
 }
 
@@ -151,6 +152,30 @@ static void reservations_step(int k, step *s) {
     }
 }
 
+static void edit(step *s, const char *key, uint32_t version, uint32_t len, int publish) {
+    action *a = &s->act[s->n++];
+    a->kind = publish ? ACT_EDIT : ACT_EDIT_ABANDON;
+    snprintf(a->key, sizeof a->key, "%s", key);
+    a->version = version;
+    a->len = len;
+}
+
+/* "edits": entries edited in place, as the HDF5 driver edits a member: shrunk between other entries, grown at
+ * the end of the archive (the directory moves out of the way), an edit abandoned, and a stray of the same
+ * size as before. Each step is one commit. */
+static void edits_step(int k, step *s) {
+    switch (k) {
+    case 1: s->batched = 1; put(s, "m", 1, 100000); put(s, "a", 1, 3000); break;
+    case 2: edit(s, "m", 2, 90000, 1); break;             /* between entries: no growth */
+    case 3: put(s, "z", 1, 50000); break;
+    case 4: edit(s, "z", 2, 200000, 1); break;            /* the last entry grows past the directory */
+    case 5: edit(s, "z", 3, 230000, 0); put(s, "b", 1, 1000); break; /* abandoned: z stays at 2 */
+    case 6: edit(s, "m", 3, 90000, 1); break;             /* every block changes, same size */
+    case 7: edit(s, "z", 4, 150000, 1); break;            /* shrinks, b follows it */
+    case 8: edit(s, "b", 2, 70000, 1); break;             /* the last entry again, from small to large */
+    }
+}
+
 /* "loop": thousands of small commits with the odd replacement, removal, batch and large entry; every step
  * also writes a marker "step/<k>" so that a reader can tell which state it sees. */
 static void loop_step(int k, step *s) {
@@ -186,6 +211,7 @@ void scenario_step(const char *name, int k, step *out) {
     memset(out, 0, sizeof *out);
     if (strcmp(name, "basic") == 0) basic_step(k, out);
     else if (strcmp(name, "reservations") == 0) reservations_step(k, out);
+    else if (strcmp(name, "edits") == 0) edits_step(k, out);
     else loop_step(k, out);
 }
 
@@ -209,7 +235,8 @@ void scenario_state(const char *name, int k, state *st) {
                 if (at >= 0) st->items[at] = st->items[--st->n];
                 continue;
             }
-            if (a->kind == ACT_RESERVE_OPEN || a->kind == ACT_GROW || a->kind == ACT_UNRESERVE)
+            if (a->kind == ACT_RESERVE_OPEN || a->kind == ACT_GROW || a->kind == ACT_UNRESERVE ||
+                a->kind == ACT_EDIT_ABANDON)
                 continue; /* invisible until patched */
             if (at < 0) {
                 if (st->n == cap) {
@@ -275,6 +302,25 @@ static int grow_reservation(mmzip_t *h, const action *a) {
     return MMZIP_OK;
 }
 
+/* Writes the version's bytes over the entry in 7000-byte pieces (HDF5 writes metadata in such pieces). */
+static int edit_entry(mmzip_t *h, const action *a) {
+    const void *view;
+    uint64_t room;
+    int st = mmzip_edit_begin(h, a->key, &view, &room);
+    if (st) return st;
+    uint8_t *buf = malloc(a->len ? a->len : 1);
+    scenario_content(a->key, a->version, buf, a->len);
+    for (uint32_t off = 0; off < a->len && st == MMZIP_OK; off += 7000) {
+        uint32_t n = a->len - off < 7000 ? a->len - off : 7000;
+        st = mmzip_edit_write(h, a->key, off, buf + off, n);
+    }
+    if (st == MMZIP_OK && memcmp(view, buf, a->len) != 0) st = MMZIP_ECORRUPT; /* the view shows the edit */
+    free(buf);
+    if (st == MMZIP_OK && a->kind == ACT_EDIT) st = mmzip_edit_publish(h, a->key, a->len);
+    int st2 = mmzip_edit_end(h, a->key);
+    return st ? st : st2;
+}
+
 int scenario_apply(mmzip_t *h, const char *name, int k) {
     step sp;
     scenario_step(name, k, &sp);
@@ -299,6 +345,8 @@ int scenario_apply(mmzip_t *h, const char *name, int k) {
             }
         } else if (a->kind == ACT_GROW) {
             st = grow_reservation(h, a);
+        } else if (a->kind == ACT_EDIT || a->kind == ACT_EDIT_ABANDON) {
+            st = edit_entry(h, a);
         } else if (a->kind == ACT_UNRESERVE) {
             st = mmzip_unreserve(h, a->key);
             int v = find_view(a->key);

@@ -15,7 +15,10 @@
  * to `capacity` the way the HDF5 driver does: in place if it can, otherwise by moving it (its bytes copied
  * aside, the reservation abandoned, a larger one made at the end, the bytes copied back). ACT_UNRESERVE
  * abandons an open reservation. */
-typedef enum { ACT_PUT, ACT_REMOVE, ACT_RESERVE, ACT_RESERVE_OPEN, ACT_PATCH, ACT_GROW, ACT_UNRESERVE } act_kind;
+/* ACT_EDIT edits a committed entry in place (mmzip_edit_*) into the version's bytes and publishes it;
+ * ACT_EDIT_ABANDON does the same writes but ends the edit unpublished (the entry keeps its version). */
+typedef enum { ACT_PUT, ACT_REMOVE, ACT_RESERVE, ACT_RESERVE_OPEN, ACT_PATCH, ACT_GROW, ACT_UNRESERVE, ACT_EDIT,
+               ACT_EDIT_ABANDON } act_kind;
 
 typedef struct {
     act_kind kind;
@@ -41,7 +44,7 @@ typedef struct {
     item *items;
 } state;
 
-/* Number of steps in a scenario ("basic", "loop", "reservations"), or -1 if unknown. */
+/* Number of steps in a scenario ("basic", "loop", "reservations", "edits"), or -1 if unknown. */
 int scenario_steps(const char *name);
 /* Step k (1-based). */
 void scenario_step(const char *name, int k, step *out);

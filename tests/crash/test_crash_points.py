@@ -118,6 +118,101 @@ def test_every_crash_point():
         assert must in exercised, "crash case %s was not exercised: %r" % (must, sorted(exercised))
 
 
+def verify_edit_kill(archive, k, what):
+    """verify_after_kill for the in-place edits: before repair, mmzip's read-only open sees the last commit,
+    except that the entry being edited in place when the writer died is refused with a message naming
+    recovery (its bytes may be half-written; an undo journal beside the archive restores them)."""
+    ro = run([TOOL, "verify", "edits", archive, str(k)], check=False)
+    if ro.returncode != 0:
+        assert "is being written in place" in ro.stderr and "mmzip recover" in ro.stderr, (
+            "%s: read-only open of the unrepaired file:\n%s%s" % (what, ro.stdout, ro.stderr))
+        assert os.path.exists(archive + ".mmzip-undo"), "%s: refused without a journal" % what
+    rw = run([TOOL, "recover", "edits", archive, str(k)], check=False)
+    assert rw.returncode == 0, "%s: recovery:\n%s%s" % (what, rw.stdout, rw.stderr)
+    if ro.returncode == 0:
+        check_equal(ro.stdout, rw.stdout, "%s: state before and after repair" % what)
+    assert not os.path.exists(archive + ".mmzip-undo"), "%s: the journal outlived recovery" % what
+    try:
+        zip_tools_ok(archive)
+        mmzip("check", "-q", archive)
+    except AssertionError as e:
+        raise AssertionError("%s: after repair: %s" % (what, e))
+    return ro.returncode != 0
+
+
+def thin(points):
+    """Of a point reached many times, the first hit, one from the middle and the last: the edit scenario
+    reaches the journal points hundreds of times, and each kill costs a process and four ZIP tools."""
+    by = {}
+    for name, hit in points:
+        by.setdefault(name, []).append(hit)
+    keep = []
+    for name, hits in by.items():
+        pick = sorted({hits[0], hits[len(hits) // 2], hits[-1]})
+        keep += [(name, h) for h in pick]
+    return keep
+
+
+def test_every_edit_crash_point():
+    """The in-place edit path (mmzip_edit_*: the undo journal, in-place writes, the local header rewrite, the
+    commit, the journal reset and removal), killed at each of its points three ways, plain and durable."""
+    exercised = set()
+    refused_total = 0
+    for extra in ([], ["durable"]):
+        with TempDir() as tmp:
+            archive, log = os.path.join(tmp, "a.zip"), os.path.join(tmp, "log")
+            points = thin(crash_points([TOOL, "write", "edits", archive, log] + extra, tmp))
+            runs = 0
+            for name, hit in points:
+                for mode in modes_for(name):
+                    for f in (archive, log, archive + ".mmzip-undo"):
+                        if os.path.exists(f):
+                            os.unlink(f)
+                    what = "edits%s %s%s #%d" % (" durable" if extra else "", name, mode, hit)
+                    run_killed([TOOL, "write", "edits", archive, log] + extra, name + mode, hit, what)
+                    k = last_commit(log)
+                    if not os.path.exists(archive) or os.path.getsize(archive) == 0:
+                        continue
+                    refused_total += verify_edit_kill(archive, k, what)
+                    exercised.add(name + mode)
+                    runs += 1
+            print("edits%s: %d crash points, %d kills verified" % (" durable" if extra else "", len(points), runs),
+                  flush=True)
+    for must in ("edit.write:torn", "edit.journal_record:torn", "edit.header:torn", "edit.journal_reset",
+                 "edit.published", "edit.undo:torn", "edit.journal_remove", "edit.sync_journal",
+                 "relocate.switch:torn", "commit.truncate"):
+        assert must in exercised, "crash case %s was not exercised: %r" % (must, sorted(exercised))
+    assert refused_total > 10, "too few kills left an entry half-edited: %d" % refused_total
+    print("%d kills left an entry half-edited, refused until recovery and then restored" % refused_total)
+
+
+def test_crash_during_edit_recovery():
+    """Writing the undo journal back is itself killed anywhere (torn too): recovery starts over and ends in
+    the committed state."""
+    with TempDir() as tmp:
+        base, log = os.path.join(tmp, "base.zip"), os.path.join(tmp, "log")
+        run_killed([TOOL, "write", "edits", base, log], "edit.write:torn", 25, "base")
+        k = last_commit(log)
+        saved = os.path.join(tmp, "saved.zip")
+        shutil.copy(base, saved)
+        shutil.copy(base + ".mmzip-undo", saved + ".mmzip-undo")
+        work = os.path.join(tmp, "work.zip")
+        shutil.copy(saved, work)
+        shutil.copy(saved + ".mmzip-undo", work + ".mmzip-undo")
+        points = crash_points([TOOL, "recover", "edits", work, str(k)], tmp)
+        assert any(n == "recover.undo" for n, _ in points), "recovery wrote nothing back: %r" % points
+        total = 0
+        for name, hit in points:
+            for mode in modes_for(name):
+                shutil.copy(saved, work)
+                shutil.copy(saved + ".mmzip-undo", work + ".mmzip-undo")
+                what = "edit recovery killed at %s%s #%d" % (name, mode, hit)
+                run_killed([TOOL, "recover", "edits", work, str(k)], name + mode, hit, what)
+                verify_edit_kill(work, k, what)
+                total += 1
+        print("edit recovery: %d kills inside recovery verified" % total)
+
+
 def test_crash_during_recovery():
     """Recovery is made of the same steps as a commit: killing it anywhere still leaves a recoverable file."""
     with TempDir() as tmp:
@@ -273,5 +368,5 @@ def test_pack_is_crash_safe():
 
 
 if __name__ == "__main__":
-    main([test_seed_protocol_torn_tail, test_every_crash_point, test_crash_during_recovery, test_random_kills,
+    main([test_every_edit_crash_point, test_crash_during_edit_recovery, test_seed_protocol_torn_tail, test_every_crash_point, test_crash_during_recovery, test_random_kills,
           test_pack_is_crash_safe])

@@ -66,9 +66,16 @@ def test_append_keeps_other_entries_and_validity():
                 for n in others:
                     check_equal(now[n], table[n], "offset/CRC of %s after flush %d" % (n, i))
                 check_equal(read_added_in_other_process(arc, "m.h5"), expected, "reader after flush %d" % i)
-            # Changes after the last flush are not visible until the close.
+            # Changes after the last flush are not visible until the close. The member is edited in place
+            # while they are pending (or drafted, if it must move): a reader gets the last committed state, or
+            # a clear "being written" error - never the unflushed value.
             f["added0"][0] = -1.0
-            check_equal(read_added_in_other_process(arc, "m.h5")["added0"][0], 0.0, "unflushed change")
+            try:
+                seen = read_added_in_other_process(arc, "m.h5")["added0"][0]
+                check_equal(seen, 0.0, "unflushed change")
+            except AssertionError as e:
+                if "is being written in place" not in str(e):
+                    raise
         expected["added0"][0] = -1.0
         zip_tools_ok(arc)
         after = entry_table(arc)
@@ -104,8 +111,9 @@ def test_flush_without_changes_writes_nothing():
 
 
 def test_many_flushes_grow_dead_space_until_pack():
-    """Each flush after a write publishes a new version of the member; the replaced ones are dead space
-    that `mmzip pack` reclaims, after which the member reads the same."""
+    """Each flush after a write publishes the member's changes in place (it is the last entry): five flushes
+    of 40 KB each grow the archive by about what they write, not by five copies of the member. `mmzip pack`
+    still gives a compact archive in which the member reads the same."""
     with TempDir() as d:
         arc = os.path.join(d, "pack.zip")
         with h5py.File(arc, "w", driver="mmzip", member="m.h5") as f:
@@ -115,9 +123,16 @@ def test_many_flushes_grow_dead_space_until_pack():
                 f.flush()
         member_size = mmzip_entries(arc)["m.h5"]["size"]
         grown = os.path.getsize(arc)
-        if grown < 3 * member_size:
-            raise AssertionError("5 flushes left %d bytes for a %d-byte member; expected the replaced versions"
+        if grown > member_size + 64 * 1024:
+            raise AssertionError("5 flushes left %d bytes for a %d-byte member: the member was copied, not edited"
                                  % (grown, member_size))
+        with h5py.File(arc, "r+", driver="mmzip", member="m.h5") as f:
+            for i in range(5):
+                f["step%d" % i][0] = i  # rewrites nothing new
+            f.attrs["note"] = "x"
+        with zipfile.ZipFile(arc) as z:
+            extra = z.read("m.h5")
+        check_equal(len(extra), mmzip_entries(arc)["m.h5"]["size"], "extracted size")
         subprocess.run([os.environ.get("MMZIP_BIN", "mmzip"), "pack", arc], check=True)
         packed = os.path.getsize(arc)
         if packed > member_size + 16384:

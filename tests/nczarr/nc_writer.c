@@ -10,6 +10,11 @@
  *   nc_writer touch DATASET    nc_open(NC_WRITE) then nc_close, nothing else
  *   nc_writer put-one DATASET VAR
  *                              nc_put_var1_int(VAR, index 0, 12345), then close; exits 3 if the put fails
+ *   nc_writer put-att DATASET VAR NAME TEXT
+ *                              nc_put_att_text(VAR, NAME, TEXT) (VAR "/" for a global attribute), then close
+ *   nc_writer append-record DATASET VAR VALUE
+ *                              writes one record of VAR (int, first dimension unlimited, rank <= 4) at index
+ *                              = the current length of that dimension, every element VALUE, then close
  *   nc_writer abort-create DATASET nosync|sync
  *                              nc_create (NC_CLOBBER), a variable x(4) written, optionally nc_sync, nc_abort
  */
@@ -80,6 +85,38 @@ static int touch(const char *path) {
     return 0;
 }
 
+static int put_att(const char *path, const char *var, const char *name, const char *text) {
+    int nc, v = NC_GLOBAL;
+    CALL(nc_open(path, NC_WRITE, &nc));
+    if (strcmp(var, "/") != 0) CALL(nc_inq_varid(nc, var, &v));
+    CALL(nc_put_att_text(nc, v, name, strlen(text), text));
+    CALL(nc_close(nc));
+    return 0;
+}
+
+static int append_record(const char *path, const char *var, int value) {
+    int nc, v, ndims, dimids[NC_MAX_VAR_DIMS];
+    CALL(nc_open(path, NC_WRITE, &nc));
+    CALL(nc_inq_varid(nc, var, &v));
+    CALL(nc_inq_varndims(nc, v, &ndims));
+    if (ndims < 1 || ndims > 4) return 2;
+    CALL(nc_inq_vardimid(nc, v, dimids));
+    size_t start[4] = {0}, count[4] = {1, 1, 1, 1}, n = 1;
+    CALL(nc_inq_dimlen(nc, dimids[0], &start[0]));
+    for (int d = 1; d < ndims; d++) {
+        CALL(nc_inq_dimlen(nc, dimids[d], &count[d]));
+        n *= count[d];
+    }
+    int *buf = malloc(n * sizeof *buf);
+    if (!buf) return 2;
+    for (size_t i = 0; i < n; i++) buf[i] = value;
+    int rc = nc_put_vara_int(nc, v, start, count, buf);
+    free(buf);
+    CALL(rc);
+    CALL(nc_close(nc));
+    return 0;
+}
+
 static int put_one(const char *path, const char *var) {
     int nc, v;
     CALL(nc_open(path, NC_WRITE, &nc));
@@ -106,6 +143,8 @@ static int abort_create(const char *path, int sync) {
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "update") == 0) return update(argv[2]);
     if (argc == 3 && strcmp(argv[1], "touch") == 0) return touch(argv[2]);
+    if (argc == 6 && strcmp(argv[1], "put-att") == 0) return put_att(argv[2], argv[3], argv[4], argv[5]);
+    if (argc == 5 && strcmp(argv[1], "append-record") == 0) return append_record(argv[2], argv[3], atoi(argv[4]));
     if (argc == 4 && strcmp(argv[1], "put-one") == 0) return put_one(argv[2], argv[3]);
     if (argc == 4 && strcmp(argv[1], "abort-create") == 0 &&
         (strcmp(argv[3], "sync") == 0 || strcmp(argv[3], "nosync") == 0))

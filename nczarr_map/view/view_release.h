@@ -1,0 +1,30 @@
+/*
+ * view_release.h - the conventions of the netCDF-C release the view presents to.
+ *
+ * One process runs one libnetcdf, so the release is process-wide: the storage map states it (from
+ * nc_inq_libvers(), nczarr_map/abi_version.h) before it opens a view. What differs between releases:
+ *
+ *   type table in .zattrs   4.9.0 - 4.9.2 read "_NCZARR_ATTR" (4.9.1/4.9.2 read both spellings); 4.9.3 and
+ *                           4.10.x read only "_nczarr_attr" (zsync.c, NCZ_V2_ATTR) and show "_NCZARR_ATTR"
+ *                           as a user attribute holding its JSON text.
+ *
+ * Archives may hold either spelling (written by either release); both are read as NCZarr's type table and
+ * neither is ever shown as a user attribute. Thread-safe (an atomic int).
+ */
+#ifndef MMZIP_VIEW_RELEASE_H
+#define MMZIP_VIEW_RELEASE_H
+
+/* Sets the release (4, 9, 0 by default). */
+void mzv_set_netcdf_release(int major, int minor, int patch);
+
+/* The key under which the running release reads attribute types: "_NCZARR_ATTR" or "_nczarr_attr". */
+const char *mzv_types_key(void);
+
+/* 1 if key is a spelling of NCZarr's attribute type table ("_NCZARR_ATTR" or "_nczarr_attr"). */
+int mzv_is_types_key(const char *key);
+
+/* The archive's type table ({"types": {...}} under either spelling, the running release's first); NULL. */
+#include "view_json.h"
+const mzj_value *mzv_archive_types_table(const mzj_value *attrs);
+
+#endif
