@@ -65,6 +65,10 @@ H5MZ_HIDDEN int h5mz_names_member(const char *name);
  * *at (if not NULL) gets the first such offset. */
 H5MZ_HIDDEN int h5mz_find_signature(const uint8_t *data, uint64_t size, uint64_t *at);
 
+/* If data is a netCDF-3 file (classic, 64-bit offset or CDF-5: "CDF" and 1, 2 or 5), its format's name;
+ * else NULL. Such members are not HDF5 and the driver cannot serve them. */
+H5MZ_HIDDEN const char *h5mz_netcdf3_kind(const uint8_t *data, uint64_t size);
+
 /*
  * Finds the archive's HDF5 members: stored members that carry the signature, and deflated ones whose name
  * ends like an HDF5 or netCDF file (.h5 .hdf5 .he5 .hdf .nc .nc4 .cdf) and carry it once decoded (decoding

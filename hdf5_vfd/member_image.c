@@ -97,6 +97,14 @@ int h5mz_member_open(h5mz_member *m, h5mz_archive *archive, const char *name, un
             memset(m, 0, sizeof *m);
             return h5mz_fail_core(st, "%s: cannot read member '%s'", path, name);
         }
+        const char *kind = h5mz_netcdf3_kind(data, size);
+        if (kind) {
+            free(m->name);
+            memset(m, 0, sizeof *m);
+            return h5mz_fail(MMZIP_EUNSUPPORTED, "%s: member '%s' is a %s file, not HDF5 (netCDF-4): the HDF5 "
+                             "driver cannot serve it; extract it (`mmzip cat %s %s > FILE`) and open that file",
+                             path, name, kind, path, name);
+        }
         m->committed = data;
         m->committed_size = size;
         m->eof = size;

@@ -193,3 +193,13 @@ out:
     free_names(&candidates);
     return st;
 }
+
+const char *h5mz_netcdf3_kind(const uint8_t *data, uint64_t size) {
+    if (size < 4 || data[0] != 'C' || data[1] != 'D' || data[2] != 'F') return NULL;
+    switch (data[3]) {
+    case 1: return "netCDF-3 classic";
+    case 2: return "netCDF-3 64-bit offset";
+    case 5: return "netCDF-3 CDF-5 (64-bit data)";
+    default: return NULL;
+    }
+}

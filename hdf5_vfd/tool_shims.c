@@ -158,6 +158,13 @@ static FILE *sniff_stand_in(const char *path) {
     uint64_t size;
     if (open_member_bytes(path, &archive, &data, &size) != MMZIP_OK) return NULL;
     FILE *f = NULL;
+    const char *kind = h5mz_netcdf3_kind(data, size);
+    if (kind)
+        /* netCDF-C reads netCDF-3 with its own I/O on the path, which no stand-in can serve: say so, rather
+         * than let its "No such file or directory" suggest a wrong name. */
+        fprintf(stderr, "libmmzip_h5fd: %s is a %s file, not HDF5 (netCDF-4): `mmzip run` serves HDF5 and "
+                "netCDF-4 members only; extract it (mmzip cat ARCHIVE MEMBER > FILE) and open that file\n", path,
+                kind);
     if (h5mz_find_signature(data, size, NULL) && (f = tmpfile()) != NULL) {
         int fd = fileno(f);
         int ok = ftruncate(fd, (off_t)size) == 0;
