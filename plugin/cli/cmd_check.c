@@ -45,8 +45,8 @@ static int run(int argc, char **argv) {
     }
     if (st) return cli_fail("check", st);
     if (!t.quiet)
-        printf("%s: OK%s, %zu entries, every local header and CRC-32 verified\n", archive,
-               t.interop ? " for mmzip (not for every ZIP reader)" : "", n);
+        printf("%s: OK, %zu entries, every local header and CRC-32 verified%s\n", archive, n,
+               t.interop ? " (valid for mmzip, not for every ZIP reader)" : "");
     return EXIT_OK;
 }
 

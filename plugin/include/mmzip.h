@@ -367,6 +367,42 @@ MMZIP_API int mmzip_patch(mmzip_t *h, const char *key, uint64_t size);
  */
 MMZIP_API int mmzip_unreserve(mmzip_t *h, const char *key);
 
+/*
+ * In-place modification of a stored entry (AlignedBinaryFormat.jl's "r+" arrays). The only write mmzip does
+ * under a committed directory, so read the whole contract.
+ *
+ * mmzip_inplace sets *data to a writable view of the committed, stored (method 0) entry key, and *size to its
+ * size; writes through it change the archive file directly (a shared mapping; no copy, no append). Before it
+ * returns the view, it commits - with everything else pending - a marker entry ".mmzip/edit/<key>" (12 bytes:
+ * the entry's local-header offset and its CRC before the edit). Calling it again for a key being edited
+ * returns the same view. Refused: compressed entries and entries with a data descriptor (MMZIP_EUNSUPPORTED),
+ * pending ones (MMZIP_EBUSY), marker names (MMZIP_EINVAL).
+ *
+ * Every commit while edits are open (mmzip_commit, the commit of a put, close) first recomputes the CRC-32 of
+ * each entry being edited, writes it into the entry's local header in place and into the new directory: a
+ * commit publishes bytes and a CRC that agree, as of the moment of the commit (synchronising writers of the
+ * view with the commit is the caller's business). mmzip_inplace_end makes the view read-only (a later write
+ * faults), removes the marker and commits, in one commit with the final CRC. mmzip_close ends every open edit
+ * the same way; mmzip_discard too (in-place bytes cannot be rolled back: their CRCs are published). The view
+ * stays mapped, read-only, until the store closes.
+ *
+ * A crash (SIGKILL, power loss after the page cache was written back) between a write and the next commit
+ * leaves: the entry holding the bytes written so far (each page old or new: there is no undo), its CRC stale,
+ * and the marker. Readers (mmzip_get, zipfile, unzip) get those bytes; CRC checks - mmzip_check, unzip -t,
+ * zipfile.testzip, and mmzip's own check of an unverified last entry - report a CRC mismatch on that entry:
+ * never a silent pass. The next writable open (so mmzip_recover and `mmzip recover`) finds the marker,
+ * recomputes the CRC over the bytes as they are, commits it and removes the marker; mmzip_info().edits_recovered
+ * counts the entries whose CRC it had to change. Readers in other processes see the view's writes as they
+ * happen (no isolation), and the new CRC after their next mmzip_refresh.
+ *
+ * Replacing or removing a key while it is being edited leaves the view writing into the superseded bytes.
+ */
+MMZIP_API int mmzip_inplace(mmzip_t *h, const char *key, void **data, uint64_t *size);
+
+/* Ends the in-place edit of key (see mmzip_inplace): view read-only, marker removed, final CRC committed.
+ * MMZIP_EINVAL if key is not being edited. */
+MMZIP_API int mmzip_inplace_end(mmzip_t *h, const char *key);
+
 /* Starts a batch: puts are not committed until mmzip_commit(). Batches do not nest. */
 MMZIP_API int mmzip_begin(mmzip_t *h);
 
@@ -460,6 +496,9 @@ typedef struct mmzip_info {
                                 * this offset so that nothing other readers read is overwritten. 0 if none */
     uint64_t unnamed;          /* entries whose name is empty or holds a NUL: unreachable by name, not listed,
                                 * kept (mmzip check reports them) */
+    uint64_t edits_recovered;  /* entries modified in place by a writer that died before committing: the
+                                * writable open that found their markers refreshed their CRCs (mmzip_inplace) */
+    uint64_t edits_open;       /* entries this store is editing in place now (writable views handed out) */
     uint64_t free_bytes;       /* bytes between the last entry and the directory: the slack a writer leaves
                                 * for its next commits (a hole, no disk used; pack removes it), or unreferenced
                                 * bytes of a foreign archive. Not counted in dead_bytes */

@@ -308,7 +308,11 @@ static int commit_additions(mz_store *s, uint64_t x, int *done) {
 }
 
 int mz_commit_locked(mz_store *s, int force_compact) {
-    int changes = s->n_pending_live || s->n_shadowed || s->n_dead;
+    if (s->n_inplaces) {
+        int est = mz_inplace_refresh_locked(s); /* CRCs of in-place edits go out with this directory */
+        if (est) return est;
+    }
+    int changes = s->n_pending_live || s->n_shadowed || s->n_dead || s->cd_changed;
     if (!changes && (s->compact || !force_compact)) {
         s->pending_end = s->data_end > mz_edit_floor(s) ? s->data_end : mz_edit_floor(s);
         return MMZIP_OK;
@@ -381,6 +385,7 @@ int mz_commit_locked(mz_store *s, int force_compact) {
     s->compact = xd == x;
     s->clean = s->slack_hole = s->end_follows_cd = 1;
     s->bytes_since_commit = 0;
+    s->cd_changed = 0;
     {
         int st2 = settle_table(s, img, img_len);
         if (!st) st = st2;

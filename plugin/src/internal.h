@@ -20,6 +20,7 @@
  *   check.c        full verification of an archive, interoperability findings, recovery dry run
  *   pack.c         rewriting an archive without dead space
  *   edit.c         editing a committed entry in place (undo journal) and the entry holds that exclude readers
+ *   inplace.c      writable views of stored entries (Python's r+ arrays): markers, CRC refresh at commit
  *   errors.c       status codes and the per-thread error message
  */
 #ifndef MMZIP_INTERNAL_H
@@ -403,6 +404,12 @@ typedef struct mz_store {
     uint64_t locate_end;           /* where the end records found at load end (< file_size: bytes follow) */
     uint64_t foreign_hold;         /* writer: nothing below this offset may be overwritten (a foreign tail
                                     * anomaly is kept; new entries go after it), or 0 */
+
+    /* Stored entries being modified in place (inplace.c, mmzip_inplace). */
+    struct mz_inplace *inplaces;
+    uint32_t n_inplaces;
+    int cd_changed;                /* committed records were patched (CRC refresh): the next commit writes */
+    uint64_t edits_recovered;      /* CRCs refreshed at open for edits a dead writer left uncommitted */
 } mz_store;
 
 struct mmzip {
@@ -478,6 +485,27 @@ int mz_edit_end_locked(mz_store *s);
 void mz_edit_mark(mz_store *s);
 /* Frees the edit state without touching the file (the store is going away). */
 void mz_edit_free(mz_store *s);
+
+/* inplace.c */
+struct mz_inplace {
+    char *key;
+    uint64_t lfh_off;      /* identifies the version of the entry being edited */
+    uint64_t len;
+    uint8_t *map;          /* its own shared writable mapping of the entry's pages */
+    size_t map_len;
+    uint8_t *view;         /* map + offset of the data in its first page */
+    int open;              /* still writable; 0 once ended (read-only, refreshed at the next commit) */
+    int stale;             /* ended since the last commit: its CRC still needs the final refresh */
+};
+/* Recomputes the CRC of every entry being edited (or ended since the last commit), patches the local header
+ * and the directory image; sets s->cd_changed when one changed. Called by mz_commit_locked, s->wmu held. */
+int mz_inplace_refresh_locked(mz_store *s);
+/* Writable handle just opened: refreshes the CRCs of entries whose marker a dead writer left, drops the
+ * markers, commits. */
+int mz_inplace_recover(mmzip_t *h);
+/* Ends every open edit (views read-only, markers removed, pending until the next commit). */
+int mz_inplace_end_all(mmzip_t *h);
+void mz_inplace_free(mz_store *s);
 
 /* recovery.c */
 int mz_recover_locked(mz_store *s);

@@ -215,6 +215,7 @@ static void store_free(mz_store *s) {
     for (uint32_t i = 0; s->decoded && i <= s->decoded_mask; i++) free(s->decoded[i].data);
     free(s->decoded);
     mz_edit_free(s);
+    mz_inplace_free(s);
     mz_map_free(&s->map);
     mz_table_free(s);
     if (s->fd >= 0) close(s->fd);
@@ -250,6 +251,8 @@ static mz_store *store_new(const char *path, const mmzip_options *o, int writabl
     pthread_rwlock_init(&s->rw, NULL);
     return s;
 }
+
+static int release(mmzip_t *h, int commit);
 
 /* Opens the descriptor of a writer and takes its lock, making sure the path still names what we locked
  * (a pack may have renamed a new file over it while we waited). */
@@ -448,11 +451,17 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
     registry = s;
     h->s = s;
     pthread_mutex_unlock(&registry_mu);
+    if (writable) {
+        /* In-place edits a dead writer left uncommitted (inplace.c): their CRCs are refreshed now. */
+        r = mz_inplace_recover(h);
+        if (r) {
+            (void)release(h, 0);
+            return r;
+        }
+    }
     *out = h;
     return MMZIP_OK;
 }
-
-static int release(mmzip_t *h, int commit);
 
 int mmzip_close(mmzip_t *h) { return release(h, 1); }
 int mmzip_discard(mmzip_t *h) { return release(h, 0); }
@@ -472,6 +481,17 @@ static int release(mmzip_t *h, int commit) {
         pthread_mutex_lock(&s->wmu);
         r = mz_rollback_locked(s);
         pthread_mutex_unlock(&s->wmu);
+    }
+    if (h->writable && s->owner == mz_current_pid() && s->n_inplaces && s->writer_handles == 1) {
+        /* In-place changes are in the file already and cannot be rolled back: even a discard publishes
+         * their CRCs, with the markers' removal (inplace.c). */
+        int r2 = mz_inplace_end_all(h);
+        if (!commit) {
+            pthread_mutex_lock(&s->wmu);
+            if (!r2) r2 = mz_commit_locked(s, 0);
+            pthread_mutex_unlock(&s->wmu);
+        }
+        if (!r) r = r2;
     }
     /* In a forked child an inherited handle is only let go of: the parent owns the pending state. */
     if (h->writable && s->owner == mz_current_pid() && commit) {
@@ -607,6 +627,8 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
     info->durable = (s->opts.flags & MMZIP_DURABLE) != 0;
     info->recovered_bytes = s->recovered_bytes;
     info->rolled_back = s->rolled_back;
+    info->edits_recovered = s->edits_recovered;
+    for (uint32_t i = 0; i < s->n_inplaces; i++) info->edits_open += s->inplaces[i].open;
     for (uint32_t i = 0; i < s->n_committed; i++) {
         if (s->e[i].mark & MZ_MARK_BAD) info->torn_tail++;
         if (s->e[i].mark & MZ_MARK_NONAME) info->unnamed++;

@@ -21,6 +21,16 @@ with h5py.File(sys.argv[1], "r", driver="mmzip", member=sys.argv[2]) as f:
 """
 
 
+HOLDER = r"""
+import sys, h5py, mmzip
+mmzip.register_h5py()
+with h5py.File(sys.argv[1], "r", driver="mmzip", member=sys.argv[2]) as f:
+    print("open", flush=True)
+    sys.stdin.readline()
+    print(float(f["added0"][1]), flush=True)
+"""
+
+
 def other_entry_bytes(archive, names):
     with zipfile.ZipFile(archive) as z:
         return {n: z.read(n) for n in names}
@@ -148,6 +158,41 @@ def test_many_flushes_grow_dead_space_until_pack():
                 check_equal(f["step%d" % i][:].tolist(), [i] * 10000, "step%d after pack" % i)
 
 
+def test_reader_of_member_being_written_in_place():
+    """Issue 13 point 3: the member is the last entry and is edited in place. While the writer has unflushed
+    changes, a reader in another process gets a clear "being written" error; after the flush it reads the
+    flushed state. While a reader holds the member, the writer cannot edit it in place: it writes a new
+    version instead (the archive grows by the member), and the reader keeps reading the old values."""
+    with TempDir() as d:
+        arc = os.path.join(d, "held.zip")
+        with h5py.File(arc, "w", driver="mmzip", member="m.h5") as f:
+            f["added0"] = np.arange(100.0)
+        with h5py.File(arc, "r+", driver="mmzip", member="m.h5") as f:
+            f["added0"][0] = -1.0
+            try:
+                read_added_in_other_process(arc, "m.h5")
+            except AssertionError as e:
+                if "is being written in place" not in str(e):
+                    raise
+            else:
+                raise AssertionError("a reader opened the member while it was being written in place")
+            f.flush()
+            check_equal(read_added_in_other_process(arc, "m.h5")["added0"][0], -1.0, "after flush")
+        size = os.path.getsize(arc)
+        holder = subprocess.Popen([PYTHON, "-c", HOLDER, arc, "m.h5"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        check_equal(holder.stdout.readline().strip(), "open", "holder started")
+        with h5py.File(arc, "r+", driver="mmzip", member="m.h5") as f:
+            f["added0"][1] = -2.0
+        out, _ = holder.communicate("go\n", timeout=60)
+        check_equal(out.strip(), "1.0", "held reader keeps the old value")
+        if os.path.getsize(arc) < size + 4096:
+            raise AssertionError("the writer edited a held member in place")
+        with h5py.File(arc, "r", driver="mmzip", member="m.h5") as f:
+            check_equal(f["added0"][:2].tolist(), [-1.0, -2.0], "after the new version")
+        zip_tools_ok(arc)
+
+
 if __name__ == "__main__":
     main([test_append_keeps_other_entries_and_validity, test_flush_without_changes_writes_nothing,
-          test_many_flushes_grow_dead_space_until_pack])
+          test_many_flushes_grow_dead_space_until_pack, test_reader_of_member_being_written_in_place])

@@ -29,8 +29,11 @@ def names_of(path):
 
 def in_other_process(code, *args, check=True):
     """Runs code in a fresh interpreter (another process: its own mapping, its own locks); returns stdout."""
+    env = dict(os.environ)
+    if env.get("MMZIP_ASAN_RUNTIME"):  # the sanitizer build: the runtime must come first there too
+        env["LD_PRELOAD"] = env["MMZIP_ASAN_RUNTIME"]
     p = subprocess.run([PYTHON, "-c", code] + [str(a) for a in args], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=120, env=env)
     if check and p.returncode != 0:
         raise AssertionError("other process failed:\n%s\n%s" % (p.stdout, p.stderr))
     return p

@@ -1,13 +1,18 @@
 """zarr-python's own generic store tests (zarr/tests/test_storage.py, StoreTests), run against
 mmzip.ZarrStore: every test zarr applies to its ZipStore and DirectoryStore, written by zarr's authors."""
-import atexit
 import os
-import tempfile
+import sys
 
-import pytest
+sys.path.insert(0, os.path.join(os.environ.get("MMZIP_TESTS_DIR", os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "interop"))
+import asan_preload  # noqa: E402,F401  (first: under the sanitizer build it re-executes this script)
+import atexit  # noqa: E402
+import tempfile  # noqa: E402
+
+import pytest  # noqa: E402
 from zarr.tests.test_storage import StoreTests, dimension_separator_fixture  # noqa: F401 (a fixture)
 
-import mmzip
+import mmzip  # noqa: E402
 
 _tmp = tempfile.mkdtemp(prefix="mmzip_zarr_suite_")
 
@@ -26,5 +31,4 @@ class TestMmzipZarrStore(StoreTests):
 
 
 if __name__ == "__main__":
-    import sys
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"] + sys.argv[1:]))

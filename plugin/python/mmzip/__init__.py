@@ -9,6 +9,8 @@ Three things:
   ``h5py.File("a.zip", "r", driver="mmzip", member="x.h5")``.
 * ``mmzip.Archive`` opens an archive directly: ``Archive("a.zip")["key"]`` is a zero-copy, read-only
   ``memoryview`` into the shared mapping (``numpy.frombuffer`` turns it into an array without a copy).
+* ``mmzip.open(path, mode)`` / ``mmzip.savez(path, **arrays)``: NumPy arrays (``.npz``) as views into one
+  mapping, written aligned, writable in place in modes r+/w+/a+ (npz.py).
 """
 import ctypes
 import os
@@ -16,7 +18,7 @@ import sys
 
 from ._paths import LIBDIR as _BUILT_LIBDIR
 
-__all__ = ["enable_netcdf", "register_h5py", "Archive", "MmzipError", "libdir"]
+__all__ = ["enable_netcdf", "register_h5py", "Archive", "MmzipError", "libdir", "open", "savez", "NpzArchive"]
 
 
 class MmzipError(OSError):
@@ -370,3 +372,12 @@ try:  # mmzip.ZarrStore needs zarr-python 2 (and numcodecs); the rest of the pac
     from .zarr_store import ZarrStore  # noqa: E402,F401
 except ImportError:
     pass
+
+
+# NumPy arrays in an archive (npz.py), loaded on first use so that `import mmzip` needs no numpy (and the
+# builtin open() stays the one the functions above call).
+def __getattr__(name):
+    if name in ("open", "savez", "NpzArchive"):
+        from . import npz
+        return getattr(npz, name)
+    raise AttributeError("module 'mmzip' has no attribute %r" % name)

@@ -1,0 +1,503 @@
+"""NumPy arrays in a ZIP archive, from one memory map (mmnpz), aligned for writing, modified in place.
+
+``mmzip.open(path, mode)`` opens a ``.npz`` (any ZIP of ``.npy`` members: numpy.savez, zipfile, zip, ours)
+and ``archive[name]`` is an ``numpy.ndarray`` that is a view into the one mapping of the whole file: no copy,
+no file descriptor per array, pages read by the kernel only when touched. ``mmzip.savez`` writes archives
+whose array data starts on a 64-byte boundary, so every mapped array is aligned. Modes ``r+``, ``w+`` and
+``a+`` hand out writable views of stored arrays (in place, AlignedBinaryFormat.jl's model); ``commit()``
+publishes the change and refreshes the member's CRC. docs/user-guide.md, "Python: npz and in-place arrays",
+describes the modes, the lifetime of views, and what a crash between a write and a commit leaves.
+"""
+import ast
+import ctypes
+import io
+import os
+import warnings
+import weakref
+
+import numpy as np
+
+from . import MmzipError, _check, _lib, _EntryInfo, _LIST_FN
+
+__all__ = ["open", "savez", "NpzArchive"]
+
+_MAGIC = b"\x93NUMPY"
+_DEFAULT_ALIGN = 64
+_EDIT_PREFIX = ".mmzip/edit/"  # mmzip.h: the marker entries of arrays being modified in place
+
+# The modes of AlignedBinaryFormat.jl, mapped onto mmzip_open's.
+_MODES = {
+    "r": ("r", False),    # read only
+    "r+": ("r+", True),   # existing archive; arrays writable in place; appends
+    "w": ("w", False),    # new archive (replaces one); appends; arrays read back read-only
+    "w+": ("w", True),    # new archive; arrays writable in place
+    "a": ("w+", False),   # existing or new archive; appends
+    "a+": ("w+", True),   # existing or new archive; arrays writable in place
+}
+
+
+class _IoVec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_uint64)]
+
+
+class _Info(ctypes.Structure):  # mmzip.h: mmzip_info
+    _fields_ = ([(n, ctypes.c_uint64) for n in ("entries", "pending", "file_size", "live_bytes", "dead_bytes",
+                                                "directory_bytes", "prefix_bytes")]
+                + [("alignment", ctypes.c_uint32), ("min_alignment", ctypes.c_uint32)]
+                + [(n, ctypes.c_int) for n in ("writable", "writer_locked", "locks_supported", "zip64", "durable")]
+                + [(n, ctypes.c_uint64) for n in ("recovered_bytes", "rolled_back", "torn_tail", "append_from",
+                                                  "unnamed", "edits_recovered", "edits_open")])
+
+
+def _core():
+    c = _lib()
+    if not hasattr(c, "_npz_ready"):
+        vp, u64 = ctypes.c_void_p, ctypes.c_uint64
+        c.mmzip_putv.argtypes = [vp, ctypes.c_char_p, ctypes.POINTER(_IoVec), ctypes.c_int, ctypes.c_uint32]
+        c.mmzip_putv.restype = ctypes.c_int
+        c.mmzip_stat.argtypes = [vp, ctypes.c_char_p, ctypes.POINTER(_EntryInfo)]
+        c.mmzip_stat.restype = ctypes.c_int
+        c.mmzip_inplace.argtypes = [vp, ctypes.c_char_p, ctypes.POINTER(vp), ctypes.POINTER(u64)]
+        c.mmzip_inplace.restype = ctypes.c_int
+        c.mmzip_inplace_end.argtypes = [vp, ctypes.c_char_p]
+        c.mmzip_inplace_end.restype = ctypes.c_int
+        c.mmzip_get_info.argtypes = [vp, ctypes.POINTER(_Info)]
+        c.mmzip_get_info.restype = ctypes.c_int
+        c._npz_ready = True
+    return c
+
+
+class _Handle:
+    """One mmzip handle; closed when the last object that needs it (archive, mapping, view) is gone."""
+
+    def __init__(self, path, mode):
+        self.h = ctypes.c_void_p()
+        _check(_core().mmzip_open(os.fsencode(path), mode.encode(), None, ctypes.byref(self.h)))
+
+    def close(self):
+        if self.h:
+            h, self.h = self.h, ctypes.c_void_p()
+            _check(_core().mmzip_close(h))
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _npy_header(mem, size, name):
+    """Parses a .npy header at the start of `mem` (bytes-like of the member's first bytes). Returns
+    (dtype, shape, fortran_order, header_length, version)."""
+    if size < 10 or bytes(mem[:6]) != _MAGIC:
+        raise ValueError("%s: not a .npy member (no \\x93NUMPY magic)" % name)
+    major, minor = mem[6], mem[7]
+    if major == 1:
+        hlen, start = int.from_bytes(bytes(mem[8:10]), "little"), 10
+    elif major in (2, 3):
+        if size < 12:
+            raise ValueError("%s: truncated .npy header" % name)
+        hlen, start = int.from_bytes(bytes(mem[8:12]), "little"), 12
+    else:
+        raise ValueError("%s: .npy format version %d.%d is not supported (1.0, 2.0, 3.0 are)"
+                         % (name, major, minor))
+    if start + hlen > size:
+        raise ValueError("%s: .npy header (%d bytes) runs past the member (%d bytes)" % (name, hlen, size))
+    raw = bytes(mem[start:start + hlen])
+    text = raw.decode("utf-8" if major == 3 else "latin1")
+    try:
+        d = ast.literal_eval(text)
+    except (SyntaxError, ValueError) as e:
+        raise ValueError("%s: unreadable .npy header %r: %s" % (name, text[:200], e))
+    if not isinstance(d, dict) or not {"descr", "fortran_order", "shape"} <= set(d):
+        raise ValueError("%s: .npy header lacks descr/fortran_order/shape: %r" % (name, text[:200]))
+    shape = d["shape"]
+    if not isinstance(shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise ValueError("%s: bad shape %r in the .npy header" % (name, shape))
+    dtype = np.lib.format.descr_to_dtype(d["descr"])
+    return dtype, shape, bool(d["fortran_order"]), start + hlen, (major, minor)
+
+
+def _npy_header_bytes(arr, data_align):
+    """A .npy header for arr whose length is a multiple of data_align, so that data placed right after it
+    in a member aligned to data_align is aligned too. numpy's format allows any padding of spaces before the
+    final newline; numpy itself pads to 64."""
+    fortran = arr.flags.f_contiguous and not arr.flags.c_contiguous
+    d = {"descr": np.lib.format.dtype_to_descr(arr.dtype), "fortran_order": fortran, "shape": arr.shape}
+    text = "{" + "".join("%r: %r, " % (k, d[k]) for k in sorted(d)) + "}"
+    try:
+        body, major = text.encode("latin1"), 1
+    except UnicodeEncodeError:
+        body, major = text.encode("utf-8"), 3
+    pre = 10 if major == 1 else 12
+    total = -(-(pre + len(body) + 1) // data_align) * data_align
+    if major == 1 and total - pre > 0xFFFF:
+        major, pre = 2, 12
+        total = -(-(pre + len(body) + 1) // data_align) * data_align
+    hlen = total - pre
+    head = _MAGIC + bytes([major, 0]) + hlen.to_bytes(pre - 8, "little")
+    return head + body + b" " * (hlen - len(body) - 1) + b"\n", fortran
+
+
+def _alignment_of(off):
+    return off & -off if off else 1 << 15
+
+
+class NpzArchive:
+    """An archive of arrays. Use ``mmzip.open(path, mode)``; see the module docstring and the user guide.
+
+    Mapping-like: ``len(a)``, ``iter(a)`` (names without ``.npy``, like ``numpy.load(...).files``),
+    ``name in a``, ``a[name]`` (``name`` with or without ``.npy``), ``a[name] = array``, ``a.files``,
+    ``a.keys()``, ``a.commit()``, ``a.close()``; a context manager. ``repr(a)`` is a table of contents.
+    """
+
+    def __init__(self, path, mode="r", alignment=_DEFAULT_ALIGN):
+        if mode not in _MODES:
+            raise ValueError("mmzip.open: unknown mode %r (use one of %s)" % (mode, ", ".join(_MODES)))
+        if alignment < 64 or alignment > 4096 or alignment & (alignment - 1):
+            raise ValueError("mmzip.open: alignment must be a power of two from 64 to 4096, not %r" % alignment)
+        self.path = os.fspath(path)
+        self.mode = mode
+        self.alignment = alignment
+        core_mode, self._in_place = _MODES[mode]
+        self._writable = core_mode != "r"
+        self._h = _Handle(self.path, core_mode)
+        # The views' keeper: a second read-only handle on the same store (mmzip shares one store per process,
+        # so it costs no descriptor and no mapping), so that arrays still referenced after close() keep their
+        # mapping, while close() commits and lets go of the writer handle.
+        self._keeper = _Handle(self.path, "r")
+        self._cache = {}        # name as asked and member name -> array (views are made once, like mmnpz)
+        self._files = None      # cached listing
+        self._edited = {}       # member name -> weakref of the writable view handed out
+        self._mapping = None    # uint8 ndarray over the whole mapped file
+        self._batch_open = False
+        self._markers = set()
+        self.recovered_edits = 0
+        if self._writable:
+            info = _Info()
+            _check(_core().mmzip_get_info(self._h.h, ctypes.byref(info)))
+            self.recovered_edits = info.edits_recovered
+            if info.edits_recovered:
+                warnings.warn("%s: %d array(s) were being modified in place by a writer that died before "
+                              "committing; their CRCs now match their bytes as they were left, which may hold "
+                              "only part of that writer's changes" % (self.path, info.edits_recovered),
+                              RuntimeWarning, stacklevel=3)
+            _check(_core().mmzip_begin(self._h.h))
+            self._batch_open = True
+
+    # -- names -------------------------------------------------------------------------------------
+    def _infos(self):
+        out = []
+
+        def cb(info, ctx):
+            i = info.contents
+            out.append((ctypes.string_at(i.name, i.name_len).decode("utf-8", "surrogateescape"), i.size,
+                        i.method, i.crc32, i.pending, i.header_offset))
+            return 0
+
+        _check(_core().mmzip_list_ex(self._live(), None, 1, _LIST_FN(cb), None))
+        out.sort(key=lambda x: x[5])  # archive order, like numpy.load(...).files
+        self._markers = {x[0][len(_EDIT_PREFIX):] for x in out if x[0].startswith(_EDIT_PREFIX)}
+        return [x[:5] for x in out if not x[0].startswith(_EDIT_PREFIX)]
+
+    def _member(self, key):
+        if not isinstance(key, str):
+            raise TypeError("array names are str, not %s" % type(key).__name__)
+        c = _core()
+        if not key.startswith(_EDIT_PREFIX):
+            for m in (key, key + ".npy"):
+                if c.mmzip_exists(self._live(), m.encode("utf-8", "surrogateescape")):
+                    return m
+        raise KeyError("%s is not a file in the archive %s" % (key, self.path))
+
+    @property
+    def files(self):
+        """Member names, .npy stripped, in archive order (numpy.load(...).files). Kept until the next write
+        through this object (another process's appends appear after reopening)."""
+        if self._files is None:
+            self._files = [n[:-4] if n.endswith(".npy") else n for n, *_ in self._infos()]
+        return self._files
+
+    def keys(self):
+        return self.files
+
+    def __iter__(self):
+        return iter(self.files)
+
+    def __len__(self):
+        if self._files is None:
+            self.files
+        return len(self._files)
+
+    def __contains__(self, key):
+        try:
+            self._member(key)
+            return True
+        except (KeyError, TypeError):
+            return False
+
+    def items(self):
+        return [(k, self[k]) for k in self.files]
+
+    # -- reading -----------------------------------------------------------------------------------
+    def _live(self):
+        if not self._h.h:
+            raise ValueError("%s: the archive is closed" % self.path)
+        return self._h.h
+
+    def _stat(self, member):
+        info = _EntryInfo()
+        _check(_core().mmzip_stat(self._live(), member.encode("utf-8", "surrogateescape"), ctypes.byref(info)))
+        return info
+
+    def _raw(self, member):
+        p, n = ctypes.c_void_p(), ctypes.c_uint64()
+        _check(_core().mmzip_get(self._live(), member.encode("utf-8", "surrogateescape"), ctypes.byref(p),
+                                 ctypes.byref(n)))
+        return p.value or 0, n.value
+
+    def _whole(self, base, end):
+        """The uint8 array over the mapped file from `base`, covering at least `end` bytes. Writers grow the
+        file after the mapping was made, so it is remade, at the same base, when an array lies past it."""
+        m = self._mapping
+        if m is None or m.ctypes.data != base or m.size < end:
+            info = _Info()
+            _check(_core().mmzip_get_info(self._live(), ctypes.byref(info)))
+            raw = (ctypes.c_char * max(end, info.file_size, 1)).from_address(base)
+            raw._mmzip_keep = self._keeper  # the mapping lives as long as any view of it
+            m = np.frombuffer(memoryview(raw).cast("B").toreadonly(), dtype=np.uint8)
+            self._mapping = m
+        return m
+
+    @property
+    def mapping(self):
+        """A read-only uint8 array over the whole mapped archive: every mapped array is a view of it."""
+        if self._mapping is None:
+            for name, size, method, *_ in self._infos():
+                if method == 0 and size:
+                    info, (p, n) = self._stat(name), self._raw(name)
+                    return self._whole(p - info.data_offset, info.data_offset + n)
+            raise ValueError("%s: no stored member to locate the mapping by" % self.path)
+        return self._mapping
+
+    def _load(self, member):
+        info = self._stat(member)
+        p, n = self._raw(member)
+        if not member.endswith(".npy"):
+            return ctypes.string_at(p, n) if n else b""
+        head = (ctypes.c_char * min(n, 1 << 16)).from_address(p) if n else b""
+        dtype, shape, fortran, hlen, _ = _npy_header(memoryview(head).cast("B") if n else b"", n,
+                                                     "%s: %s" % (self.path, member))
+        if dtype.hasobject:
+            raise ValueError("%s: %s holds Python objects (pickled); mmzip does not unpickle" % (self.path, member))
+        count = int(np.prod(shape, dtype=np.int64))
+        if hlen + count * dtype.itemsize != n:
+            raise ValueError("%s: %s: the .npy header says %s %s (%d bytes) but the member holds %d bytes of data"
+                             % (self.path, member, shape, dtype, count * dtype.itemsize, n - hlen))
+        order = "F" if fortran else "C"
+        if info.method == 0:
+            m = self._whole(p - info.data_offset, info.data_offset + n)
+            return np.ndarray(shape, dtype=dtype, buffer=m, offset=info.data_offset + hlen, order=order)
+        # Decoded (deflated) members: a view of the store's decoded copy, read-only like the rest.
+        raw = (ctypes.c_char * n).from_address(p)
+        raw._mmzip_keep = self._keeper
+        buf = np.frombuffer(memoryview(raw).cast("B").toreadonly(), dtype=np.uint8)
+        return np.ndarray(shape, dtype=dtype, buffer=buf, offset=hlen, order=order)
+
+    def __getitem__(self, key):
+        a = self._cache.get(key)  # the fast path of a training loop: one dict lookup
+        if a is not None:
+            return a
+        member = self._member(key)
+        if self._in_place and member.endswith(".npy"):
+            return self.edit(key)
+        a = self._cache.get(member)
+        if a is None:
+            a = self._load(member)
+        self._cache[member] = self._cache[key] = a
+        return a
+
+    def edit(self, key):
+        """A writable view of a stored array, modified in place (modes r+, w+, a+). The change is published,
+        and the member's CRC refreshed, by commit() or close(). Until then the archive holds a marker entry
+        (``.mmzip/edit/<member>``) that tells recovery to refresh the CRC if this process dies first."""
+        if not self._in_place:
+            raise ValueError("%s: arrays are writable in place only in modes r+, w+ and a+ (mode %r)"
+                             % (self.path, self.mode))
+        member = self._member(key)
+        ref = self._edited.get(member)
+        a = ref() if ref else None
+        if a is not None:
+            return a
+        if self._batch_open:  # mmzip_inplace commits its marker; the batch resumes after it
+            _check(_core().mmzip_commit(self._live()))
+            self._batch_open = False
+        p, n = ctypes.c_void_p(), ctypes.c_uint64()
+        _check(_core().mmzip_inplace(self._live(), member.encode("utf-8", "surrogateescape"), ctypes.byref(p),
+                                  ctypes.byref(n)))
+        _check(_core().mmzip_begin(self._live()))
+        self._batch_open = True
+        raw = (ctypes.c_char * max(n.value, 1)).from_address(p.value)
+        raw._mmzip_keep = self._keeper
+        dtype, shape, fortran, hlen, _ = _npy_header(memoryview(raw).cast("B"), n.value,
+                                                     "%s: %s" % (self.path, member))
+        buf = np.frombuffer(raw, dtype=np.uint8, count=n.value)
+        a = np.ndarray(shape, dtype=dtype, buffer=buf, offset=hlen, order="F" if fortran else "C")
+        a.flags.writeable = True
+        self._edited[member] = weakref.ref(a)
+        self._cache.clear()
+        self._files = None
+        return a
+
+    # -- writing -----------------------------------------------------------------------------------
+    def __setitem__(self, key, array):
+        if not self._writable:
+            raise ValueError("%s: opened read-only (mode 'r')" % self.path)
+        member = key if key.endswith(".npy") else key + ".npy"
+        arr = np.asanyarray(array)
+        if arr.dtype.hasobject:
+            raise ValueError("%s: %s: arrays of Python objects cannot be stored without pickling" % (self.path, key))
+        if member in self._edited:
+            raise ValueError("%s: %s is being modified in place; commit() and drop its view before replacing it"
+                             % (self.path, member))
+        head, fortran = _npy_header_bytes(arr, self.alignment)
+        data = arr.T if fortran else arr
+        if not data.flags.c_contiguous:
+            data = np.ascontiguousarray(data)
+        hb = ctypes.create_string_buffer(head, len(head))
+        iov = (_IoVec * 2)()
+        iov[0].base, iov[0].len = ctypes.addressof(hb), len(head)
+        count = 1
+        if data.nbytes:
+            iov[1].base, iov[1].len = data.ctypes.data, data.nbytes
+            count = 2
+        _check(_core().mmzip_putv(self._live(), member.encode("utf-8", "surrogateescape"), iov, count,
+                                  self.alignment))
+        self._cache.clear()
+        self._files = None
+
+    def __delitem__(self, key):
+        member = self._member(key)
+        _check(_core().mmzip_remove(self._live(), member.encode("utf-8", "surrogateescape")))
+        self._cache.clear()
+        self._files = None
+
+    def commit(self):
+        """Publishes every append, removal and in-place change made so far (one directory write). Other
+        processes see the archive as of the last commit."""
+        if self._writable:
+            _check(_core().mmzip_commit(self._live()))
+            _check(_core().mmzip_begin(self._live()))
+            self._batch_open = True
+
+    flush = commit
+
+    def close(self):
+        """Commits (writable modes) and releases the archive. Arrays taken from it stay valid while they are
+        referenced (they keep the mapping); in-place views become read-only: write before close()."""
+        if not self._h.h:
+            return
+        for ref in self._edited.values():
+            a = ref()
+            if a is not None:
+                a.flags.writeable = False
+        self._edited.clear()
+        self._batch_open = False
+        self._h.close()  # commits, ends in-place edits (CRC refreshed, markers removed), drops the writer lock
+        self._keeper = None  # arrays still hold it (through their mapping) if they are alive
+        self._cache.clear()
+        self._mapping = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # -- table of contents -------------------------------------------------------------------------
+    def toc(self):
+        """One dict per member: name, dtype, shape, bytes, offset (of the array data in the file),
+        alignment (largest power of two dividing that offset), status: mapped (a view of the mapping),
+        decoded (a compressed member, read as a decoded copy), in-place (a writable view handed out here), raw
+        (not a .npy); ", being modified in place" when another writer's marker is present."""
+        rows = []
+        for name, size, method, crc, pending in self._infos():
+            info = self._stat(name)
+            row = {"name": name[:-4] if name.endswith(".npy") else name, "dtype": "-", "shape": "-",
+                   "bytes": size, "offset": info.data_offset, "alignment": _alignment_of(info.data_offset),
+                   "status": "raw" if method == 0 else "decoded"}
+            if name.endswith(".npy"):
+                try:
+                    p, n = self._raw(name)
+                    head = (ctypes.c_char * min(n, 1 << 16)).from_address(p)
+                    dtype, shape, fortran, hlen, ver = _npy_header(memoryview(head).cast("B"), n, name)
+                    row.update(dtype=str(dtype) if dtype.names is None else "struct%d" % dtype.itemsize,
+                               shape=shape, bytes=n - hlen)
+                    if method == 0:
+                        row["offset"] = info.data_offset + hlen
+                        row["alignment"] = _alignment_of(row["offset"])
+                        row["status"] = "mapped"
+                    else:
+                        row["offset"] = None
+                        row["alignment"] = None
+                    if fortran:
+                        row["dtype"] += " (F)"
+                except (ValueError, MmzipError) as e:
+                    row["status"] = "unreadable: %s" % str(e).split(": ")[-1][:40]
+            if name in self._edited and self._edited[name]() is not None:
+                row["status"] = "in-place"
+            elif name in self._markers:
+                row["status"] += ", being modified in place"
+            if pending:
+                row["status"] += " (pending)"
+            rows.append(row)
+        return rows
+
+    def __repr__(self):
+        if not self._h.h:
+            return "<mmzip.NpzArchive %s [closed]>" % self.path
+        rows = self.toc()
+        cols = ["name", "dtype", "shape", "bytes", "offset", "alignment", "status"]
+        cells = [[("-" if r[c] is None else str(r[c])) for c in cols] for r in rows]
+        w = [max([len(c)] + [len(x[i]) for x in cells]) for i, c in enumerate(cols)]
+        line = "+" + "+".join("-" * (n + 2) for n in w) + "+"
+        fmt = lambda xs: "| " + " | ".join(x.ljust(w[i]) if i < 3 or i == 6 else x.rjust(w[i])
+                                          for i, x in enumerate(xs)) + " |"
+        out = ["<mmzip.NpzArchive %s [%s] %d members>" % (self.path, self.mode, len(rows)), line, fmt(cols), line]
+        out += [fmt(x) for x in cells] + [line]
+        return "\n".join(out)
+
+
+def open(path, mode="r", alignment=_DEFAULT_ALIGN):  # noqa: A001 - the package's name for it
+    """Opens an archive of arrays (a .npz). Modes: r (read), r+ (read, append, arrays writable in place),
+    w (new archive, append), w+ (new, writable in place), a (create or append), a+ (create or append,
+    writable in place). ``alignment``: the boundary (64..4096) the data of arrays written here starts on."""
+    return NpzArchive(path, mode, alignment)
+
+
+def savez(file, *args, **kwds):
+    """A drop-in for numpy.savez writing through mmzip: every array's data is stored (uncompressed) and
+    starts on a 64-byte boundary of the file, so that mmzip.open maps it as an aligned array. Names are
+    numpy's (arr_0, arr_1, ... for positional arrays) and, like numpy.savez, ".npz" is appended to a path
+    that lacks it. numpy.load, zipfile and unzip read the result. Only paths (not open files) are accepted."""
+    if not isinstance(file, (str, bytes, os.PathLike)):
+        raise TypeError("mmzip.savez writes to a path, not to %s (numpy.savez accepts file objects)"
+                        % type(file).__name__)
+    path = os.fsdecode(os.fspath(file))
+    if not path.endswith(".npz"):
+        path += ".npz"
+    named = dict(kwds)
+    for i, a in enumerate(args):
+        k = "arr_%d" % i
+        if k in named:
+            raise ValueError("Cannot use un-named variables and keyword %s" % k)
+        named[k] = a
+    with NpzArchive(path, "w") as ar:
+        for k, a in named.items():
+            ar[k] = a

@@ -1,0 +1,211 @@
+/* test_inplace.c - mmzip_inplace / mmzip_inplace_end: in-place modification of stored entries, the CRC refresh at
+ * commit, and what a writer killed (SIGKILL) between a write and the commit leaves. */
+#define _GNU_SOURCE
+#include "mmzip_ctest.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[512];
+
+/* Plain bitwise CRC-32 (ZIP's), independent of the library's. */
+static uint32_t crc32_ref(const uint8_t *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
+    }
+    return c ^ 0xFFFFFFFFu;
+}
+
+static int crc_problems; /* reports of a CRC mismatch of entry 'a' */
+static void report(const char *msg, void *ctx) {
+    (void)ctx;
+    if (strstr(msg, "entry 'a': CRC-32 mismatch")) crc_problems++;
+}
+
+/* MMZIP_ECRC if mmzip_check reports a CRC mismatch of 'a', else MMZIP_OK. Only the CRC verdict is taken:
+ * since main's 8e471ae, mmzip_check also calls "the central directory is not behind the last entry" the dead
+ * bytes that any removal of the physically last entry leaves (here: the marker), which is not what this
+ * test is about (reported to the coordinator). */
+static int check_archive(const char *path) {
+    mmzip_t *h;
+    OK(mmzip_open(path, "r", NULL, &h));
+    crc_problems = 0;
+    (void)mmzip_check(h, report, NULL);
+    mmzip_close(h);
+    return crc_problems ? MMZIP_ECRC : MMZIP_OK;
+}
+
+static uint32_t stored_crc(const char *path, const char *key) {
+    mmzip_t *h;
+    mmzip_entry_info info;
+    OK(mmzip_open(path, "r", NULL, &h));
+    OK(mmzip_stat(h, key, &info));
+    mmzip_close(h);
+    return info.crc32;
+}
+
+static const char *make(const char *name) {
+    const char *p = ctest_path_in(dir, name);
+    mmzip_t *h;
+    uint8_t buf[10000];
+    for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)(i * 7);
+    OK(mmzip_open(p, "w", NULL, &h));
+    OK(mmzip_put(h, "a", buf, sizeof buf, 64));
+    OK(mmzip_put(h, "b", "bbbb", 4, 0));
+    OK(mmzip_close(h));
+    return p;
+}
+
+static void test_edit_commit_end(void) {
+    const char *p = make("basic.zip");
+    mmzip_t *h;
+    void *v, *v2;
+    uint64_t n;
+    OK(mmzip_open(p, "r+", NULL, &h));
+    OK(mmzip_inplace(h, "a", &v, &n));
+    CHECK_EQ_U64(n, 10000);
+    CHECK(((uintptr_t)v & 63) == 0);
+    CHECK(mmzip_exists(h, ".mmzip/edit/a") == 1);
+    memset(v, 0x11, 100);
+    /* Before the commit, the CRC is stale and a check says so. */
+    FAILS_WITH(check_archive(p), MMZIP_ECRC, "");
+    OK(mmzip_commit(h));
+    CHECK_EQ_U64(check_archive(p), MMZIP_OK);
+    CHECK_EQ_U64(stored_crc(p, "a"), crc32_ref(v, 10000));
+    /* The readers' view (a read-only handle of the same store) sees the bytes. */
+    const void *r;
+    uint64_t rn;
+    OK(mmzip_get(h, "a", &r, &rn));
+    CHECK(((const uint8_t *)r)[0] == 0x11 && ((const uint8_t *)r)[99] == 0x11 && ((const uint8_t *)r)[100] == 100 * 7 % 256);
+    OK(mmzip_inplace(h, "a", &v2, NULL));
+    CHECK(v2 == v);
+    ((uint8_t *)v)[5000] = 0xEE;
+    mmzip_info info;
+    OK(mmzip_get_info(h, &info));
+    CHECK_EQ_U64(info.edits_open, 1);
+    OK(mmzip_inplace_end(h, "a"));
+    CHECK(mmzip_exists(h, ".mmzip/edit/a") == 0);
+    OK(mmzip_get_info(h, &info));
+    CHECK_EQ_U64(info.edits_open, 0);
+    FAILS_WITH(mmzip_inplace_end(h, "a"), MMZIP_EINVAL, "not being edited");
+    OK(mmzip_close(h));
+    CHECK_EQ_U64(check_archive(p), MMZIP_OK);
+    uint8_t want[10000];
+    for (size_t i = 0; i < sizeof want; i++) want[i] = (uint8_t)(i * 7);
+    memset(want, 0x11, 100);
+    want[5000] = 0xEE;
+    CHECK_EQ_U64(stored_crc(p, "a"), crc32_ref(want, sizeof want));
+    OK(mmzip_open(p, "r", NULL, &h));
+    CHECK_EQ_U64(mmzip_count(h), 2); /* no marker left */
+    OK(mmzip_get(h, "a", &r, &rn));
+    CHECK(memcmp(r, want, sizeof want) == 0);
+    mmzip_close(h);
+}
+
+static void test_refusals(void) {
+    const char *p = make("refuse.zip");
+    mmzip_t *h;
+    void *v;
+    OK(mmzip_open(p, "r", NULL, &h));
+    FAILS_WITH(mmzip_inplace(h, "a", &v, NULL), MMZIP_EREADONLY, "read-only");
+    mmzip_close(h);
+    OK(mmzip_open(p, "r+", NULL, &h));
+    FAILS_WITH(mmzip_inplace(h, "zz", &v, NULL), MMZIP_ENOTFOUND, "zz");
+    FAILS_WITH(mmzip_inplace(h, ".mmzip/edit/a", &v, NULL), MMZIP_EINVAL, "marker");
+    OK(mmzip_begin(h));
+    OK(mmzip_put(h, "c", "cc", 2, 0));
+    FAILS_WITH(mmzip_inplace(h, "c", &v, NULL), MMZIP_EBUSY, "pending");
+    OK(mmzip_commit(h));
+    OK(mmzip_close(h));
+}
+
+/* Discarding cannot undo bytes already written in place: their CRC is published, the marker removed. */
+static void test_discard_publishes_crc(void) {
+    const char *p = make("discard.zip");
+    mmzip_t *h;
+    void *v;
+    OK(mmzip_open(p, "r+", NULL, &h));
+    OK(mmzip_inplace(h, "a", &v, NULL));
+    memset(v, 0x22, 10000);
+    OK(mmzip_begin(h));
+    OK(mmzip_put(h, "dropped", "x", 1, 0));
+    OK(mmzip_discard(h));
+    CHECK_EQ_U64(check_archive(p), MMZIP_OK);
+    uint8_t want[10000];
+    memset(want, 0x22, sizeof want);
+    CHECK_EQ_U64(stored_crc(p, "a"), crc32_ref(want, sizeof want));
+    OK(mmzip_open(p, "r", NULL, &h));
+    CHECK_EQ_U64(mmzip_count(h), 2);
+    CHECK(!mmzip_exists(h, "dropped"));
+    mmzip_close(h);
+}
+
+/* A child edits, writes, and is killed before committing. `how` recovers: 0 mmzip_recover, 1 an r+ open. */
+static void test_killed_between_write_and_commit(int how) {
+    const char *p = make(how ? "killed_open.zip" : "killed_recover.zip");
+    pid_t pid = fork();
+    if (pid == 0) {
+        mmzip_t *h;
+        void *v;
+        if (mmzip_open(p, "r+", NULL, &h) || mmzip_inplace(h, "a", &v, NULL)) _exit(3);
+        memset(v, 0x5A, 6000); /* part of the array: the rest keeps its old bytes */
+        raise(SIGKILL);
+        _exit(4);
+    }
+    int ws;
+    waitpid(pid, &ws, 0);
+    CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+    uint8_t want[10000];
+    for (size_t i = 0; i < sizeof want; i++) want[i] = (uint8_t)(i * 7);
+    memset(want, 0x5A, 6000);
+    /* What it left: the bytes written, the stale CRC, the marker; a check reports the entry. */
+    mmzip_t *h;
+    const void *r;
+    uint64_t rn;
+    OK(mmzip_open(p, "r", NULL, &h));
+    CHECK(mmzip_exists(h, ".mmzip/edit/a"));
+    OK(mmzip_get(h, "a", &r, &rn));
+    CHECK(rn == sizeof want && memcmp(r, want, sizeof want) == 0);
+    mmzip_close(h);
+    FAILS_WITH(check_archive(p), MMZIP_ECRC, "");
+    CHECK(stored_crc(p, "a") != crc32_ref(want, sizeof want));
+    if (how == 0) {
+        OK(mmzip_recover(p, NULL));
+    } else {
+        mmzip_info info;
+        OK(mmzip_open(p, "r+", NULL, &h));
+        OK(mmzip_get_info(h, &info));
+        CHECK_EQ_U64(info.edits_recovered, 1);
+        CHECK(!mmzip_exists(h, ".mmzip/edit/a"));
+        OK(mmzip_close(h));
+    }
+    CHECK_EQ_U64(check_archive(p), MMZIP_OK);
+    CHECK_EQ_U64(stored_crc(p, "a"), crc32_ref(want, sizeof want));
+    OK(mmzip_open(p, "r", NULL, &h));
+    CHECK_EQ_U64(mmzip_count(h), 2);
+    mmzip_close(h);
+}
+
+static void test_killed_recover(void) { test_killed_between_write_and_commit(0); }
+static void test_killed_open(void) { test_killed_between_write_and_commit(1); }
+
+int main(void) {
+    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(dir, sizeof dir, "%s/mmzip_inplace_XXXXXX", base);
+    if (!mkdtemp(dir)) return 2;
+    RUN(test_edit_commit_end);
+    RUN(test_refusals);
+    RUN(test_discard_publishes_crc);
+    RUN(test_killed_recover);
+    RUN(test_killed_open);
+    int r = ctest_result();
+    if (!r) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        if (system(cmd)) return 1;
+    }
+    return r;
+}
