@@ -121,7 +121,8 @@ static void check_interop(checker *c, mz_store *s) {
     int slack_ours = s->slack_hole && mz_plan_recovery(s, &plan, NULL, NULL) == MMZIP_OK && plan.ours;
     if (s->cd_pos > s->data_end && s->n_committed && !slack_ours)
         interop(c, "%s: %llu bytes no entry refers to lie between the last entry (ending at %llu) and the central "
-                "directory", s->path, (unsigned long long)(s->cd_pos - s->data_end), (unsigned long long)s->data_end);
+                "directory (removed entries, or an interrupted relocation): readers that go by the directory "
+                "ignore them, readers that scan local headers in order may not", s->path, (unsigned long long)(s->cd_pos - s->data_end), (unsigned long long)s->data_end);
     if (s->prefix)
         interop(c, "%s: %llu bytes precede the archive (a self-extractor stub, or bytes prepended after it was "
                 "written); the directory's offsets do not count them, which zipfile and unzip correct for and "
@@ -190,8 +191,9 @@ int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {
                         "write); 'mmzip recover' removes them", s->path,
                         (unsigned long long)(s->file_size - s->locate_end));
                 problem(&c, MMZIP_ECORRUPT);
-            } else if (plan.move_directory && !s->concat) {
-                interop(&c, "%s: the central directory is not behind the last entry (an interrupted mmzip "
+            } else if (plan.move_directory && !s->concat && s->cd_pos + s->cd_size !=
+                       (s->locate_end ? s->locate_end : s->file_size) - s->trailer_len) {
+                interop(&c, "%s: the end records point back at a directory they do not follow (an interrupted mmzip "
                         "relocation); 'mmzip recover' moves it back", s->path);
             }
         }

@@ -116,7 +116,7 @@ int mz_plan_recovery(mz_store *s, mz_recovery_plan *p, mmzip_report_fn report, v
             say(report, ctx, "write the directory (%llu entries) behind the last entry at %llu, where it %s",
                 (unsigned long long)s->n_committed, (unsigned long long)s->data_end,
                 s->concat ? "must be once the bytes prepended to the archive are accounted for"
-                          : "was before an interrupted relocation");
+                          : "reclaims the bytes of removed entries or of an interrupted relocation");
         } else {
             foreign = 1;
             if (gap_data)
