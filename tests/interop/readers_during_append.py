@@ -302,6 +302,10 @@ def main():
     ap.add_argument("--libzip-poll", help="path of the libzip_poll program")
     ap.add_argument("--assert-targets", action="store_true",
                     help="exit 1 unless every writer meets its target, with no CRC error and no wrong byte")
+    ap.add_argument("--fail-rate-bound", type=float, default=0.0,
+                    help="with --assert-targets: accept failed polls up to this percentage where it is above a "
+                         "writer's target (the CTest test's margin for short runs on a loaded machine, where a "
+                         "small archive's early relocations weigh heavily; the benchmark judges the targets)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("args", nargs="*")
     a = ap.parse_args()
@@ -347,8 +351,11 @@ def main():
         verdict = []
         if total["crc"] or total["wrong"] or merged["final_wrong"]:
             verdict.append("bytes that differ from what was written")
+        bound = max(TARGETS[writer], a.fail_rate_bound / 100.0)
         if rate > TARGETS[writer]:
-            verdict.append("%.3f%% failed polls, above the target %.1f%%" % (100 * rate, 100 * TARGETS[writer]))
+            print("  issue target: %.3f%% failed polls, above %.1f%%" % (100 * rate, 100 * TARGETS[writer]))
+        if rate > bound:
+            verdict.append("%.3f%% failed polls, above the bound %.1f%%" % (100 * rate, 100 * bound))
         if merged["writer_stats"]["commits"] < 5:
             verdict.append("the writer made only %d commits" % merged["writer_stats"]["commits"])
         for kind, t in merged["readers"].items():

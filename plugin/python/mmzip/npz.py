@@ -46,7 +46,8 @@ class _Info(ctypes.Structure):  # mmzip.h: mmzip_info
                 + [("alignment", ctypes.c_uint32), ("min_alignment", ctypes.c_uint32)]
                 + [(n, ctypes.c_int) for n in ("writable", "writer_locked", "locks_supported", "zip64", "durable")]
                 + [(n, ctypes.c_uint64) for n in ("recovered_bytes", "rolled_back", "torn_tail", "append_from",
-                                                  "unnamed", "edits_recovered", "edits_open")])
+                                                  "unnamed", "edits_recovered", "edits_open", "free_bytes")]
+                + [("end_follows_directory", ctypes.c_int)])
 
 
 def _core():
