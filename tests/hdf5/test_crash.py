@@ -113,7 +113,9 @@ def check_unrepaired(arc):
                 with h5py.File(arc, "r", driver="mmzip", member=n):
                     pass
             except OSError as e:
-                if "was being written in place when its writer was killed" not in str(e):
+                # Refused by the driver's hold (a hot undo journal) or by the core's read path (the
+                # entry's editing mark): both name the killed writer and `mmzip recover`.
+                if "written in place" not in str(e) or "mmzip recover" not in str(e):
                     raise
             else:
                 raise AssertionError("%s: opened although its undo journal awaits recovery" % n)
