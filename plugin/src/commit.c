@@ -75,7 +75,7 @@ int mz_ensure_room(mz_store *s, uint64_t end) {
     }
     uint8_t *buf = malloc(cdl + tlen);
     if (!buf) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
-    memcpy(buf, s->cd, cdl);
+    if (cdl) memcpy(buf, s->cd, cdl); /* an empty archive has no directory bytes (s->cd may be NULL) */
     mz_write_trailer(buf + cdl, s->n_committed, cdl, b, b + cdl, s->comment, s->comment_len);
     uint64_t old_size = s->file_size;
     int st;
