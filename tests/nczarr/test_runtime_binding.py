@@ -6,6 +6,7 @@ values back; preloaded into a program without libnetcdf it changes nothing."""
 import os
 import re
 
+import nczarr_testlib  # noqa: F401  (in the ASan build, re-runs this test with the sanitizer runtime preloaded)
 from mmzip_testlib import BUILD, TempDir, check_equal, main, mmzip_run, run
 
 PLUGIN = os.path.join(BUILD, "lib", "libmmzip_nczarr.so")
