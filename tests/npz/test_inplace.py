@@ -1,3 +1,6 @@
+import os, sys  # noqa: E401
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "interop"))
+import asan_preload  # noqa: E402,F401
 """In-place arrays (AlignedBinaryFormat.jl's modes): r+, w+ and a+ hand out writable views of stored arrays;
 commit() publishes the change and refreshes the CRC (zipfile, unzip -t, numpy.load agree). A real process
 killed with SIGKILL between its write and its commit leaves a well-defined archive: the bytes written, the

@@ -1,3 +1,6 @@
+import os, sys  # noqa: E401
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "interop"))
+import asan_preload  # noqa: E402,F401
 """mmzip.open(path): .npz archives written by numpy.savez, numpy.savez_compressed, Python zipfile (npy format
 versions 1.0, 2.0, 3.0, data descriptors) and Info-ZIP zip read as NumPy arrays. Stored members are read-only
 views into the one mapping of the archive (checked against /proc/self/maps and the array's base chain), with

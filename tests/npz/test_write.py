@@ -1,3 +1,6 @@
+import os, sys  # noqa: E401
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "interop"))
+import asan_preload  # noqa: E402,F401
 """Writing arrays: archive[name] = array and mmzip.savez (a drop-in for numpy.savez) store each array with its
 DATA (not only the member) on a 64-byte boundary (or the alignment asked for); numpy.load, zipfile and
 `unzip -t` accept the result. The table of contents (repr) names dtype, shape, bytes, offset, alignment and
