@@ -11,6 +11,9 @@ from (Debian's 4.9.0 by default; 4.9.3 / 4.10.1 with -DMMZIP_NETCDF_PREFIX, test
 - Unlimited dimensions (4.9.3+; 4.9.0's NCZarr has none): a record appended by a netCDF C program is read
   back by ncdump and zarr-python with the values written. Under 4.9.0 that part prints why it is skipped.
 """
+import os as _os, sys as _sys  # noqa: E401
+_sys.path.insert(0, _os.path.join(_os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))), "nczarr"))
+import nczarr_testlib  # noqa: E402,F401  (in the ASan build, re-runs this test with the sanitizer runtime preloaded)
 import json
 import os
 import re
