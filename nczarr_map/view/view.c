@@ -13,6 +13,7 @@
 #include "v2_read.h"
 #include "v3_read.h"
 #include "view_internal.h"
+#include "view_release.h"
 
 #define DEFAULT_CACHE_MB 256
 
@@ -26,6 +27,11 @@ static int analyse(mzv_view *v) {
 
     mzv_group *root = mzv_find_group(v, "", 0);
     v->nczarr_format = root && root->zgroup_json && mzj_get(root->zgroup_json, "_NCZARR_SUPERBLOCK") != NULL;
+    /* 4.9.1+ NCZarr (lower-case superblock: in .zgroup for 4.9.1/4.9.2, in the root .zattrs from 4.9.3) is
+     * netCDF-C's own format for the releases that write it; 4.9.0 is shown it as plain Zarr. */
+    if (root && mzv_reads_lowercase_nczarr())
+        v->nczarr_format |= mzj_get(root->zgroup_json, "_nczarr_superblock") != NULL ||
+                            mzj_get(root->attrs, "_nczarr_superblock") != NULL;
     if ((rc = mzv_check_structure(v))) return rc;
 
     /* Path order makes dimension naming deterministic. */
@@ -128,10 +134,26 @@ int mzv_get(mzv_view *v, const char *key, const void **data, size_t *len) {
     return a ? mzv_chunk_get(v, a, chunk_key, data, len) : 0;
 }
 
+/* The presented v2 metadata key of a node: netCDF-C 4.9.3+ take a dataset for Zarr only when a listing
+ * shows a ".z..." key (zsync.c, ncz_validate), and a v3 archive has none of its own. */
+static void each_meta_key(const char *path, const char *name, void (*fn)(void *ctx, const char *path), void *ctx) {
+    char key[4096];
+    int n = snprintf(key, sizeof key, "%s%s%s", path, path[0] ? "/" : "", name);
+    if (n > 0 && (size_t)n < sizeof key) fn(ctx, key);
+}
+
 void mzv_for_each_node(const mzv_view *v, void (*fn)(void *ctx, const char *path), void *ctx) {
     if (!v || !v->enabled || !v->zarr_v3) return;
-    for (size_t i = 0; i < v->group_count; i++) fn(ctx, v->groups[i].path);
-    for (size_t i = 0; i < v->array_count; i++) fn(ctx, v->arrays[i].path);
+    for (size_t i = 0; i < v->group_count; i++) {
+        if (v->groups[i].path[0]) fn(ctx, v->groups[i].path);
+        each_meta_key(v->groups[i].path, ".zgroup", fn, ctx);
+        each_meta_key(v->groups[i].path, ".zattrs", fn, ctx);
+    }
+    for (size_t i = 0; i < v->array_count; i++) {
+        fn(ctx, v->arrays[i].path);
+        each_meta_key(v->arrays[i].path, ".zarray", fn, ctx);
+        each_meta_key(v->arrays[i].path, ".zattrs", fn, ctx);
+    }
 }
 
 int mzv_active(const mzv_view *v) { return v && v->enabled && v->any_translated; }

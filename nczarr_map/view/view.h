@@ -77,8 +77,10 @@ int mzv_check_write(mzv_view *v, const char *key, const void *data, size_t len);
 
 /*
  * Calls fn(ctx, path) for every group and array of a Zarr v3 dataset (paths relative to the dataset, e.g.
- * "axes/cell"; "" is the root), so that the map's listing also shows the nodes known only from the root's
- * consolidated metadata. Does nothing for Zarr v2 datasets (their nodes are the archive's own entries).
+ * "axes/cell"), and for the v2 metadata keys the view presents for them ("axes/cell/.zarray", ".zgroup" for
+ * the root...), so that the map's listing also shows the nodes known only from the root's consolidated
+ * metadata and the ".z" keys netCDF-C 4.9.3+ look for before they take a dataset for Zarr. Does nothing for
+ * Zarr v2 datasets (their nodes are the archive's own entries).
  */
 void mzv_for_each_node(const mzv_view *v, void (*fn)(void *ctx, const char *path), void *ctx);
 
