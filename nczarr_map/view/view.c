@@ -165,6 +165,7 @@ static void free_meta(mzv_meta *m) {
 
 void mzv_close(mzv_view *v) {
     if (!v) return;
+    free(v->replacement);
     for (size_t i = 0; i < v->array_count; i++) {
         mzv_array *a = &v->arrays[i];
         free(a->path);

@@ -74,6 +74,17 @@ int mzv_get(mzv_view *v, const char *key, const void **data, size_t *len);
  *      archive keeps its original metadata and chunks), or NC_ENOMEM.
  */
 int mzv_check_write(mzv_view *v, const char *key, const void *data, size_t len);
+/*
+ * (continued) and, for a .zattrs only:
+ *   2  the object is presented translated and netCDF changed attributes in it: store mzv_replacement's bytes
+ *      instead - the archive's own attributes with only netCDF's changes applied (attributes added, given
+ *      another value, or deleted relative to what the view presented). What the view made up (added
+ *      attributes, rewritten values, dimension names, type tables) is not taken. The view then serves the
+ *      archive's form for that key. A change of _FillValue on a translated array is still refused.
+ */
+
+/* The bytes of the last 2 from mzv_check_write (pure-ASCII JSON), valid until the next call on this view. */
+const void *mzv_replacement(const mzv_view *v, size_t *len);
 
 /*
  * Calls fn(ctx, path) for every group and array of a Zarr v3 dataset (paths relative to the dataset, e.g.

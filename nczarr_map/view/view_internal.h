@@ -119,6 +119,8 @@ struct mzv_view {
     uint64_t clock;
 
     char last_error[1024];
+    char *replacement;         /* mzv_check_write's 2: the bytes to store instead (view_write.c) */
+    size_t replacement_len;
 };
 
 /* view_present.c: fills the presentation fields and metadata of one array / group. 0, or a netCDF error
