@@ -7,7 +7,8 @@
  *
  * What the view presents (each translation is listed in docs/compat-view.md):
  *   - .zarray documents in the form 4.9.0 reads: decompressed (compressor/filters null), little-endian,
- *     C order, strings as one-byte chars ("<U1") with a trailing length dimension, bool as "|u1",
+ *     C order, strings as one-byte chars ("<U1") with a trailing length dimension (netCDF-C 4.9.3+: as
+ *     fixed-width "|S<n>" strings, view_release.h), bool as "|u1",
  *     float16 as "<f4", 0-d and empty arrays as length-1 arrays, chunks no longer than the shape;
  *   - .zattrs with _ARRAY_DIMENSIONS naming every dimension (DataAxesFormats axes, xarray names, or
  *     4.9.0's anonymous names) and attribute values 4.9.0 cannot type rewritten (view_attrs.h); a
