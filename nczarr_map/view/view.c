@@ -26,12 +26,15 @@ static int analyse(mzv_view *v) {
     if (rc) return rc;
 
     mzv_group *root = mzv_find_group(v, "", 0);
-    v->nczarr_format = root && root->zgroup_json && mzj_get(root->zgroup_json, "_NCZARR_SUPERBLOCK") != NULL;
-    /* 4.9.1+ NCZarr (lower-case superblock: in .zgroup for 4.9.1/4.9.2, in the root .zattrs from 4.9.3) is
-     * netCDF-C's own format for the releases that write it; 4.9.0 is shown it as plain Zarr. */
+    /* Each release reads its own NCZarr as it is: 4.9.0 the upper-case form (_NCZARR_SUPERBLOCK in the root
+     * .zgroup), 4.9.3+ the lower-case one (in the root .zattrs; 4.9.1/4.9.2 kept it in .zgroup). The other
+     * release's NCZarr is shown as plain Zarr (4.9.3 takes 4.9.0's for plain Zarr anyway, and refuses its
+     * "<U1" chars). */
     if (root && mzv_reads_lowercase_nczarr())
-        v->nczarr_format |= mzj_get(root->zgroup_json, "_nczarr_superblock") != NULL ||
-                            mzj_get(root->attrs, "_nczarr_superblock") != NULL;
+        v->nczarr_format = mzj_get(root->zgroup_json, "_nczarr_superblock") != NULL ||
+                           mzj_get(root->attrs, "_nczarr_superblock") != NULL;
+    else
+        v->nczarr_format = root && root->zgroup_json && mzj_get(root->zgroup_json, "_NCZARR_SUPERBLOCK") != NULL;
     if ((rc = mzv_check_structure(v))) return rc;
 
     /* Path order makes dimension naming deterministic. */

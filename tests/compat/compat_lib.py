@@ -156,6 +156,10 @@ def _tokens(text):
     return out
 
 
+_CDL_TYPES = {"char", "byte", "ubyte", "short", "ushort", "int", "uint", "int64", "uint64", "float", "double",
+              "string"}
+
+
 class Cdl:
     """What ncdump printed: dims[name] = length, vars[path] = dict(type, dims, attrs), data[path] = list,
     gattrs[group path] = attrs. Paths are '/'-joined group names and variable name ("axes/cell")."""
@@ -223,6 +227,10 @@ class Cdl:
                 groups.append(toks[i + 2][1])
                 i += 4  # group : NAME {
                 section = None
+                continue
+            if section in (None, "dimensions", "variables") and kind == "w" and v in _CDL_TYPES and (
+                    toks[i + 1] == ("p", ":") or toks[i + 2] == ("p", ":")):
+                i += 1  # a typed attribute ("string v:units = ...", "string :title = ..."): the values say it
                 continue
             if (kind, v) == ("p", ":") and section in (None, "dimensions", "variables"):  # group attribute (also after dimensions alone)
                 name = toks[i + 1][1]

@@ -5,6 +5,7 @@ nccopy (to a netCDF-4 file, read back without mmzip), ncks and netCDF4-python.""
 import json
 import math
 import os
+import zipfile
 
 import numcodecs
 import numpy as np
@@ -236,5 +237,27 @@ def test_nczarr_own_scalars():
         check_equal(C.entry_crcs(path), before, "an idle write session leaves NCZarr's archive as it was")
 
 
+def test_nczarr_of_debian_release():
+    """NCZarr written by Debian's 4.9.0 (upper-case metadata, "<U1" chars), read by the tools' release: on
+    4.9.3+, which take it for plain Zarr and refuse "<U1", the view shows it as plain Zarr (chars as one-byte
+    strings); on 4.9.0 it is its own format (test_nczarr_own_scalars)."""
+    if C.TOOL_RELEASE < (4, 9, 3):
+        print("netCDF-C %s tools read 4.9.0's NCZarr as their own format: covered by test_nczarr_own_scalars"
+              % (C.TOOL_RELEASE,))
+        return
+    with TempDir() as tmp:
+        cdl, nc, path = (os.path.join(tmp, n) for n in ("s.cdl", "s.nc", "s.zarr.zip"))
+        with open(cdl, "w") as f:
+            f.write(NCZARR_SCALAR_CDL)
+        run(["ncgen", "-4", "-o", nc, cdl])
+        mmzip_run("/usr/bin/nccopy", nc, path)  # Debian's netCDF-C 4.9.0
+        with zipfile.ZipFile(path) as z:
+            assert b"_NCZARR_SUPERBLOCK" in z.read(".zgroup") and b'"<U1"' in z.read("name/.zarray")
+        c = C.cdl(path)
+        check_equal((c.data["scal"], c.data["v"], c.data["name"]), ([4.5], [1, 2, 3], [b"a", b"b", b"c"]), "values")
+        check_equal(c.vars["scal"]["attrs"]["units"], [b"m"], "attribute")
+
+
 if __name__ == "__main__":
-    main([test_values_through_netcdf4_python, test_documented_forms, test_no_tool_crashes, test_nczarr_own_scalars])
+    main([test_values_through_netcdf4_python, test_documented_forms, test_no_tool_crashes, test_nczarr_own_scalars,
+          test_nczarr_of_debian_release])
