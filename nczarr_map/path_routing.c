@@ -81,8 +81,12 @@ static char *route_subdataset(const char *archive, const char *target, mzn_route
         mzn_subdataset_report(archive, group, &t);
         *refusal = ENOENT;
         break;
+    case MZN_TARGET_OTHER_MEMBER:
+        /* A member, but not HDF5 (a netCDF-3 file, text): the HDF5 side fails on it too, naming the format
+         * it recognises; this says what else the address could have named. Creating over it is HDF5's. */
+        if (kind == MZN_ROUTE_OPEN) mzn_subdataset_report(archive, group, &t);
+        break;
     default:
-        if (kind == MZN_ROUTE_CREATE && t.kind == MZN_TARGET_OTHER_MEMBER) break; /* replacing a member: HDF5's */
         if (kind == MZN_ROUTE_CREATE)
             mzn_diag("%s#/%s: cannot create a sub-dataset there: the archive already holds %s, and an archive is "
                      "append-only (nothing in it can be truncated); name a new group, or open the existing one "
