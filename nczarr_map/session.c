@@ -108,7 +108,12 @@ static int root_at_group(mzn_session *s, int create) {
     mzn_target t;
     if (mzn_subdataset_find(s->archive, s->group, &t) != MMZIP_OK) return NC_ENOMEM;
     int rc = NC_NOERR;
-    if (create && t.kind != MZN_TARGET_NONE) {
+    if (create && t.kind == MZN_TARGET_NONE && mmzip_exists(s->archive, "zarr.json")) {
+        /* netCDF-C writes Zarr v2: a v2 group inside a v3 hierarchy, which Zarr v3 readers do not see. */
+        mzn_diag("%s#/%s: cannot create a sub-dataset there: the archive is Zarr v3 (zarr.json), which netCDF "
+                 "reads but cannot write", s->archive_path, s->group);
+        rc = NC_EPERM;
+    } else if (create && t.kind != MZN_TARGET_NONE) {
         mzn_diag("%s#/%s: cannot create a sub-dataset there: the archive already holds %s; truncating a "
                  "sub-dataset inside an archive is not supported (the archive is append-only): open it for "
                  "writing (NC_WRITE, netCDF4 mode \"a\" or \"r+\") to add to it, or name a new group",

@@ -112,6 +112,7 @@ ds = xr.Dataset({"temp": (("t", "x"), np.arange(6, dtype="<f8").reshape(2, 3) / 
 ds.temp.attrs["units"] = "K"
 store = zarr.ZipStore(path, mode="a")
 ds.to_zarr(store, group="xr", mode="w", consolidated=False)
+zarr.consolidate_metadata(store)  # zarr-python's consolidated metadata, at the archive root
 store.close()
 """
 
@@ -245,6 +246,13 @@ def test_zarr_v3_subdataset():
         check_equal(numbers_in(dump, "umis"), [-2, -1, 0, 1, 2, 3], "ncdump of v3 #/liver")
         if "cell = 2 ;" not in dump:
             raise AssertionError("dimension_names not presented in v3 #/liver:\n" + dump)
+        # netCDF-C writes Zarr v2: no sub-dataset is added to a v3 archive.
+        digest = sha(path)
+        lung = ncgen(LUNG_CDL, os.path.join(d, "lung.nc"))
+        r = mmzip_run("nccopy", lung, path + "#/new", check=False)
+        if r.returncode == 0 or "Zarr v3" not in r.stderr:
+            raise AssertionError("nccopy into a v3 archive: rc %d\n%s" % (r.returncode, r.stderr))
+        check_equal(sha(path), digest, "the v3 archive after the refused create")
 
 
 # -- point 2: adding and appending ------------------------------------------------------------------------
@@ -330,6 +338,32 @@ def test_append_into_existing_subdataset():
         r = python(APPEND_SUB, archive + "#/surface", "a", check=False)
         if r.returncode == 0 or "for reading only" not in r.stderr:
             raise AssertionError("append to #/surface: rc %d\n%s" % (r.returncode, r.stderr))
+
+
+def test_append_refreshes_consolidated_metadata_above():
+    """zarr-python consolidates at the archive root; appending to #/lung keeps that copy true, so that
+    zarr.open_consolidated and xarray see what netCDF wrote."""
+    with TempDir() as d:
+        archive = foreign_archive(d)
+        before = ls_zip(archive)
+        # batch is Blosc-compressed (zarr-python's default): presented decompressed, so not writable; umis
+        # is stored raw.
+        python(APPEND_SUB.replace('d["batch"][1] = 70', 'd["umis"][1, 1] = 40.5'), archive + "#/lung", "r+")
+        after = ls_zip(archive)
+        changed = sorted(n for n in after if after[n] != before.get(n))
+        unexpected = [n for n in changed if not n.startswith("lung/") and n != ".zmetadata"]
+        if unexpected or ".zmetadata" not in changed:
+            raise AssertionError("changed entries: %s" % changed)
+        out = python(r"""
+import sys, json, zarr, numpy as np
+root = zarr.open_consolidated(zarr.ZipStore(sys.argv[1], mode="r"), mode="r")
+g = root["lung"]
+print(json.dumps({"added": np.asarray(g["added"][...]).tolist(), "comment": g["added"].attrs["comment"],
+                  "umis": np.asarray(g["umis"][1]).tolist(), "liver": np.asarray(root["liver/batch"][...]).tolist()}))
+""", archive).stdout
+        check_equal(json.loads(out), {"added": [-1, -2, -3, -4], "comment": "appended to the sub-dataset",
+                                      "umis": [3.0, 40.5, 5.0], "liver": [6, 2, 8, 2]},
+                    "zarr-python through the root's consolidated metadata")
 
 
 def test_create_in_new_archive():
@@ -447,5 +481,6 @@ if __name__ == "__main__":
     main([test_nested_nczarr_group_as_its_own_dataset, test_added_subdataset_reads_like_its_source,
           test_ncks_url_form, test_foreign_zarr_v2_subdatasets, test_zarr_v3_subdataset,
           test_nccopy_adds_subdataset_leaving_every_entry, test_create_over_existing_subdataset_refused,
-          test_append_into_existing_subdataset, test_create_in_new_archive,
+          test_append_into_existing_subdataset, test_append_refreshes_consolidated_metadata_above,
+          test_create_in_new_archive,
           test_precedence_hdf5_member_zarr_group_error, test_url_form, test_zarr_store_subdataset])
