@@ -309,11 +309,13 @@ class ZarrStore(Store):
         places = h.places
         if places[0] != gen:
             places = h.places = (gen, {})
-        where = places[1].get(key)
+        # By entry name: stores rooted at different groups ("a.zip#/g") may share the handle.
+        name = self._root + key if self._root else key
+        where = places[1].get(name)
         if where is None:
             where = self._locate(h, key)
             if h.generation.value == gen:  # nothing changed during the lookup: it answers for `gen`
-                places[1][key] = where
+                places[1][name] = where
         if type(where) is memoryview:
             return where[:]  # a fresh view: the caller may release() it without harming the cached one
         return self._inflate(h, key, where)
