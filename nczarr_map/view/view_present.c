@@ -141,7 +141,6 @@ static size_t fill_string_length(const mzv_array *a) {
  * and recognises NCZarr 4.9.0's own char arrays: dtype "<U1" stored with one byte per element.
  * A chunk that cannot be decoded is skipped here; reading it later reports the error.
  */
-/* The longest string of one decoded chunk, in UTF-8 bytes, raised into *width (undecodable: skipped). */
 /* 1 if the n bytes at p hold a NUL followed by a non-NUL byte (trailing NULs are numpy's padding). */
 static int has_inner_nul(const unsigned char *p, size_t n) {
     const unsigned char *z = memchr(p, 0, n);
@@ -151,6 +150,8 @@ static int has_inner_nul(const unsigned char *p, size_t n) {
     return 0;
 }
 
+/* The longest string of one decoded chunk, in UTF-8 bytes, raised into *width (undecodable: skipped); also
+ * notes a string holding a NUL inside (a->inner_nul; for "|S<n>" arrays this is all the scan looks for). */
 static void widen_to_chunk(mzv_array *a, const mzv_bytes *dec, size_t *width) {
     char err[256];
     if (a->conversion == MZV_CONV_VLEN) {
