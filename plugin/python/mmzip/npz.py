@@ -47,7 +47,8 @@ class _Info(ctypes.Structure):  # mmzip.h: mmzip_info
                 + [(n, ctypes.c_int) for n in ("writable", "writer_locked", "locks_supported", "zip64", "durable")]
                 + [(n, ctypes.c_uint64) for n in ("recovered_bytes", "rolled_back", "torn_tail", "append_from",
                                                   "unnamed", "edits_recovered", "edits_open", "free_bytes")]
-                + [("end_follows_directory", ctypes.c_int)])
+                + [("end_follows_directory", ctypes.c_int)]
+                + [("reserved_bytes", ctypes.c_uint64), ("spare", ctypes.c_uint64 * 7)])
 
 
 def _core():
