@@ -369,7 +369,10 @@ int mz_edit_recover(mz_store *s) {
         /* Growth into the entry's room was not journaled (nothing refers to it): it is cleared, so that
          * the room reads as zeros again for the next edit. */
         uint64_t room = mz_room_of(s, e);
-        if (!st && room) st = mz_io_zero(s, e->data_off + e->csize, room, "recover.clear_room");
+        if (!st && room) {
+            mz_crashpoint("recover.clear_room");
+            st = mz_io_zero(s, e->data_off + e->csize, room, "recover.clear_room");
+        }
     }
     close(fd);
     if (!st) st = journal_remove(s, jpath);
@@ -696,6 +699,7 @@ static int undo_locked(mz_store *s, struct mz_edit *ed) {
     /* Unpublished growth inside the room is cleared: the room must read as zeros for the next edit. */
     uint64_t hi = ed->data_off + ed->high < ed->reach_end ? ed->data_off + ed->high : ed->reach_end;
     if (hi > ed->data_off + ed->base_size) {
+        mz_crashpoint("edit.clear_room");
         st = mz_io_zero(s, ed->data_off + ed->base_size, hi - ed->data_off - ed->base_size, "edit.clear_room");
         if (st) return st;
     }
@@ -718,6 +722,22 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     uint32_t crc;
     st = edited_crc(s, ed, size, &crc);
     if (st) goto out;
+    /* Room after the published size must read as zeros. Bytes written past both the committed and the new
+     * size were never committed: they are cleared now, before the commit, with no journal. Committed bytes
+     * that a shrink cuts off are not touched before the commit point; unless they are zeros already (the
+     * HDF5 driver clears what it cuts), the entry keeps no room and they are dead bytes. */
+    uint64_t reach = ed->reach_end - ed->data_off, room = reach > size ? reach - size : 0;
+    {
+        uint64_t lo = size > ed->base_size ? size : ed->base_size, hi = ed->high < reach ? ed->high : reach;
+        if (hi > lo) {
+            mz_crashpoint("edit.clear_room");
+            st = mz_io_zero(s, ed->data_off + lo, hi - lo, "edit.clear_room");
+            if (st) goto out;
+        }
+        const uint8_t *cut = s->map.base + ed->data_off;
+        for (uint64_t i = size; room && i < ed->base_size; i++)
+            if (cut[i]) room = 0;
+    }
     /* The local header: its CRC and ZIP64 sizes change, where they are. */
     uint8_t *lh = malloc((size_t)ed->lfh_len);
     if (!lh) {
@@ -750,7 +770,7 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     ne.crc = crc;
     ne.limit = ed->data_off + size;
     /* What is left of the entry's room stays its room (growth past it, for the last entry, leaves none). */
-    ne.room = ed->reach_end > ed->data_off + size ? ed->reach_end - ed->data_off - size : 0;
+    ne.room = room;
     ne.keeps_room = ne.room > 0;
     ne.cd_rec_len = (uint32_t)mz_our_cdh_size(nlen) + (ne.keeps_room ? MZ_ROOM_EXTRA : 0);
     ne.hash = mz_hash(key, nlen);
@@ -773,7 +793,8 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     ed->base_size = size;
     ed->base_crc = crc;
     ed->high = size;
-    if (ed->reach_end < ed->data_off + size) ed->reach_end = ed->data_off + size;
+    ed->reach_end = ed->data_off + size + room;
+    if (!ed->last && ed->room_end > ed->reach_end) ed->room_end = ed->reach_end;
     if (ed->last) ed->room_end = s->data_end > ed->data_off + size ? s->data_end : ed->data_off + size;
     st = journal_reset(s, ed);
 out:

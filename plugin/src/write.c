@@ -480,20 +480,18 @@ int mmzip_patch(mmzip_t *h, const char *key, uint64_t size) {
     uint64_t plo, phi;
     own_pages(s, e, e->data_off, e->data_off + size, &plo, &phi);
     if (plo < phi) mz_map_seal(&s->map, plo, phi - plo);
-    /* Kept room reads as zeros (the reservation was zeroed, the caller cleared what it cut) and costs no
-     * disk until the entry grows into it: the blocks allocated for the reservation go back. The mapping
-     * stays writable over it only for the caller's view, which is sealed above up to the size. */
+    /* Kept room reads as zeros, whatever the caller left past the size, and costs no disk until the entry
+     * grows into it: the blocks allocated for the reservation go back (a hole). The caller's view of it is
+     * dropped; the view stays valid, read-only, up to the size. */
     if (room) {
         own_pages(s, e, e->data_off + size, e->data_off + size + room, &plo, &phi);
         if (plo < e->data_off + size) plo += mz_page_size;
         if (plo < phi) mz_map_drop_writable(&s->map, plo, phi - plo);
-        uint64_t zlo = (e->data_off + size + mz_page_size - 1) / mz_page_size * mz_page_size;
-        if (zlo < e->data_off + size + room) {
-            int zst = mz_io_zero(s, zlo, e->data_off + size + room - zlo, "patch.room");
-            if (zst) {
-                st = zst;
-                goto out;
-            }
+        mz_crashpoint("patch.room");
+        int zst = mz_io_zero(s, e->data_off + size, room, "patch.room");
+        if (zst) {
+            st = zst;
+            goto out;
         }
     }
     s->bytes_since_commit += size + hlen;
