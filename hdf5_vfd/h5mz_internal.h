@@ -184,7 +184,8 @@ typedef struct h5mz_plain {
 } h5mz_plain;
 
 /* 1 if path is an existing regular file that HDF5 would take for an HDF5 file and that is not a ZIP
- * archive (an archive's aligned member may carry the signature at 512 or 4096). */
+ * archive (an archive's aligned member, even a dead one, may carry the signature at 512 or 4096: a file
+ * with an end record that mmzip opens as an archive is one). */
 H5MZ_HIDDEN int h5mz_plain_is_hdf5(const char *path);
 /* The path of member as a file beside the archive (in the archive's directory); NULL if out of memory. */
 H5MZ_HIDDEN char *h5mz_beside_archive(const char *archive, const char *member);

@@ -33,21 +33,40 @@ static int read_at(int fd, void *buf, size_t len, uint64_t off) {
     return 0;
 }
 
+/* 1 if the last 64 KiB + 22 bytes of the file hold an end-of-central-directory signature. */
+static int has_end_record(int fd, uint64_t size) {
+    uint64_t len = size < 65557 ? size : 65557;
+    uint8_t *buf = malloc(len ? len : 1);
+    int found = 0;
+    if (buf && read_at(fd, buf, (size_t)len, size - len) == 0)
+        for (uint64_t i = 0; !found && i + 4 <= len; i++)
+            found = buf[i] == 'P' && buf[i + 1] == 'K' && buf[i + 2] == 5 && buf[i + 3] == 6;
+    free(buf);
+    return found || !buf;
+}
+
 int h5mz_plain_is_hdf5(const char *path) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
     struct stat st;
     uint8_t sig[8];
-    int yes = 0;
+    int yes = 0, maybe_zip = 0;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read_at(fd, sig, 4, 0) == 0) {
-        /* An archive can hold a member whose data starts at 512 or 4096: the signature there is a member's. */
-        int zip = sig[0] == 'P' && sig[1] == 'K';
-        for (uint64_t off = 0; !yes && off + sizeof sig <= (uint64_t)st.st_size; off = off ? off * 2 : 512) {
-            if (off && zip) break;
+        for (uint64_t off = 0; !yes && off + sizeof sig <= (uint64_t)st.st_size; off = off ? off * 2 : 512)
             yes = read_at(fd, sig, sizeof sig, off) == 0 && memcmp(sig, h5mz_hdf5_signature, sizeof sig) == 0;
-        }
+        /* An archive holds members whose data starts at 512 or 4096, and one whose first entry is dead need
+         * not start with "PK": the signature there is a member's (an old version's, even). What has an end
+         * record and opens as an archive is an archive. */
+        maybe_zip = yes && has_end_record(fd, (uint64_t)st.st_size);
     }
     close(fd);
+    if (maybe_zip) {
+        mmzip_t *h = NULL;
+        if (mmzip_open(path, "r", NULL, &h) == MMZIP_OK) {
+            mmzip_close(h);
+            yes = 0;
+        }
+    }
     return yes;
 }
 

@@ -117,5 +117,28 @@ def test_vds_source_and_external_link_beside_the_archive():
         check_equal(digest(os.path.join(d, "src.h5")), src_digest, "src.h5 opened r+ and closed unchanged")
 
 
+def test_archive_with_a_dead_first_member_is_no_plain_file():
+    """The driver serves a plain HDF5 file only if the name is no archive. An archive whose first entry was
+    replaced starts with a neutralized header, not "PK", and keeps the old version's data at 4096, where
+    HDF5 looks for a signature (a user block): taking it for a plain file would read the old version, with
+    no error. The driver must read the current one, whatever the name."""
+    mmzip.register_h5py()
+    with TempDir() as d:
+        arc = os.path.join(d, "t.zip")
+        for v in (1, 2):
+            src = os.path.join(d, "v%d.h5" % v)
+            with h5py.File(src, "w") as f:
+                f["x"] = np.full(4, v, dtype="<i4")
+            run([MMZIP, "put", "--align", "4096", arc, "m.h5", src])
+        with open(arc, "rb") as fh:
+            head = fh.read(8192)
+        assert head[:2] != b"PK" and head[4096:4104] == b"\x89HDF\r\n\x1a\n", (
+            "the layout this test needs changed: %r %r" % (head[:4], head[4096:4104]))
+        for name, kw in ((arc, {}), (arc, {"member": "m.h5"}), (arc + "#/m.h5", {})):
+            with h5py.File(name, "r", driver="mmzip", **kw) as f:
+                got = f["x"][:]
+            assert np.array_equal(got, [2] * 4), "%s %r: read %r, the current version holds 2s" % (name, kw, got)
+
+
 if __name__ == "__main__":
-    main([test_vds_source_and_external_link_beside_the_archive])
+    main([test_vds_source_and_external_link_beside_the_archive, test_archive_with_a_dead_first_member_is_no_plain_file])
