@@ -314,6 +314,17 @@ MMZIP_API int mmzip_list_names(mmzip_t *h, const char *prefix, unsigned flags, c
  */
 MMZIP_API int mmzip_refresh(mmzip_t *h);
 
+/*
+ * The address of a counter that changes whenever what lookups through h answer may have changed: a commit
+ * (of this store, or of a writer sharing it in this process), a refresh that found a newer commit, and on a
+ * writer's handle every put, patch, remove or rollback. For bindings that cache lookups (the Python
+ * package's ZarrStore keeps name -> place of the entries it has read): a cached answer is current while
+ * the counter holds the value it had before the lookup was made and after. Read it with an atomic load
+ * (an aligned 64-bit word); it only grows. Valid for the life of the handle (NULL gives a counter that
+ * stays 0).
+ */
+MMZIP_API const uint64_t *mmzip_generation(mmzip_t *h);
+
 /* ---------------------------------------------------------------------------------------------------- */
 /* Writing                                                                                                */
 

@@ -136,6 +136,7 @@ static int build_image(mz_store *s, uint8_t **img_out, uint64_t *len_out, uint32
  * still being filled stay pending, behind the committed entries (their records behind the new directory). */
 static int settle_table(mz_store *s, uint8_t *img, uint64_t img_len) {
     pthread_rwlock_wrlock(&s->rw);
+    mz_table_changed(s);
     if (!img) {
         for (uint32_t i = s->n_committed; i < s->n; i++) {
             s->e[i].state = MZ_COMMITTED;

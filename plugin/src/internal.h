@@ -345,6 +345,7 @@ typedef struct mz_store {
     mmzip_options opts;
     pthread_mutex_t wmu;           /* serialises writes */
     pthread_rwlock_t rw;           /* table readers vs. commit / refresh */
+    uint64_t generation;           /* mmzip_generation: bumped (under rw, written) at every change of the table */
     pthread_mutex_t decode_mu;
 
     mz_mapping map;
@@ -419,6 +420,10 @@ typedef struct mz_store {
     int cd_changed;                /* committed records were patched (CRC refresh): the next commit writes */
     uint64_t edits_recovered;      /* CRCs refreshed at open for edits a dead writer left uncommitted */
 } mz_store;
+
+/* Called, with rw held for writing, after every change of the table that lookups can see: moves the counter
+ * mmzip_generation() exposes, so that bindings caching lookups drop them. */
+static inline void mz_table_changed(mz_store *s) { __atomic_add_fetch(&s->generation, 1, __ATOMIC_RELEASE); }
 
 struct mmzip {
     mz_store *s;

@@ -500,6 +500,7 @@ static int release(mmzip_t *h, int commit) {
         if (s->open_reservations) {
             /* An unpatched reservation holds no promised data: drop it, keep the rest. */
             pthread_rwlock_wrlock(&s->rw);
+            mz_table_changed(s);
             for (uint32_t i = s->n_committed; i < s->n; i++) {
                 mz_entry *e = &s->e[i];
                 if (!(e->mark & MZ_MARK_RESERVED)) continue;
@@ -533,6 +534,11 @@ static int release(mmzip_t *h, int commit) {
 
 const char *mmzip_path(mmzip_t *h) { return h ? h->s->path : NULL; }
 int mmzip_writable(mmzip_t *h) { return h ? h->writable : 0; }
+
+const uint64_t *mmzip_generation(mmzip_t *h) {
+    static const uint64_t none = 0;
+    return h ? &h->s->generation : &none;
+}
 
 int mmzip_refresh(mmzip_t *h) {
     if (!h) return mz_fail(MMZIP_EINVAL, "mmzip_refresh: NULL handle");
@@ -572,6 +578,7 @@ int mmzip_refresh(mmzip_t *h) {
             goto out;
         }
         pthread_rwlock_wrlock(&s->rw);
+        mz_table_changed(s);
         s->file_size = (uint64_t)fs.st_size;
         r = mz_store_install(s, &t, &cd);
         pthread_rwlock_unlock(&s->rw);

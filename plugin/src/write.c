@@ -105,6 +105,7 @@ static uint64_t room_for(mz_store *s, uint64_t entry_end, size_t name_len) {
  */
 int mz_add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, int reserved) {
     pthread_rwlock_wrlock(&s->rw);
+    mz_table_changed(s);
     int st = mz_cd_reserve(s, ne->cd_rec_len);
     if (!st) st = mz_entries_reserve(s, 1);
     if (st) {
@@ -257,6 +258,7 @@ int mmzip_remove(mmzip_t *h, const char *key) {
         return mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s' to remove", s->path, key);
     }
     pthread_rwlock_wrlock(&s->rw);
+    mz_table_changed(s);
     if (e->state == MZ_PENDING) {
         e->mark |= MZ_MARK_DEAD;
         s->n_dead++;
@@ -457,6 +459,7 @@ int mmzip_patch(mmzip_t *h, const char *key, uint64_t size) {
     free(hdr);
     if (st) goto out;
     pthread_rwlock_wrlock(&s->rw);
+    mz_table_changed(s);
     int last = e->data_off + e->csize == s->pending_end;
     uint64_t room = e->keeps_room ? e->csize - size : 0;
     e->crc = crc;
@@ -507,6 +510,7 @@ int mmzip_unreserve(mmzip_t *h, const char *key) {
     if (!e) return st;
     mz_store *s = h->s;
     pthread_rwlock_wrlock(&s->rw);
+    mz_table_changed(s);
     /* The table keeps the entry, dead, as the head of its name: lookups fall through to the version it would
      * have replaced (mz_visible_version), and the next commit leaves it out of the directory. */
     e->mark = (uint8_t)((e->mark & ~MZ_MARK_RESERVED) | MZ_MARK_DEAD);
@@ -558,6 +562,7 @@ int mmzip_rollback(mmzip_t *h) {
 int mz_rollback_locked(mz_store *s) {
     int st;
     pthread_rwlock_wrlock(&s->rw);
+    mz_table_changed(s);
     for (uint32_t i = s->n_committed; i < s->n; i++)
         if (s->e[i].mark & MZ_MARK_RESERVED) mz_map_drop_writable(&s->map, s->e[i].data_off, s->e[i].csize);
     for (uint32_t i = 0; i < s->n_committed; i++) s->e[i].mark &= (uint8_t)~MZ_MARK_SHADOWED;

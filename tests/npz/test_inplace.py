@@ -25,6 +25,8 @@ tmp = tempfile.mkdtemp(prefix="npz_inplace_")
 PY = "/usr/bin/python3"
 MMZIP = os.environ.get("MMZIP_BIN", "mmzip")
 ENV = dict(os.environ)
+if ENV.get("MMZIP_ASAN_RUNTIME"):  # the sanitizer build: the Python children need its runtime first too
+    ENV["LD_PRELOAD"] = ENV["MMZIP_ASAN_RUNTIME"]
 
 
 def stored_bytes(path, member):
