@@ -366,6 +366,38 @@ print(json.dumps({"added": np.asarray(g["added"][...]).tolist(), "comment": g["a
                     "zarr-python through the root's consolidated metadata")
 
 
+def test_netcdf4_python_creates_subdatasets():
+    """netCDF4-python: mode "w" of a new group, and mode "a" of a group that does not exist yet, create a
+    sub-dataset (DataAxesFormats' "w+": created if missing, never truncated)."""
+    with TempDir() as d:
+        nc, _, archive = multi_archive(d)
+        before = ls_zip(archive)
+        python(r"""
+import sys, mmzip
+mmzip.enable_netcdf()
+import netCDF4, numpy as np
+for group, mode, scale in (("kidney", "w", 1), ("heart", "a", 2)):
+    d = netCDF4.Dataset(sys.argv[1] + "#/" + group, mode)
+    d.createDimension("cell", 3)
+    v = d.createVariable("umis", "f8", ("cell",))
+    v[:] = np.array([0.5, 1.5, 2.5]) * scale
+    d.organ = group
+    d.close()
+""", archive)
+        after = ls_zip(archive)
+        for name, where in before.items():
+            check_equal(after.get(name), where, "entry %s" % name)
+        added = sorted(set(after) - set(before))
+        if not added or any(not n.startswith(("kidney/", "heart/")) for n in added):
+            raise AssertionError("entries added: %s" % added)
+        for group, scale in (("kidney", 1), ("heart", 2)):
+            dump = ncdump(archive + "#/" + group)
+            check_equal(numbers_in(dump, "umis"), [0.5 * scale, 1.5 * scale, 2.5 * scale], group + " umis")
+            if ':organ = "%s" ;' % group not in dump:
+                raise AssertionError("global attribute missing in #/%s:\n%s" % (group, dump))
+        check_equal(sorted_dump(ncdump(archive)), sorted_dump(run(["ncdump", nc]).stdout), "the root dataset")
+
+
 def test_create_in_new_archive():
     with TempDir() as d:
         lung = ncgen(LUNG_CDL, os.path.join(d, "lung.nc"))
@@ -482,5 +514,5 @@ if __name__ == "__main__":
           test_ncks_url_form, test_foreign_zarr_v2_subdatasets, test_zarr_v3_subdataset,
           test_nccopy_adds_subdataset_leaving_every_entry, test_create_over_existing_subdataset_refused,
           test_append_into_existing_subdataset, test_append_refreshes_consolidated_metadata_above,
-          test_create_in_new_archive,
+          test_netcdf4_python_creates_subdatasets, test_create_in_new_archive,
           test_precedence_hdf5_member_zarr_group_error, test_url_form, test_zarr_store_subdataset])
