@@ -314,6 +314,17 @@ MMZIP_API int mmzip_list_names(mmzip_t *h, const char *prefix, unsigned flags, c
  */
 MMZIP_API int mmzip_refresh(mmzip_t *h);
 
+/*
+ * The address of a counter that changes whenever what lookups through h answer may have changed: a commit
+ * (of this store, or of a writer sharing it in this process), a refresh that found a newer commit, and on a
+ * writer's handle every put, patch, remove or rollback. For bindings that cache lookups (the Python
+ * package's ZarrStore keeps name -> place of the entries it has read): a cached answer is current while
+ * the counter holds the value it had before the lookup was made and after. Read it with an atomic load
+ * (an aligned 64-bit word); it only grows. Valid for the life of the handle (NULL gives a counter that
+ * stays 0).
+ */
+MMZIP_API const uint64_t *mmzip_generation(mmzip_t *h);
+
 /* ---------------------------------------------------------------------------------------------------- */
 /* Writing                                                                                                */
 
@@ -348,6 +359,17 @@ MMZIP_API int mmzip_remove(mmzip_t *h, const char *key);
  * while a reservation is open.
  */
 MMZIP_API int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data);
+
+/*
+ * As mmzip_reserve(), for an entry that is expected to grow after it is published (an HDF5 file that later
+ * sessions extend in place, mmzip_edit_*): what mmzip_patch() leaves of the capacity stays the entry's
+ * room. The room is recorded in the entry's central-directory record (a private extra field, 0x6D52, that
+ * other ZIP readers skip), reads as zeros, uses no disk (a hole), and later entries go after it; an in-place
+ * edit grows the entry into it without moving it. mmzip_info() reports it as reserved_bytes; mmzip_pack()
+ * reclaims it. A caller that moves an entry which outgrew its place doubles its capacity, so that an entry
+ * growing in every session is moved O(log n) times over n sessions.
+ */
+MMZIP_API int mmzip_reserve_room(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data);
 
 /*
  * Grows (or shrinks) the capacity of the reservation for key, which must be the most recent pending entry.
@@ -507,6 +529,11 @@ typedef struct mmzip_info {
                                 * accepts (Python's zipfile requires it). Every state mmzip's writer leaves has
                                 * it; a file with bytes after its end records, or a forwarding trailer of an
                                 * older mmzip, does not */
+    uint64_t reserved_bytes;   /* room kept after entries for their in-place growth (an HDF5 member moved to
+                                * make room is given as much again, so that it moves O(log n) times over n
+                                * sessions of growth): neither live nor dead, a hole on disk; pack reclaims it */
+    uint64_t spare[7];         /* zero; fields added later take their place, so that the struct's size (which
+                                * callers in other languages mirror) no longer changes */
 } mmzip_info;
 
 MMZIP_API int mmzip_get_info(mmzip_t *h, mmzip_info *info);

@@ -136,6 +136,7 @@ static int build_image(mz_store *s, uint8_t **img_out, uint64_t *len_out, uint32
  * still being filled stay pending, behind the committed entries (their records behind the new directory). */
 static int settle_table(mz_store *s, uint8_t *img, uint64_t img_len) {
     pthread_rwlock_wrlock(&s->rw);
+    mz_table_changed(s);
     if (!img) {
         for (uint32_t i = s->n_committed; i < s->n; i++) {
             s->e[i].state = MZ_COMMITTED;
@@ -322,7 +323,7 @@ int mz_commit_locked(mz_store *s, int force_compact) {
         if (st) return st;
         uint64_t x = s->data_end;
         for (uint32_t i = s->n_committed; i < s->n; i++)
-            if (s->e[i].data_off + s->e[i].csize > x) x = s->e[i].data_off + s->e[i].csize;
+            if (s->e[i].data_off + s->e[i].csize + s->e[i].room > x) x = s->e[i].data_off + s->e[i].csize + s->e[i].room;
         st = commit_additions(s, x, &done);
         if (st || done) return st;
     }
@@ -339,7 +340,7 @@ int mz_commit_locked(mz_store *s, int force_compact) {
     uint64_t x = s->data_end; /* and past open reservations: their space is kept for them */
     for (uint32_t i = s->n_committed; i < s->n; i++) {
         mz_entry *e = &s->e[i];
-        if (!(e->mark & MZ_MARK_DEAD) && e->data_off + e->csize > x) x = e->data_off + e->csize;
+        if (!(e->mark & MZ_MARK_DEAD) && e->data_off + e->csize + e->room > x) x = e->data_off + e->csize + e->room;
     }
     if (x < mz_edit_floor(s)) x = mz_edit_floor(s); /* an entry edited in place is growing there */
     s->pending_end = x;

@@ -60,6 +60,7 @@ static int set_crc(mz_store *s, mz_entry *e, uint32_t crc) {
     int st = mz_io_write(s, le, 4, e->lfh_off + 14, "inplace.local_crc");
     if (st) return st;
     pthread_rwlock_wrlock(&s->rw);
+    mz_table_changed(s);
     mz_put32(s->cd + e->cd_rec + 16, crc);
     e->crc = crc;
     pthread_rwlock_unlock(&s->rw);

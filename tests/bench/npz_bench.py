@@ -14,6 +14,12 @@ the ratios against mmzip, the distance to the floor, and the file descriptors ea
     npz_bench.py [--arrays 2000] [--min-len 200] [--max-len 1200] [--cols 64] [--excerpt 50] [--epochs 7]
                  [--work DIR] [--smoke]
 """
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "interop"))
+import asan_preload  # noqa: E402,F401  (first: under the sanitizer build it re-executes this script)
+
 import argparse
 import gc
 import os

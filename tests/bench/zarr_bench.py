@@ -26,6 +26,12 @@ figure; compare the ratios, which come from one run.
 Usage: zarr_bench.py [--size-mib N] [--chunks-kib 4096,64] [--open-chunks N] [--repeat R] [--dir DIR]
                      [--json FILE] [--smoke]
 """
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "interop"))
+import asan_preload  # noqa: E402,F401  (first: under the sanitizer build it re-executes this script)
+
 import argparse
 import json
 import mmap

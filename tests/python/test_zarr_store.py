@@ -9,6 +9,7 @@ sys.path.insert(0, os.path.join(os.environ.get("MMZIP_TESTS_DIR", os.path.dirnam
     os.path.abspath(__file__)))), "interop"))
 import asan_preload  # noqa: E402,F401  (first: under the sanitizer build it re-executes this script)
 import pickle  # noqa: E402
+import struct  # noqa: E402
 import subprocess  # noqa: E402
 import warnings  # noqa: E402
 import zipfile  # noqa: E402
@@ -481,8 +482,89 @@ def test_views_of_a_writer():
         in_other_process("import sys, mmzip\nmmzip.ZarrStore(sys.argv[1], mode='a').close()", arc)
 
 
+def test_read_cache_follows_commits():
+    """A read-only store remembers where the keys it read are, and forgets when the archive it sees changes:
+    a commit of a writer sharing its store in this process, or its own refresh() after another process
+    committed. Replaced keys read the new bytes, removed ones raise KeyError, never the old state."""
+    with TempDir() as d:
+        arc = os.path.join(d, "c.zip")
+        w = mmzip.ZarrStore(arc, mode="w")
+        w["k"], w["gone"], w["same"] = b"one", b"x", b"kept"
+        w.flush()
+        r = mmzip.ZarrStore(arc)  # read-only, beside the writer: the same store in this process
+        check_equal((bytes(r["k"]), bytes(r["gone"]), bytes(r["same"])), (b"one", b"x", b"kept"), "first reads")
+        v = r["k"]
+        v.release()  # a consumer releasing what it got does not harm the next read
+        check_equal(bytes(r["k"]), b"one", "after a returned view was released")
+        w["k"] = b"two"
+        del w["gone"]
+        check_equal(bytes(r["k"]), b"one", "reader before the writer's commit")
+        w.flush()
+        check_equal(bytes(r["k"]), b"two", "reader after the writer's commit (same process)")
+        try:
+            r["gone"]
+            raise AssertionError("a removed key was still read after the commit")
+        except KeyError:
+            pass
+        check_equal(bytes(r["same"]), b"kept", "untouched key")
+        r.close()
+        w.close()
+        # Another process commits; this reader sees its snapshot until refresh().
+        r = mmzip.ZarrStore(arc)
+        check_equal(bytes(r["k"]), b"two", "before the other process")
+        in_other_process("import sys, mmzip\ns = mmzip.ZarrStore(sys.argv[1], mode='a')\n"
+                         "s['k'] = b'three'\ndel s['same']\ns['new'] = b'n'\ns.close()", arc)
+        check_equal(bytes(r["k"]), b"two", "snapshot before refresh()")
+        check_equal(bytes(r["same"]), b"kept", "snapshot before refresh()")
+        r.refresh()
+        check_equal((bytes(r["k"]), bytes(r["new"])), (b"three", b"n"), "after refresh()")
+        assert "same" not in r
+        try:
+            r["same"]
+            raise AssertionError("a key removed by another process was read after refresh()")
+        except KeyError:
+            pass
+        r.close()
+
+
+def test_deflated_entries_read_and_checked():
+    """Deflated entries of a foreign archive (zipfile) are inflated from the archive's bytes and their CRC-32
+    checked: equal to what zipfile reads; a damaged one is an error naming the entry, never other bytes."""
+    with TempDir() as d:
+        arc = os.path.join(d, "z.zip")
+        rng = np.random.default_rng(3)
+        want = {"a/%d" % i: rng.integers(0, 4, size=5000 + 37 * i, dtype="u1").tobytes() for i in range(20)}
+        want["empty"] = b""
+        with zipfile.ZipFile(arc, "w", zipfile.ZIP_DEFLATED) as z:
+            for k, v in want.items():
+                z.writestr(k, v)
+        with mmzip.ZarrStore(arc) as s:
+            for _ in range(2):  # the second time from what the store remembered
+                for k, v in want.items():
+                    got = s[k]
+                    check_equal(bytes(got), v, "deflated entry %s" % k)
+        with zipfile.ZipFile(arc) as z:
+            info = z.getinfo("a/7")
+        with open(arc, "r+b") as f:  # damage the middle of a/7's deflated stream
+            f.seek(info.header_offset + 26)
+            nlen, xlen = struct.unpack("<HH", f.read(4))
+            f.seek(info.header_offset + 30 + nlen + xlen + info.compress_size // 2)
+            b = f.read(1)
+            f.seek(-1, 1)
+            f.write(bytes([b[0] ^ 0x55]))
+        with mmzip.ZarrStore(arc) as s:
+            check_equal(bytes(s["a/6"]), want["a/6"], "an undamaged neighbour")
+            try:
+                got = bytes(s["a/7"])
+                raise AssertionError("a damaged deflated entry was read (%d bytes, equal: %s)"
+                                     % (len(got), got == want["a/7"]))
+            except mmzip.MmzipError as e:
+                assert "a/7" in str(e), str(e)
+
+
 if __name__ == "__main__":
     main([test_round_trip_against_directory_store, test_zero_copy_reads, test_rewrite_replaces_keys,
           test_batched_commits_seen_by_other_processes, test_modes, test_second_writer_gets_a_clear_error,
           test_pickle, test_getsize_listdir_rmdir_delitem_like_directory_store, test_listing_edges, test_xarray,
-          test_foreign_archives, test_views_of_a_writer])
+          test_foreign_archives, test_views_of_a_writer, test_read_cache_follows_commits,
+          test_deflated_entries_read_and_checked])

@@ -15,31 +15,13 @@ Three things:
 import ctypes
 import os
 import sys
+import urllib.parse
 
-from ._paths import LIBDIR as _BUILT_LIBDIR
+from . import _core
+from ._core import MmzipError, libdir
+from ._core import lib_path as _lib_path
 
 __all__ = ["enable_netcdf", "register_h5py", "Archive", "MmzipError", "libdir", "open", "savez", "NpzArchive"]
-
-
-class MmzipError(OSError):
-    """An mmzip call failed. ``code`` is the mmzip_status (negative), ``str()`` the library's message."""
-
-    def __init__(self, code, message):
-        super().__init__(message)
-        self.code = code
-
-
-def libdir():
-    """Where the mmzip libraries are: $MMZIP_LIBDIR, else where this package was built or installed."""
-    return os.environ.get("MMZIP_LIBDIR") or _BUILT_LIBDIR
-
-
-def _lib_path(name):
-    path = os.path.join(libdir(), name)
-    if not os.path.exists(path):
-        raise MmzipError(-12, "mmzip: %s not found in %s (set MMZIP_LIBDIR to the directory that has it)"
-                         % (name, libdir()))
-    return path
 
 
 _netcdf_plugin = None
@@ -94,14 +76,21 @@ def _dataset_exists(name):
     if os.path.exists(name):
         return True
     if name.startswith("file://"):
-        return os.path.exists(name[len("file://"):].split("#", 1)[0])
+        path, _, fragment = name[len("file://"):].partition("#")
+        path = urllib.parse.unquote(path)
+        group = [urllib.parse.unquote(p[6:]) for p in fragment.split("&") if p.lower().startswith("group=")]
+        if group and os.path.isfile(path):
+            return _dataset_exists(path + "#/" + group[-1].strip("/"))
+        return os.path.exists(path)
     if "#/" in name:
         archive, member = name.split("#/", 1)
         if not os.path.isfile(archive):
             return False
         try:
             with Archive(archive) as a:
-                return member in a
+                # A member (HDF5 route), or a group's entries (a Zarr sub-dataset, "a.zip#/group/sub").
+                member = member.strip("/")
+                return member in a or bool(a.keys(member + "/"))
         except OSError:
             return True  # let netCDF-C open it and report what is wrong, rather than create over it
     return False
@@ -192,63 +181,10 @@ def register_h5py():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Direct access to the core library.
+# Direct access to the core library (the prototypes are in _core.py).
 
-class _EntryInfo(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_void_p), ("name_len", ctypes.c_size_t), ("size", ctypes.c_uint64),
-                ("compressed_size", ctypes.c_uint64), ("header_offset", ctypes.c_uint64),
-                ("data_offset", ctypes.c_uint64), ("crc32", ctypes.c_uint32), ("method", ctypes.c_uint16),
-                ("flags", ctypes.c_uint16), ("alignment", ctypes.c_uint32), ("pending", ctypes.c_int)]
-
-
-class _Options(ctypes.Structure):
-    _fields_ = [("max_file_size", ctypes.c_uint64), ("alignment", ctypes.c_uint32), ("flags", ctypes.c_uint32),
-                ("commit_policy", ctypes.c_uint32), ("max_pending_entries", ctypes.c_uint32),
-                ("max_pending_bytes", ctypes.c_uint64), ("max_decoded_size", ctypes.c_uint64),
-                ("copy_threads", ctypes.c_uint32), ("reserved32_", ctypes.c_uint32),
-                ("reserved_", ctypes.c_uint64 * 3)]
-
-
-_VERIFY_CRC = 1 << 3  # mmzip.h: MMZIP_VERIFY_CRC
-_LIST_NO_DATA_OFFSET = 1  # mmzip.h: MMZIP_LIST_NO_DATA_OFFSET
-_LIST_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_EntryInfo), ctypes.c_void_p)
-_core = None
-
-
-def _lib():
-    global _core
-    if _core is None:
-        c = ctypes.CDLL(_lib_path("libmmzip.so"))
-        vp, cp, u64, i = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_int
-        c.mmzip_open.argtypes = [cp, cp, vp, ctypes.POINTER(vp)]
-        c.mmzip_close.argtypes = [vp]
-        c.mmzip_discard.argtypes = [vp]
-        c.mmzip_get.argtypes = [vp, cp, ctypes.POINTER(vp), ctypes.POINTER(u64)]
-        c.mmzip_put.argtypes = [vp, cp, cp, u64, ctypes.c_uint32]
-        c.mmzip_remove.argtypes = [vp, cp]
-        c.mmzip_begin.argtypes = [vp]
-        c.mmzip_commit.argtypes = [vp]
-        c.mmzip_rollback.argtypes = [vp]
-        c.mmzip_refresh.argtypes = [vp]
-        c.mmzip_exists.argtypes = [vp, cp]
-        c.mmzip_list.argtypes = [vp, cp, _LIST_FN, vp]
-        c.mmzip_list_ex.argtypes = [vp, cp, ctypes.c_uint, _LIST_FN, vp]
-        c.mmzip_options_init.argtypes = [ctypes.POINTER(_Options)]
-        c.mmzip_options_init.restype = None
-        c.mmzip_verify.argtypes = [vp, cp]
-        c.mmzip_verify.restype = i
-        c.mmzip_last_error.restype = cp
-        c.mmzip_version.restype = cp
-        for f in (c.mmzip_open, c.mmzip_close, c.mmzip_discard, c.mmzip_get, c.mmzip_put, c.mmzip_remove, c.mmzip_begin,
-                  c.mmzip_commit, c.mmzip_rollback, c.mmzip_refresh, c.mmzip_exists, c.mmzip_list, c.mmzip_list_ex):
-            f.restype = i
-        _core = c
-    return _core
-
-
-def _check(rc):
-    if rc != 0:
-        raise MmzipError(rc, _lib().mmzip_last_error().decode("utf-8", "replace"))
+_lib = _core.lib
+_check = _core.check
 
 
 class Archive:
@@ -265,9 +201,9 @@ class Archive:
         self.path = os.fspath(path)
         opts = None
         if verify:
-            opts = _Options()
+            opts = _core.Options()
             _lib().mmzip_options_init(ctypes.byref(opts))
-            opts.flags |= _VERIFY_CRC
+            opts.flags |= _core.VERIFY_CRC
             opts = ctypes.byref(opts)
         _check(_lib().mmzip_open(self.path.encode(), mode.encode(), opts, ctypes.byref(self._h)))
 
@@ -333,8 +269,8 @@ class Archive:
             return 0
 
         # Names only: skip reading every entry's local header (_LIST_NO_DATA_OFFSET).
-        _check(_lib().mmzip_list_ex(self._h, prefix.encode() if prefix else None, _LIST_NO_DATA_OFFSET,
-                                    _LIST_FN(cb), None))
+        _check(_lib().mmzip_list_ex(self._h, prefix.encode() if prefix else None, _core.LIST_NO_DATA_OFFSET,
+                                    _core.LIST_FN(cb), None))
         return names
 
     def __iter__(self):

@@ -17,7 +17,8 @@ import weakref
 
 import numpy as np
 
-from . import MmzipError, _check, _lib, _EntryInfo, _LIST_FN
+from . import _core as _c
+from ._core import MmzipError, check as _check
 
 __all__ = ["open", "savez", "NpzArchive"]
 
@@ -36,36 +37,8 @@ _MODES = {
 }
 
 
-class _IoVec(ctypes.Structure):
-    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_uint64)]
-
-
-class _Info(ctypes.Structure):  # mmzip.h: mmzip_info
-    _fields_ = ([(n, ctypes.c_uint64) for n in ("entries", "pending", "file_size", "live_bytes", "dead_bytes",
-                                                "directory_bytes", "prefix_bytes")]
-                + [("alignment", ctypes.c_uint32), ("min_alignment", ctypes.c_uint32)]
-                + [(n, ctypes.c_int) for n in ("writable", "writer_locked", "locks_supported", "zip64", "durable")]
-                + [(n, ctypes.c_uint64) for n in ("recovered_bytes", "rolled_back", "torn_tail", "append_from",
-                                                  "unnamed", "edits_recovered", "edits_open", "free_bytes")]
-                + [("end_follows_directory", ctypes.c_int)])
-
-
-def _core():
-    c = _lib()
-    if not hasattr(c, "_npz_ready"):
-        vp, u64 = ctypes.c_void_p, ctypes.c_uint64
-        c.mmzip_putv.argtypes = [vp, ctypes.c_char_p, ctypes.POINTER(_IoVec), ctypes.c_int, ctypes.c_uint32]
-        c.mmzip_putv.restype = ctypes.c_int
-        c.mmzip_stat.argtypes = [vp, ctypes.c_char_p, ctypes.POINTER(_EntryInfo)]
-        c.mmzip_stat.restype = ctypes.c_int
-        c.mmzip_inplace.argtypes = [vp, ctypes.c_char_p, ctypes.POINTER(vp), ctypes.POINTER(u64)]
-        c.mmzip_inplace.restype = ctypes.c_int
-        c.mmzip_inplace_end.argtypes = [vp, ctypes.c_char_p]
-        c.mmzip_inplace_end.restype = ctypes.c_int
-        c.mmzip_get_info.argtypes = [vp, ctypes.POINTER(_Info)]
-        c.mmzip_get_info.restype = ctypes.c_int
-        c._npz_ready = True
-    return c
+_core = _c.lib
+_IoVec, _Info, _EntryInfo, _LIST_FN = _c.IoVec, _c.Info, _c.EntryInfo, _c.LIST_FN
 
 
 class _Handle:

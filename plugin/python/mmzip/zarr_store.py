@@ -23,23 +23,19 @@ import os
 import threading
 import warnings
 import weakref
+import zlib
 
 from numcodecs.compat import ensure_contiguous_ndarray_like
 from zarr.errors import ReadOnlyError
 from zarr.storage import Store
 from zarr.util import normalize_storage_path
 
-from . import MmzipError, _lib_path
+from . import _core
+from ._core import MmzipError, check as _check
 
 __all__ = ["ZarrStore"]
 
-# mmzip.h values used here.
-_ENOTFOUND = -1
-_ETOOBIG = -11
-_DURABLE = 1
-_PUBLISH_ON_COMMIT = 2
-_COMMIT_MANUAL = 2
-_NAMES_CHILDREN = 1
+_c = _core.lib
 
 
 class StoreReadOnlyError(ReadOnlyError):
@@ -49,72 +45,49 @@ class StoreReadOnlyError(ReadOnlyError):
         PermissionError.__init__(self, message)
 
 
-class _Options(ctypes.Structure):
-    _fields_ = [("max_file_size", ctypes.c_uint64), ("alignment", ctypes.c_uint32), ("flags", ctypes.c_uint32),
-                ("commit_policy", ctypes.c_uint32), ("max_pending_entries", ctypes.c_uint32),
-                ("max_pending_bytes", ctypes.c_uint64), ("max_decoded_size", ctypes.c_uint64),
-                ("copy_threads", ctypes.c_uint32), ("reserved32_", ctypes.c_uint32),
-                ("reserved_", ctypes.c_uint64 * 3)]
-
-
-class _Info(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_void_p), ("name_len", ctypes.c_size_t), ("size", ctypes.c_uint64),
-                ("compressed_size", ctypes.c_uint64), ("header_offset", ctypes.c_uint64),
-                ("data_offset", ctypes.c_uint64), ("crc32", ctypes.c_uint32), ("method", ctypes.c_uint16),
-                ("flags", ctypes.c_uint16), ("alignment", ctypes.c_uint32), ("pending", ctypes.c_int)]
-
-
-_core = None
-
-
-def _c():
-    """The core library with this module's own prototypes (its own CDLL object, so that the prototypes set
-    here and those of mmzip/__init__.py never disturb each other)."""
-    global _core
-    if _core is None:
-        c = ctypes.CDLL(_lib_path("libmmzip.so"))
-        vp, cp, u64, sz = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_size_t
-        proto = {
-            "mmzip_open": [cp, cp, ctypes.POINTER(_Options), ctypes.POINTER(vp)],
-            "mmzip_close": [vp], "mmzip_commit": [vp], "mmzip_refresh": [vp],
-            "mmzip_get": [vp, cp, ctypes.POINTER(vp), ctypes.POINTER(u64)],
-            "mmzip_stat": [vp, cp, ctypes.POINTER(_Info)],
-            "mmzip_put": [vp, cp, vp, u64, ctypes.c_uint32],
-            "mmzip_remove": [vp, cp], "mmzip_exists": [vp, cp],
-            "mmzip_list_names": [vp, cp, ctypes.c_uint, vp, sz, ctypes.POINTER(sz), ctypes.POINTER(sz)],
-        }
-        for name, args in proto.items():
-            f = getattr(c, name)
-            f.argtypes = args
-            f.restype = ctypes.c_int
-        c.mmzip_count.argtypes = [vp]
-        c.mmzip_count.restype = sz
-        c.mmzip_options_init.argtypes = [ctypes.POINTER(_Options)]
-        c.mmzip_options_init.restype = None
-        c.mmzip_last_error.restype = cp
-        _core = c
-    return _core
-
-
-def _check(rc):
-    if rc != 0:
-        raise MmzipError(rc, _c().mmzip_last_error().decode("utf-8", "replace"))
-
-
 class _Handle:
     """One core handle. Zero-copy views hold a reference to it, so the mapping outlives them; it is closed
     when the store has let go of it (close()) and no view is left."""
 
     def __init__(self, path, cmode, opts):
         self.h = ctypes.c_void_p()
+        self.path = path
+        before = _file_id(path)
         _check(_c().mmzip_open(os.fsencode(path), cmode.encode(), ctypes.byref(opts), ctypes.byref(self.h)))
+        # The file the core opened, if nothing was renamed over the path meanwhile (pack does): what a
+        # descriptor of our own must show before its bytes are trusted as the core's (raw_fd).
+        self.file_id = before if before is not None and _file_id(path) == before else None
         self.writable = cmode != "r"
         self.views = 0            # live views (writers only: counted to say why the lock is still held)
         self.views_mu = threading.Lock()
+        # Read-only handles: what lookups found, valid while the core's generation counter stays put (see
+        # ZarrStore.__getitem__). One (generation, dict) pair: a lookup that raced with a change can only
+        # land in the dict of the generation it was made in, which nobody consults any more.
+        self.generation = _c().mmzip_generation(self.h).contents
+        self.places = (-1, {})
+        self.fd = None            # for the compressed bytes of deflated entries (opened on first need)
+
+    def raw_fd(self):
+        """A descriptor of the file the core mapped, or None if that cannot be made sure of (the archive was
+        replaced on disk since the open)."""
+        if self.fd is None and self.file_id is not None:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) == self.file_id:
+                self.fd = fd
+            else:
+                os.close(fd)
+                self.file_id = None
+        return self.fd
 
     def release(self):
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            os.close(fd)
         if self.h:
             h, self.h = self.h, ctypes.c_void_p()
+            self.generation = None
+            self.places = (-1, {})
             _check(_c().mmzip_close(h))
 
     def view_gone(self):
@@ -128,13 +101,39 @@ class _Handle:
             pass
 
 
+def _file_id(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 # Store modes -> core modes. "a" creates the archive if missing; "w" replaces it; "w-" (zarr's "x") creates
 # it and fails if it exists.
 _MODES = {"r": "r", "r+": "r+", "a": "w+", "w": "w", "w-": "w", "x": "w"}
 
 
+def _split_subdataset(path):
+    """``"a.zip#/g/sub"`` -> (absolute archive path, "g/sub"); a path without ``#/`` -> (absolute path, "").
+    The separator is the first ``#/`` whose left side is an existing file (an archive's own name may hold
+    ``#/``), else the first one, as the HDF5 driver and the netCDF plugin read such names."""
+    seps = [i for i in range(len(path)) if path.startswith("#/", i)]
+    cut = next((i for i in seps if os.path.isfile(path[:i])), seps[0] if seps else None)
+    if cut is None:
+        return os.path.abspath(path), ""
+    parts = [p for p in path[cut + 2:].split("/") if p]
+    if any(p in (".", "..") for p in parts):
+        raise ValueError("mmzip.ZarrStore: %r: '.' and '..' are not group names" % (path,))
+    return os.path.abspath(path[:cut]), "/".join(parts)
+
+
 class ZarrStore(Store):
     """A zarr-python 2 store over the mmzip archive at ``path``.
+
+    ``path`` may name a sub-dataset, ``"archive.zip#/group/sub"`` (the address the netCDF plugin and the
+    HDF5 driver read too): the store is then rooted at that group, its keys relative to it; modes "r",
+    "r+" and "a" only (a sub-dataset of an append-only archive cannot be truncated).
 
     ``mode``: "r" (read-only; the archive must exist), "r+" (read/write; must exist), "a" (read/write,
     created if missing), "w" (a new, empty archive that replaces any existing one when first committed),
@@ -156,7 +155,12 @@ class ZarrStore(Store):
     def __init__(self, path, mode="r", *, durable=False, alignment=None, dimension_separator=None):
         if mode not in _MODES:
             raise ValueError("mmzip.ZarrStore: mode must be one of r, r+, a, w, w-, x, not %r" % (mode,))
-        self.path = os.path.abspath(os.fspath(path))
+        self.path, self.group = _split_subdataset(os.fspath(path))
+        if self.group and mode not in ("r", "r+", "a"):
+            raise ValueError("mmzip.ZarrStore: mode %r would truncate %s, and the sub-dataset %r lives in an "
+                             "append-only archive: use 'a' (created if missing) or 'r+'"
+                             % (mode, self.path, self.group))
+        self._root = self.group + "/" if self.group else ""
         self.mode = mode
         self.durable = bool(durable)
         self.alignment = alignment
@@ -168,15 +172,15 @@ class ZarrStore(Store):
         if mode in ("w-", "x") and os.path.lexists(self.path):
             raise FileExistsError("mmzip.ZarrStore: %s exists (mode %r creates a new archive only)"
                                   % (self.path, mode))
-        opts = _Options()
+        opts = _core.Options()
         _c().mmzip_options_init(ctypes.byref(opts))
-        opts.commit_policy = _COMMIT_MANUAL
+        opts.commit_policy = _core.COMMIT_MANUAL
         if self.durable:
-            opts.flags |= _DURABLE
+            opts.flags |= _core.DURABLE
         if _MODES[mode] in ("w", "w+") and not os.path.exists(self.path) or _MODES[mode] == "w":
             # A new archive appears (atomically) at the first commit; "w" leaves the one it replaces
             # untouched until then, so readers keep seeing a complete archive.
-            opts.flags |= _PUBLISH_ON_COMMIT
+            opts.flags |= _core.PUBLISH_ON_COMMIT
         if self.alignment:
             opts.alignment = int(self.alignment)
         self._h = _Handle(self.path, _MODES[mode], opts)
@@ -235,6 +239,7 @@ class ZarrStore(Store):
                 warnings.warn("mmzip.ZarrStore: %s is committed, but %d view(s) returned by store[key] are still "
                               "alive: the writer lock is held until they are dropped" % (self.path, live),
                               ResourceWarning, stacklevel=2)
+        h.places = (-1, {})  # the cached views refer to the handle: let it go with the last view handed out
         del h  # the handle closes now, or when the last view referring to it goes
         if err is not None:
             raise err
@@ -254,7 +259,7 @@ class ZarrStore(Store):
     def __getstate__(self):
         # Like zarr's ZipStore: what is written is published first, so that the copy sees it.
         self.flush()
-        return {"path": self.path, "mode": self.mode, "durable": self.durable, "alignment": self.alignment,
+        return {"path": self.path, "group": self.group, "mode": self.mode, "durable": self.durable, "alignment": self.alignment,
                 "dimension_separator": self._dimension_separator, "pickled_from_mode": self.pickled_from_mode}
 
     def __setstate__(self, state):
@@ -263,6 +268,8 @@ class ZarrStore(Store):
         read-only: it reads what the original had committed when it was pickled (and newer commits after
         ``refresh()``), and a write through it raises ReadOnlyError naming the original mode."""
         self.path = state["path"]
+        self.group = state.get("group", "")
+        self._root = self.group + "/" if self.group else ""
         self.durable = state["durable"]
         self.alignment = state["alignment"]
         self._dimension_separator = state["dimension_separator"]
@@ -273,47 +280,123 @@ class ZarrStore(Store):
         self._open("r")
 
     def __eq__(self, other):
-        return isinstance(other, ZarrStore) and self.path == other.path and self.mode == other.mode
+        return (isinstance(other, ZarrStore) and self.path == other.path and self.group == other.group
+                and self.mode == other.mode)
 
     def __repr__(self):
         state = "closed" if self._h is None else ("read-only" if not self._h.writable else "writable")
-        return "<mmzip.ZarrStore %r mode=%r %s>" % (self.path, self.mode, state)
+        where = self.path + ("#/" + self.group if self.group else "")
+        return "<mmzip.ZarrStore %r mode=%r %s>" % (where, self.mode, state)
 
     # -- mapping -----------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _key(key):
+    def _key(self, key):
         if not isinstance(key, str):
             raise TypeError("mmzip.ZarrStore: keys are str, not %s" % type(key).__name__)
-        return key.encode("utf-8")
+        return (self._root + key).encode("utf-8")
 
     def __getitem__(self, key):
-        h = self._handle()
+        h = self._h
+        if h is None:
+            self._handle()  # raises: closed
+        if h.writable:
+            return self._get_writer(h, key)
+        # Read-only: where a key's bytes are does not change until the core's generation counter moves (a
+        # refresh, or a commit of a writer of this process sharing the store), so a key read before costs one
+        # dict lookup and a slice: no ctypes call. The bytes a view shows never change for the life of the
+        # handle (append-only; in-place edits aside, which the core's own pointers show alike).
+        gen = h.generation.value
+        places = h.places
+        if places[0] != gen:
+            places = h.places = (gen, {})
+        # By entry name: stores rooted at different groups ("a.zip#/g") may share the handle.
+        name = self._root + key if self._root else key
+        where = places[1].get(name)
+        if where is None:
+            where = self._locate(h, key)
+            if h.generation.value == gen:  # nothing changed during the lookup: it answers for `gen`
+                places[1][name] = where
+        if type(where) is memoryview:
+            return where[:]  # a fresh view: the caller may release() it without harming the cached one
+        return self._inflate(h, key, where)
+
+    def _locate(self, h, key):
+        """What __getitem__ caches for key on a read-only handle: a read-only memoryview of a stored entry's
+        bytes in the mapping, or (data offset, compressed size, size, CRC-32) of a deflated one."""
+        k = self._key(key)
+        info = _core.EntryInfo()
+        rc = _c().mmzip_stat(h.h, k, ctypes.byref(info))
+        if rc == _core.ENOTFOUND:
+            raise KeyError(key)
+        _check(rc)
+        if (info.method == 8 and info.data_offset and not info.flags & (_core.FLAG_ENCRYPTED |
+                                                                        _core.FLAG_STRONG_ENCRYPTION)):
+            # Decoded here rather than by mmzip_get, which keeps every decoded copy until the store closes:
+            # a foreign archive of deflated chunks would pin all of them. The copy is the caller's; freed when
+            # dropped.
+            return (int(info.data_offset), int(info.compressed_size), int(info.size), int(info.crc32))
+        return self._core_view(h, k, key)
+
+    @staticmethod
+    def _core_view(h, k, key):
+        p, n = ctypes.c_void_p(), ctypes.c_uint64()
+        rc = _c().mmzip_get(h.h, k, ctypes.byref(p), ctypes.byref(n))
+        if rc == _core.ENOTFOUND:
+            raise KeyError(key)
+        _check(rc)  # every check of the core (local header, torn tail, method, CRC if due) has passed
+        if n.value == 0:
+            return memoryview(b"")
+        buf = (ctypes.c_char * n.value).from_address(p.value)
+        buf._mmzip_handle = h  # keeps the mapping alive as long as any view of it
+        return memoryview(buf).cast("B").toreadonly()
+
+    def _inflate(self, h, key, where):
+        off, csize, size, crc = where
+        fd = h.fd if h.fd is not None else h.raw_fd()
+        if fd is None:  # the core decodes it then (and keeps the copy until the store closes)
+            return self._core_view(h, self._key(key), key)
+        raw = os.pread(fd, csize, off)
+        if len(raw) != csize:
+            raise MmzipError(-6, "%s: entry '%s': %d compressed bytes at offset %d, the file has only %d"
+                             % (self.path, key, csize, off, len(raw)))
+        try:
+            d = zlib.decompressobj(-15)
+            out = d.decompress(raw, size + 1)
+        except zlib.error as e:
+            raise MmzipError(-6, "%s: entry '%s': cannot inflate its %d bytes: %s" % (self.path, key, csize, e))
+        if len(out) != size or not d.eof:
+            raise MmzipError(-6, "%s: entry '%s': inflates to %s bytes, the directory says %d"
+                             % (self.path, key, len(out) if d.eof else "more than %d" % len(out), size))
+        got = zlib.crc32(out)
+        if got != crc:
+            raise MmzipError(_core.ECRC, "%s: entry '%s': CRC-32 mismatch (directory says %08x, data gives %08x)"
+                             % (self.path, key, crc, got))
+        return out
+
+    def _get_writer(self, h, key):
         k = self._key(key)
         p, n = ctypes.c_void_p(), ctypes.c_uint64()
-        if h.writable:
-            info = _Info()
-            rc = _c().mmzip_stat(h.h, k, ctypes.byref(info))
-            if rc == _ENOTFOUND:
-                raise KeyError(key)
+        info = _core.EntryInfo()
+        rc = _c().mmzip_stat(h.h, k, ctypes.byref(info))
+        if rc == _core.ENOTFOUND:
+            raise KeyError(key)
+        _check(rc)
+        if info.pending:
+            # Not yet committed: the writer may rewrite these bytes in place before the commit.
+            rc = _c().mmzip_get(h.h, k, ctypes.byref(p), ctypes.byref(n))
             _check(rc)
-            if info.pending:
-                # Not yet committed: the writer may rewrite these bytes in place before the commit.
-                rc = _c().mmzip_get(h.h, k, ctypes.byref(p), ctypes.byref(n))
-                _check(rc)
-                return ctypes.string_at(p.value, n.value) if n.value else b""
+            return ctypes.string_at(p.value, n.value) if n.value else b""
         rc = _c().mmzip_get(h.h, k, ctypes.byref(p), ctypes.byref(n))
-        if rc == _ENOTFOUND:
+        if rc == _core.ENOTFOUND:
             raise KeyError(key)
         _check(rc)
         if n.value == 0:
             return b""
         buf = (ctypes.c_char * n.value).from_address(p.value)
         buf._mmzip_handle = h  # keeps the mapping alive as long as the view
-        if h.writable:
-            with h.views_mu:
-                h.views += 1
-            weakref.finalize(buf, h.view_gone)
+        with h.views_mu:
+            h.views += 1
+        weakref.finalize(buf, h.view_gone)
         return memoryview(buf).cast("B").toreadonly()
 
     def __setitem__(self, key, value):
@@ -325,30 +408,33 @@ class ZarrStore(Store):
     def __delitem__(self, key):
         h = self._writer("delete %r" % (key,))
         rc = _c().mmzip_remove(h.h, self._key(key))
-        if rc == _ENOTFOUND:
+        if rc == _core.ENOTFOUND:
             raise KeyError(key)
         _check(rc)
 
     def __contains__(self, key):
         if not isinstance(key, str):
             return False
-        return bool(_c().mmzip_exists(self._handle().h, key.encode("utf-8")))
+        return bool(_c().mmzip_exists(self._handle().h, self._key(key)))
 
     def _names(self, prefix, flags):
+        """Entry names under prefix (relative to the store's root, as are the names returned)."""
         h = self._handle()
+        prefix = self._root + prefix
         need, count = ctypes.c_size_t(), ctypes.c_size_t()
         cap = 1 << 16
         while True:
             buf = ctypes.create_string_buffer(cap)
             rc = _c().mmzip_list_names(h.h, prefix.encode("utf-8"), flags, buf, cap, ctypes.byref(need),
                                        ctypes.byref(count))
-            if rc == _ETOOBIG:
+            if rc == _core.ETOOBIG:
                 cap = need.value + 4096
                 continue
             _check(rc)
             if count.value == 0:
                 return []
-            return buf.raw[:need.value - 1].decode("utf-8").split("\0")
+            names = buf.raw[:need.value - 1].decode("utf-8").split("\0")
+            return [n[len(self._root):] for n in names] if self._root and not flags else names
 
     def keys(self):
         return self._names("", 0)
@@ -357,38 +443,40 @@ class ZarrStore(Store):
         return iter(self.keys())
 
     def __len__(self):
+        if self._root:
+            return len(self._names("", 0))
         return int(_c().mmzip_count(self._handle().h))
 
     def listdir(self, path=None):
         path = normalize_storage_path(path)
         prefix = path + "/" if path else ""
-        return sorted({n.rstrip("/") for n in self._names(prefix, _NAMES_CHILDREN)})
+        return sorted({n.rstrip("/") for n in self._names(prefix, _core.NAMES_CHILDREN)})
 
     def rmdir(self, path=None):
         h = self._writer("remove %r" % (path or "/",))
         path = normalize_storage_path(path)
         prefix = path + "/" if path else ""
         for name in self._names(prefix, 0):
-            _check(_c().mmzip_remove(h.h, name.encode("utf-8")))
+            _check(_c().mmzip_remove(h.h, self._key(name)))
 
     def getsize(self, path=None):
         """Bytes stored: of the entry ``path``, or of the entries directly below ``path`` (not recursive,
         as zarr's DirectoryStore and ZipStore count)."""
         h = self._handle()
         path = normalize_storage_path(path)
-        info = _Info()
+        info = _core.EntryInfo()
         if path:
-            rc = _c().mmzip_stat(h.h, path.encode("utf-8"), ctypes.byref(info))
+            rc = _c().mmzip_stat(h.h, self._key(path), ctypes.byref(info))
             if rc == 0:
                 return int(info.compressed_size)
-            if rc != _ENOTFOUND:
+            if rc != _core.ENOTFOUND:
                 _check(rc)
         prefix = path + "/" if path else ""
         size = 0
-        for child in self._names(prefix, _NAMES_CHILDREN):
+        for child in self._names(prefix, _core.NAMES_CHILDREN):
             if child.endswith("/"):
                 continue
-            _check(_c().mmzip_stat(h.h, (prefix + child).encode("utf-8"), ctypes.byref(info)))
+            _check(_c().mmzip_stat(h.h, self._key(prefix + child), ctypes.byref(info)))
             size += int(info.compressed_size)
         return size
 

@@ -1,0 +1,164 @@
+"""The one ctypes binding of libmmzip (plugin/include/mmzip.h), private to the package.
+
+Every struct mirror, constant and function prototype the package uses lives here, on one CDLL object, so
+that a change of the C header is made in one place. Two modules each declaring their own copy of a struct
+is how a grown ``mmzip_info`` once overwrote Python's heap: ``tests/python/test_core_abi.py`` (CTest
+``python_core_abi``) compiles a probe against mmzip.h and checks every struct here, field by field
+(names, offsets, sizes), and every prototype (argument count and kinds) against the header.
+"""
+import ctypes
+import os
+
+from ._paths import LIBDIR as _BUILT_LIBDIR
+
+
+class MmzipError(OSError):
+    """An mmzip call failed. ``code`` is the mmzip_status (negative), ``str()`` the library's message."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+# mmzip_status values used by the package.
+OK = 0
+ENOTFOUND = -1
+EINVAL = -4
+EUNSUPPORTED = -7
+ECRC = -8
+EBUSY = -9
+ETOOBIG = -11
+ENOENT = -12
+
+# mmzip_options.flags
+DURABLE = 1 << 0
+PUBLISH_ON_COMMIT = 1 << 1
+NO_LOCK = 1 << 2
+VERIFY_CRC = 1 << 3
+
+# mmzip_commit_policy
+COMMIT_EACH = 0
+COMMIT_AMORTIZED = 1
+COMMIT_MANUAL = 2
+
+LIST_NO_DATA_OFFSET = 1 << 0   # mmzip_list_ex flags
+NAMES_CHILDREN = 1 << 0        # mmzip_list_names flags
+
+# General-purpose bit flags of an entry (mmzip_entry_info.flags) that matter to a reader.
+FLAG_ENCRYPTED = 1 << 0
+FLAG_STRONG_ENCRYPTION = 1 << 6
+
+
+def libdir():
+    """Where the mmzip libraries are: $MMZIP_LIBDIR, else where this package was built or installed."""
+    return os.environ.get("MMZIP_LIBDIR") or _BUILT_LIBDIR
+
+
+def lib_path(name):
+    """The path of library `name` (libmmzip.so, libmmzip_nczarr.so, libmmzip_h5fd.so); MmzipError (ENOENT)
+    naming the directory if it is not there."""
+    path = os.path.join(libdir(), name)
+    if not os.path.exists(path):
+        raise MmzipError(ENOENT, "mmzip: %s not found in %s (set MMZIP_LIBDIR to the directory that has it)"
+                         % (name, libdir()))
+    return path
+
+
+# -- struct mirrors (mmzip.h) ------------------------------------------------------------------------------
+
+class Options(ctypes.Structure):  # mmzip_options
+    _fields_ = [("max_file_size", ctypes.c_uint64), ("alignment", ctypes.c_uint32), ("flags", ctypes.c_uint32),
+                ("commit_policy", ctypes.c_uint32), ("max_pending_entries", ctypes.c_uint32),
+                ("max_pending_bytes", ctypes.c_uint64), ("max_decoded_size", ctypes.c_uint64),
+                ("copy_threads", ctypes.c_uint32), ("reserved32_", ctypes.c_uint32),
+                ("reserved_", ctypes.c_uint64 * 3)]
+
+
+class EntryInfo(ctypes.Structure):  # mmzip_entry_info
+    _fields_ = [("name", ctypes.c_void_p), ("name_len", ctypes.c_size_t), ("size", ctypes.c_uint64),
+                ("compressed_size", ctypes.c_uint64), ("header_offset", ctypes.c_uint64),
+                ("data_offset", ctypes.c_uint64), ("crc32", ctypes.c_uint32), ("method", ctypes.c_uint16),
+                ("flags", ctypes.c_uint16), ("alignment", ctypes.c_uint32), ("pending", ctypes.c_int)]
+
+
+class IoVec(ctypes.Structure):  # mmzip_iovec
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_uint64)]
+
+
+class Info(ctypes.Structure):  # mmzip_info
+    _fields_ = ([(n, ctypes.c_uint64) for n in ("entries", "pending", "file_size", "live_bytes", "dead_bytes",
+                                                "directory_bytes", "prefix_bytes")]
+                + [("alignment", ctypes.c_uint32), ("min_alignment", ctypes.c_uint32)]
+                + [(n, ctypes.c_int) for n in ("writable", "writer_locked", "locks_supported", "zip64", "durable")]
+                + [(n, ctypes.c_uint64) for n in ("recovered_bytes", "rolled_back", "torn_tail", "append_from",
+                                                  "unnamed", "edits_recovered", "edits_open", "free_bytes")]
+                + [("end_follows_directory", ctypes.c_int)]
+                + [("reserved_bytes", ctypes.c_uint64), ("spare", ctypes.c_uint64 * 7)])
+
+
+# Each mirror and the C struct it stands for: what test_core_abi.py checks.
+STRUCTS = {"mmzip_options": Options, "mmzip_entry_info": EntryInfo, "mmzip_iovec": IoVec, "mmzip_info": Info}
+
+LIST_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(EntryInfo), ctypes.c_void_p)  # mmzip_list_fn
+
+# -- function prototypes -----------------------------------------------------------------------------------
+
+_vp, _cp, _u64, _u32, _sz, _int, _uint = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint32,
+                                          ctypes.c_size_t, ctypes.c_int, ctypes.c_uint)
+_P = ctypes.POINTER
+
+# name: (restype, argtypes). Handles are c_void_p; data buffers c_void_p (bytes objects pass as well).
+PROTOTYPES = {
+    "mmzip_options_init": (None, [_P(Options)]),
+    "mmzip_open": (_int, [_cp, _cp, _P(Options), _P(_vp)]),
+    "mmzip_close": (_int, [_vp]),
+    "mmzip_discard": (_int, [_vp]),
+    "mmzip_count": (_sz, [_vp]),
+    "mmzip_exists": (_int, [_vp, _cp]),
+    "mmzip_stat": (_int, [_vp, _cp, _P(EntryInfo)]),
+    "mmzip_size": (_int, [_vp, _cp, _P(_u64)]),
+    "mmzip_get": (_int, [_vp, _cp, _P(_vp), _P(_u64)]),
+    "mmzip_verify": (_int, [_vp, _cp]),
+    "mmzip_read": (_int, [_vp, _cp, _u64, _vp, _sz, _P(_sz)]),
+    "mmzip_list": (_int, [_vp, _cp, LIST_FN, _vp]),
+    "mmzip_list_ex": (_int, [_vp, _cp, _uint, LIST_FN, _vp]),
+    "mmzip_list_names": (_int, [_vp, _cp, _uint, _vp, _sz, _P(_sz), _P(_sz)]),
+    "mmzip_refresh": (_int, [_vp]),
+    "mmzip_generation": (_P(_u64), [_vp]),
+    "mmzip_put": (_int, [_vp, _cp, _vp, _u64, _u32]),
+    "mmzip_putv": (_int, [_vp, _cp, _P(IoVec), _int, _u32]),
+    "mmzip_remove": (_int, [_vp, _cp]),
+    "mmzip_inplace": (_int, [_vp, _cp, _P(_vp), _P(_u64)]),
+    "mmzip_inplace_end": (_int, [_vp, _cp]),
+    "mmzip_begin": (_int, [_vp]),
+    "mmzip_commit": (_int, [_vp]),
+    "mmzip_rollback": (_int, [_vp]),
+    "mmzip_get_info": (_int, [_vp, _P(Info)]),
+    "mmzip_last_error": (_cp, []),
+    "mmzip_version": (_cp, []),
+}
+
+_lib = None
+
+
+def lib():
+    """libmmzip.so, loaded once, with every prototype of PROTOTYPES set."""
+    global _lib
+    if _lib is None:
+        c = ctypes.CDLL(lib_path("libmmzip.so"))
+        for name, (res, args) in PROTOTYPES.items():
+            f = getattr(c, name)
+            f.restype = res
+            f.argtypes = args
+        _lib = c
+    return _lib
+
+
+def last_error():
+    return lib().mmzip_last_error().decode("utf-8", "replace")
+
+
+def check(rc):
+    """Raises MmzipError with the library's message for a non-zero status."""
+    if rc != 0:
+        raise MmzipError(rc, last_error())
