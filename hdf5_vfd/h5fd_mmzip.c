@@ -45,6 +45,9 @@
 typedef struct mmzip_fapl {
     char *member;
     unsigned flags;
+    int from_file;  /* made by fapl_get from an open file: HDF5 passes it on to the files that file refers
+                     * to (VDS sources, external links), whose names say which file they mean; its member
+                     * is the referring one's and names nothing for them */
 } mmzip_fapl;
 
 /* One open HDF5 file. HDF5 sees only `pub`, which must come first. */
@@ -56,6 +59,8 @@ typedef struct mmzip_file {
     ino_t ino;
     unsigned flags;
     haddr_t eoa;
+    int is_plain;       /* not a member: an HDF5 file beside the archive (plain_file.c) */
+    h5mz_plain plain;
 } mmzip_file;
 
 /* ---------------------------------------------------------------------------------------------------- */
@@ -99,6 +104,7 @@ static void *fapl_copy(const void *info) {
     mmzip_fapl *to = calloc(1, sizeof *to);
     if (!to) return NULL;
     to->flags = from->flags;
+    to->from_file = from->from_file;
     if (from->member && !(to->member = strdup(from->member))) {
         free(to);
         return NULL;
@@ -116,7 +122,7 @@ static herr_t fapl_free(void *info) {
 /* H5Fget_access_plist() of an open file reports the member actually opened. */
 static void *fapl_get(H5FD_t *file) {
     mmzip_file *f = (mmzip_file *)file;
-    mmzip_fapl now = {f->member.name, f->flags};
+    mmzip_fapl now = {f->member.name, f->flags, 1};
     return fapl_copy(&now);
 }
 
@@ -173,6 +179,37 @@ fail:
     return st;
 }
 
+/* Serves path as a plain HDF5 file (plain_file.c). */
+static int open_plain(mmzip_file *f, const char *path, unsigned flags) {
+    int st = h5mz_plain_open(&f->plain, path, (flags & H5F_ACC_RDWR) != 0);
+    if (st) return st;
+    f->is_plain = 1;
+    f->dev = f->plain.dev;
+    f->ino = f->plain.ino;
+    return MMZIP_OK;
+}
+
+/*
+ * The names HDF5 builds for the files a member refers to (VDS sources, external link targets; see
+ * plain_file.c), for opens of existing files only: a name without "#/" that is an HDF5 file and no archive
+ * is that file; an "a.zip#/x.h5" whose archive has no member x.h5 is the HDF5 file x.h5 beside the archive,
+ * if there is one. Otherwise the member is opened as usual, and its error stands.
+ */
+static int open_target(mmzip_file *f, const char *name, h5mz_target *target, unsigned flags) {
+    int existing = !(flags & (H5F_ACC_CREAT | H5F_ACC_TRUNC | H5F_ACC_EXCL));
+    int named = h5mz_names_member(name);
+    if (existing && !named && h5mz_plain_is_hdf5(target->archive)) return open_plain(f, target->archive, flags);
+    int st = open_member(f, target, flags, f->flags);
+    if (st != MMZIP_ENOTFOUND || !existing || !named || !target->member) return st;
+    char *saved = strdup(h5mz_last_error());
+    char *beside = h5mz_beside_archive(target->archive, target->member);
+    int pst = beside && h5mz_plain_is_hdf5(beside) ? open_plain(f, beside, flags) : st;
+    free(beside);
+    if (pst == st && saved) h5mz_fail(st, "%s", saved); /* the archive's message stands */
+    free(saved);
+    return pst;
+}
+
 static H5FD_t *vfd_open(const char *name, unsigned flags, hid_t fapl, haddr_t maxaddr) {
     if (!name || !*name) {
         push_message(__func__, H5E_ARGS, H5E_BADVALUE, "mmzip driver: invalid file name");
@@ -189,12 +226,12 @@ static H5FD_t *vfd_open(const char *name, unsigned flags, hid_t fapl, haddr_t ma
 #endif
     mmzip_file *f = calloc(1, sizeof *f);
     h5mz_target target;
-    int st = f ? h5mz_target_parse(name, fa ? fa->member : config_member, &target)
+    int st = f ? h5mz_target_parse(name, fa ? (fa->from_file ? NULL : fa->member) : config_member, &target)
                : h5mz_fail(MMZIP_ENOMEM, "mmzip driver: out of memory opening '%s'", name);
     free(config_member);
     if (st == MMZIP_OK) {
         f->flags = fa ? fa->flags : 0;
-        st = open_member(f, &target, flags, f->flags);
+        st = open_target(f, name, &target, flags);
         h5mz_target_free(&target);
     }
     if (st) {
@@ -207,6 +244,11 @@ static H5FD_t *vfd_open(const char *name, unsigned flags, hid_t fapl, haddr_t ma
 
 static herr_t vfd_close(H5FD_t *file) {
     mmzip_file *f = (mmzip_file *)file;
+    if (f->is_plain) {
+        h5mz_plain_close(&f->plain);
+        free(f);
+        return 0;
+    }
     int st = h5mz_member_close(&f->member);
     if (st) push_error(__func__, st, H5E_CANTCLOSEFILE);
     int rst = h5mz_archive_release(f->archive);
@@ -224,6 +266,8 @@ static int vfd_cmp(const H5FD_t *a, const H5FD_t *b) {
     const mmzip_file *f1 = (const mmzip_file *)a, *f2 = (const mmzip_file *)b;
     if (f1->dev != f2->dev) return f1->dev < f2->dev ? -1 : 1;
     if (f1->ino != f2->ino) return f1->ino < f2->ino ? -1 : 1;
+    if (f1->is_plain != f2->is_plain) return f1->is_plain ? -1 : 1;
+    if (f1->is_plain) return 0;
     return order(strcmp(f1->member.name, f2->member.name));
 }
 
@@ -256,7 +300,8 @@ static herr_t vfd_set_eoa(H5FD_t *file, H5FD_mem_t type, haddr_t addr) {
 
 static haddr_t vfd_get_eof(const H5FD_t *file, H5FD_mem_t type) {
     (void)type;
-    return (haddr_t)((const mmzip_file *)file)->member.eof;
+    const mmzip_file *f = (const mmzip_file *)file;
+    return (haddr_t)(f->is_plain ? f->plain.eof : f->member.eof);
 }
 
 static int region_ok(haddr_t addr, size_t size) {
@@ -273,7 +318,13 @@ static herr_t vfd_read(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, 
         push_message(__func__, H5E_ARGS, H5E_OVERFLOW, "mmzip driver: read address overflow");
         return -1;
     }
-    h5mz_member_read(&((mmzip_file *)file)->member, addr, size, buf);
+    mmzip_file *f = (mmzip_file *)file;
+    if (f->is_plain) {
+        int st = h5mz_plain_read(&f->plain, addr, size, buf);
+        if (st) push_error(__func__, st, H5E_READERROR);
+        return st ? -1 : 0;
+    }
+    h5mz_member_read(&f->member, addr, size, buf);
     return 0;
 }
 
@@ -285,7 +336,8 @@ static herr_t vfd_write(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr,
         push_message(__func__, H5E_ARGS, H5E_OVERFLOW, "mmzip driver: write address overflow");
         return -1;
     }
-    int st = h5mz_member_write(&((mmzip_file *)file)->member, addr, size, buf);
+    mmzip_file *f = (mmzip_file *)file;
+    int st = f->is_plain ? h5mz_plain_write(&f->plain, addr, size, buf) : h5mz_member_write(&f->member, addr, size, buf);
     if (st) {
         push_error(__func__, st, H5E_WRITEERROR);
         return -1;
@@ -298,7 +350,7 @@ static herr_t vfd_flush(H5FD_t *file, hid_t dxpl, bool closing) {
     (void)dxpl;
     (void)closing;
     mmzip_file *f = (mmzip_file *)file;
-    if (!f->member.claimed) return 0;
+    if (f->is_plain || !f->member.claimed) return 0;
     int st = h5mz_member_publish(&f->member);
     if (st) {
         push_error(__func__, st, H5E_CANTFLUSH);
@@ -313,6 +365,11 @@ static herr_t vfd_truncate(H5FD_t *file, hid_t dxpl, bool closing) {
     (void)dxpl;
     (void)closing;
     mmzip_file *f = (mmzip_file *)file;
+    if (f->is_plain) {
+        int pst = h5mz_plain_set_eof(&f->plain, f->eoa);
+        if (pst) push_error(__func__, pst, H5E_CANTUPDATE);
+        return pst ? -1 : 0;
+    }
     if (!f->member.claimed) return 0;
     int st = h5mz_member_set_eof(&f->member, f->eoa);
     if (st) {
@@ -384,7 +441,7 @@ herr_t H5Pset_fapl_mmzip(hid_t fapl, const char *member, unsigned flags) {
     }
     hid_t id = H5FD_mmzip_init();
     if (id < 0) return -1;
-    mmzip_fapl fa = {(char *)(member && *member ? member : NULL), flags};
+    mmzip_fapl fa = {(char *)(member && *member ? member : NULL), flags, 0};
     return H5Pset_driver(fapl, id, &fa);
 }
 

@@ -7,6 +7,7 @@
  *   archive_registry.c  the archives this process has open through the driver, shared between files
  *   member_locator.c    "archive.zip#/member" names, the HDF5 signature search, finding the only HDF5 member
  *   tool_shims.c        what makes unmodified HDF5/netCDF programs use the driver under `mmzip run`
+ *   plain_file.c        an HDF5 file beside the archive that a member refers to (VDS source, external link)
  *   errors.c            the per-thread error message that the HDF5 side turns into an error-stack entry
  *
  * Everything here except the HDF5 callbacks uses the mmzip status codes (MMZIP_OK or a negative
@@ -139,6 +140,8 @@ typedef struct h5mz_member {
      * committed bytes plus every write since. NULL until the first write after an open or a publish. */
     uint8_t *draft;
     uint64_t draft_capacity;
+    int draft_room;             /* the draft keeps its unused capacity as room after it (mmzip_reserve_room):
+                                 * it was moved because it outgrew its place */
     uint64_t eof;               /* HDF5's end of file: the size the member will have when published */
     int deflated;               /* the committed version is a decoded copy */
     int unpublished;            /* there are changes that no commit has published yet */
@@ -166,6 +169,33 @@ H5MZ_HIDDEN int h5mz_member_publish(h5mz_member *m);
 /* Publishes what is unpublished; if that fails, discards it (the member stays at its last commit).
  * Releases the writer claim and frees *m; the archive reference is the caller's. */
 H5MZ_HIDDEN int h5mz_member_close(h5mz_member *m);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* plain_file.c                                                                                          */
+
+/* An HDF5 file outside the archive, served as sec2 would (pread/pwrite). */
+typedef struct h5mz_plain {
+    int fd;
+    int writable;
+    uint64_t eof;
+    dev_t dev;
+    ino_t ino;
+    char *path;
+} h5mz_plain;
+
+/* 1 if path is an existing regular file that HDF5 would take for an HDF5 file and that is not a ZIP
+ * archive (an archive's aligned member, even a dead one, may carry the signature at 512 or 4096: a file
+ * with an end record that mmzip opens as an archive is one). */
+H5MZ_HIDDEN int h5mz_plain_is_hdf5(const char *path);
+/* The path of member as a file beside the archive (in the archive's directory); NULL if out of memory. */
+H5MZ_HIDDEN char *h5mz_beside_archive(const char *archive, const char *member);
+H5MZ_HIDDEN int h5mz_plain_open(h5mz_plain *p, const char *path, int writable);
+/* Bytes at or past the end of file read as zeros. */
+H5MZ_HIDDEN int h5mz_plain_read(const h5mz_plain *p, uint64_t addr, size_t size, void *buf);
+H5MZ_HIDDEN int h5mz_plain_write(h5mz_plain *p, uint64_t addr, size_t size, const void *buf);
+/* HDF5's truncate: the file takes the size (sec2 does the same). */
+H5MZ_HIDDEN int h5mz_plain_set_eof(h5mz_plain *p, uint64_t eof);
+H5MZ_HIDDEN void h5mz_plain_close(h5mz_plain *p);
 
 /* ---------------------------------------------------------------------------------------------------- */
 /* tool_shims.c                                                                                          */

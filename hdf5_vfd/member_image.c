@@ -60,6 +60,13 @@ static void prefault_for_writing(void *view, uint64_t len) {
 #endif
 }
 
+/* A member moved because it outgrew its place: double, so that moves are O(log n) over n sessions. */
+static uint64_t room_capacity_for(uint64_t need) {
+    uint64_t cap = 2 * need;
+    if (cap < DRAFT_MIN_CAPACITY) cap = DRAFT_MIN_CAPACITY;
+    return (cap + DRAFT_GRANULE - 1) / DRAFT_GRANULE * DRAFT_GRANULE;
+}
+
 static mmzip_t *handle_of(const h5mz_member *m) { return h5mz_archive_handle(m->archive); }
 static const char *path_of(const h5mz_member *m) { return h5mz_archive_path(m->archive); }
 
@@ -156,6 +163,7 @@ static int begin_draft(h5mz_member *m, uint64_t need) {
     }
     m->draft = view;
     m->draft_capacity = cap;
+    m->draft_room = 0;
     m->eof = keep;
     return MMZIP_OK;
 }
@@ -175,7 +183,8 @@ static int move_draft(h5mz_member *m, uint64_t cap) {
     m->draft = NULL;
     m->draft_capacity = 0;
     void *view;
-    st = mmzip_reserve(h, m->name, cap, DRAFT_ALIGNMENT, &view);
+    st = m->draft_room ? mmzip_reserve_room(h, m->name, cap, DRAFT_ALIGNMENT, &view)
+                       : mmzip_reserve(h, m->name, cap, DRAFT_ALIGNMENT, &view);
     if (st) {
         free(aside);
         /* The draft is lost; the member reads as its last committed version again. */
@@ -195,7 +204,7 @@ static int move_draft(h5mz_member *m, uint64_t cap) {
 
 static int ensure_capacity(h5mz_member *m, uint64_t need) {
     if (need <= m->draft_capacity) return MMZIP_OK;
-    uint64_t cap = capacity_for(need);
+    uint64_t cap = m->draft_room ? room_capacity_for(need) : capacity_for(need);
     void *view;
     int st = mmzip_reserve_resize(handle_of(m), m->name, cap, &view);
     if (st == MMZIP_EBUSY) return move_draft(m, cap); /* another member's draft or a commit is in the way */
@@ -227,9 +236,11 @@ static int begin_inplace(h5mz_member *m) {
  * lets the core put the committed entry back as it was. */
 static int inplace_to_draft(h5mz_member *m, uint64_t need) {
     uint64_t keep = m->eof;
-    uint64_t cap = capacity_for(need > keep ? need : keep);
+    /* Twice what it needs, the rest kept as room after it once published: the member grows in place into
+     * that room in the sessions that follow, and moves again only when it has doubled. */
+    uint64_t cap = room_capacity_for(need > keep ? need : keep);
     void *view;
-    int st = mmzip_reserve(handle_of(m), m->name, cap, DRAFT_ALIGNMENT, &view);
+    int st = mmzip_reserve_room(handle_of(m), m->name, cap, DRAFT_ALIGNMENT, &view);
     if (st)
         return h5mz_fail_core(st, "%s: member '%s': cannot reserve %llu bytes for its new version", path_of(m),
                               m->name, (unsigned long long)cap);
@@ -239,6 +250,7 @@ static int inplace_to_draft(h5mz_member *m, uint64_t need) {
     }
     m->draft = view;
     m->draft_capacity = cap;
+    m->draft_room = 1;
     m->inplace = NULL;
     m->inplace_room = 0;
     st = mmzip_edit_end(handle_of(m), m->name);
@@ -388,6 +400,7 @@ int h5mz_member_publish(h5mz_member *m) {
         m->deflated = 0;
         m->draft = NULL;
         m->draft_capacity = 0;
+        m->draft_room = 0;
         m->sealed = 1;
     }
     st = mmzip_commit(h);

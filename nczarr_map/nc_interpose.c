@@ -39,7 +39,9 @@ static void trace_route(const char *path, const char *routed) {
 EXPORT int nc_open(const char *path, int mode, int *ncidp) {
     MZN_NEXT(int (*)(const char *, int, int *), next, "nc_open");
     if (!next) return NC_EINTERNAL;
-    char *routed = mzn_route_path(path, MZN_ROUTE_OPEN);
+    int refusal;
+    char *routed = mzn_route_path(path, MZN_ROUTE_OPEN, &refusal);
+    if (refusal != NC_NOERR) return refusal;
     trace_route(path, routed);
     mzn_open_call call;
     mzn_registry_begin_call(&call);
@@ -52,7 +54,9 @@ EXPORT int nc_open(const char *path, int mode, int *ncidp) {
 EXPORT int nc__open(const char *path, int mode, size_t *chunksizehintp, int *ncidp) {
     MZN_NEXT(int (*)(const char *, int, size_t *, int *), next, "nc__open");
     if (!next) return NC_EINTERNAL;
-    char *routed = mzn_route_path(path, MZN_ROUTE_OPEN);
+    int refusal;
+    char *routed = mzn_route_path(path, MZN_ROUTE_OPEN, &refusal);
+    if (refusal != NC_NOERR) return refusal;
     trace_route(path, routed);
     mzn_open_call call;
     mzn_registry_begin_call(&call);
@@ -65,7 +69,9 @@ EXPORT int nc__open(const char *path, int mode, size_t *chunksizehintp, int *nci
 EXPORT int nc_create(const char *path, int cmode, int *ncidp) {
     MZN_NEXT(int (*)(const char *, int, int *), next, "nc_create");
     if (!next) return NC_EINTERNAL;
-    char *routed = mzn_route_path(path, MZN_ROUTE_CREATE);
+    int refusal;
+    char *routed = mzn_route_path(path, MZN_ROUTE_CREATE, &refusal);
+    if (refusal != NC_NOERR) return refusal;
     trace_route(path, routed);
     mzn_open_call call;
     mzn_registry_begin_call(&call);
@@ -78,7 +84,9 @@ EXPORT int nc_create(const char *path, int cmode, int *ncidp) {
 EXPORT int nc__create(const char *path, int cmode, size_t initialsz, size_t *chunksizehintp, int *ncidp) {
     MZN_NEXT(int (*)(const char *, int, size_t, size_t *, int *), next, "nc__create");
     if (!next) return NC_EINTERNAL;
-    char *routed = mzn_route_path(path, MZN_ROUTE_CREATE);
+    int refusal;
+    char *routed = mzn_route_path(path, MZN_ROUTE_CREATE, &refusal);
+    if (refusal != NC_NOERR) return refusal;
     trace_route(path, routed);
     mzn_open_call call;
     mzn_registry_begin_call(&call);

@@ -1,11 +1,16 @@
 /* path_routing.c - from the names users type to the URLs NCZarr needs. */
 #include "path_routing.h"
 
+#include <errno.h>
+#include <netcdf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "diag.h"
 #include "layout.h"
 #include "mmzip.h"
+#include "subdataset.h"
 #include "url.h"
 
 #define ZIP_FRAGMENT "mode=nczarr,zip"
@@ -37,9 +42,73 @@ static int holds_zarr(const char *path) {
     return found;
 }
 
-/* "x.zip#mode=..." without a scheme: the URL with that fragment, made safe. */
-static char *route_bare_with_fragment(const char *path, const char *hash) {
-    if (hash[1] == '/') return NULL; /* "a.zip#/member.h5": the HDF5 driver's convention */
+/* "x.zip#/group": the sub-dataset's URL, NULL to pass it on (an HDF5 member), or a refusal. */
+static char *route_subdataset(const char *archive, const char *target, mzn_route_kind kind, int *refusal) {
+    char *group = mzn_subdataset_normalize(target);
+    if (!group) return NULL;
+    char *url = NULL;
+    if (!group[0]) { /* "a.zip#/": the archive itself */
+        free(group);
+        return kind == MZN_ROUTE_CREATE || holds_zarr(archive) ? mzn_url_for_path(archive, ZIP_FRAGMENT) : NULL;
+    }
+    mmzip_t *a = NULL;
+    if (mmzip_open(archive, "r", NULL, &a) != MMZIP_OK) {
+        /* No archive (yet): nc_create makes one holding only the new sub-dataset; a member name is the
+         * HDF5 driver's to create. Anything else is netCDF-C's to report. */
+        if (kind == MZN_ROUTE_CREATE && access(archive, F_OK) != 0 && !mzn_subdataset_has_hdf5_suffix(group))
+            url = mzn_url_for_subdataset(archive, group);
+        free(group);
+        return url;
+    }
+    mzn_target t;
+    if (mzn_subdataset_find(a, group, &t) != MMZIP_OK) {
+        mmzip_close(a);
+        free(group);
+        return NULL;
+    }
+    mmzip_close(a);
+    switch (t.kind) {
+    case MZN_TARGET_HDF5_MEMBER: break; /* the HDF5 driver's */
+    case MZN_TARGET_ZARR_GROUP:
+        /* nc_create of an existing group: the session refuses it, naming the group (session.c). */
+        url = mzn_url_for_subdataset(archive, group);
+        break;
+    case MZN_TARGET_NONE:
+        if (kind == MZN_ROUTE_CREATE) {
+            if (!mzn_subdataset_has_hdf5_suffix(group)) url = mzn_url_for_subdataset(archive, group);
+            break;
+        }
+        mzn_subdataset_report(archive, group, &t);
+        *refusal = ENOENT;
+        break;
+    case MZN_TARGET_OTHER_MEMBER:
+        /* A member, but not HDF5 (a netCDF-3 file, text): the HDF5 side fails on it too, naming the format
+         * it recognises; this says what else the address could have named. Creating over it is HDF5's. */
+        if (kind == MZN_ROUTE_OPEN) mzn_subdataset_report(archive, group, &t);
+        break;
+    default:
+        if (kind == MZN_ROUTE_CREATE)
+            mzn_diag("%s#/%s: cannot create a sub-dataset there: the archive already holds %s, and an archive is "
+                     "append-only (nothing in it can be truncated); name a new group, or open the existing one "
+                     "for writing (NC_WRITE) to add to it", archive, group, t.description);
+        else
+            mzn_subdataset_report(archive, group, &t);
+        *refusal = kind == MZN_ROUTE_CREATE ? NC_EEXIST : NC_ENOTNC;
+        break;
+    }
+    mzn_target_clear(&t);
+    free(group);
+    return url;
+}
+
+/* "x.zip#mode=..." without a scheme: the URL with that fragment, made safe; "x.zip#/group": a sub-dataset. */
+static char *route_bare_with_fragment(const char *path, const char *hash, mzn_route_kind kind, int *refusal) {
+    if (hash[1] == '/') {
+        char *archive = strndup(path, (size_t)(hash - path));
+        char *url = archive ? route_subdataset(archive, hash + 2, kind, refusal) : NULL;
+        free(archive);
+        return url;
+    }
     if (!strstr(hash + 1, "mode=")) return NULL;
     char *base = strndup(path, (size_t)(hash - path));
     if (!base) return NULL;
@@ -56,7 +125,8 @@ static char *route_bare_with_fragment(const char *path, const char *hash) {
     return NULL;
 }
 
-char *mzn_route_path(const char *path, mzn_route_kind kind) {
+char *mzn_route_path(const char *path, mzn_route_kind kind, int *refusal) {
+    *refusal = NC_NOERR;
     if (!path || !*path) return NULL;
     if (mzn_url_has_scheme(path)) {
         if (!mzn_url_is_file_url(path)) return NULL;
@@ -70,8 +140,11 @@ char *mzn_route_path(const char *path, mzn_route_kind kind) {
         mzn_url_clear(&u);
         return url;
     }
-    const char *hash = strchr(path, '#');
-    if (hash) return mzn_url_names_zip(path) ? route_bare_with_fragment(path, hash) : NULL;
+    /* "#/" after ".zip": a sub-dataset or a member (an archive's own path may contain '#'). */
+    const char *hash = strstr(path, ".zip#/");
+    if (!hash) hash = strstr(path, ".ZIP#/");
+    hash = hash ? hash + 4 : strchr(path, '#');
+    if (hash) return mzn_url_names_zip(path) ? route_bare_with_fragment(path, hash, kind, refusal) : NULL;
     if (!mzn_url_names_zip(path)) return NULL;
     if (kind == MZN_ROUTE_OPEN && !holds_zarr(path)) return NULL;
     return mzn_url_for_path(path, ZIP_FRAGMENT);

@@ -6,8 +6,13 @@
  *     metadata (layout.h), so that archives holding HDF5/netCDF-4 members reach the HDF5 driver's own
  *     interposer, which comes after this plugin;
  *   - "x.zip#mode=..." (a fragment without the file:// scheme);
- *   - file:// URLs whose mode selects zip (mzn_url_fix_zip_mode makes the mode list safe for netCDF-C 4.9.0).
- * Everything else, including "archive.zip#/member.h5", is passed on unchanged.
+ *   - file:// URLs whose mode selects zip (mzn_url_fix_zip_mode makes the mode list safe for netCDF-C 4.9.0);
+ *   - "x.zip#/group/sub" where the archive holds a Zarr group (or, for nc_create, nothing yet and a name
+ *     without an HDF5 suffix): rewritten to "file:///abs/x.zip#mode=nczarr,zip&group=/group/sub", the
+ *     sub-dataset rooted at that group (subdataset.h has the precedence).
+ * Everything else, including "archive.zip#/member.h5", is passed on unchanged (to the HDF5 driver's
+ * interposer, preloaded after this plugin, or to netCDF-C), except an "#/" address that names neither an
+ * HDF5 member nor a Zarr group, which is refused with a message.
  */
 #ifndef MZN_PATH_ROUTING_H
 #define MZN_PATH_ROUTING_H
@@ -16,9 +21,11 @@ typedef enum mzn_route_kind { MZN_ROUTE_OPEN = 0, MZN_ROUTE_CREATE = 1 } mzn_rou
 
 /*
  * Returns the malloc'ed name to hand to netCDF-C instead of path, or NULL to pass path on unchanged (not
- * ours, or out of memory). Thread-safe; for MZN_ROUTE_OPEN it opens the archive read-only to look for
- * Zarr metadata.
+ * ours, or out of memory). If the name must not reach netCDF-C at all (an "#/" address naming neither an
+ * HDF5 member nor a Zarr group), returns NULL with *refusal set to the netCDF error to return (the reason
+ * is printed on stderr); *refusal is NC_NOERR otherwise. Thread-safe; it opens the archive read-only to
+ * look for Zarr metadata or the "#/" target.
  */
-char *mzn_route_path(const char *path, mzn_route_kind kind);
+char *mzn_route_path(const char *path, mzn_route_kind kind, int *refusal);
 
 #endif

@@ -9,6 +9,7 @@
 #include "publish.h"
 
 #include <netcdf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,13 +146,18 @@ static int is_zarr_metadata(const char *key) {
     return strcmp(base, ".zgroup") == 0 || strcmp(base, ".zarray") == 0 || strcmp(base, ".zattrs") == 0;
 }
 
-/* Rewrites .zmetadata, if the dataset has one, with the objects that this publish changed. */
-static int refresh_consolidated(mzn_session *s, pending_object *objs, size_t n, const unsigned char *changed) {
-    int any = 0;
-    for (size_t i = 0; i < n && !any; i++) any = changed[i] && is_zarr_metadata(objs[i].key);
-    if (!any) return NC_NOERR;
-    char *name = mzn_session_entry_name(s, "/.zmetadata");
+/* Rewrites the .zmetadata in directory dir ("" or ending in '/', the dataset's own or, for a sub-dataset,
+ * an ancestor's: keys there are relative to dir), if there is one, with the objects that this publish
+ * changed. */
+static int refresh_consolidated_in(mzn_session *s, const char *dir, pending_object *objs, size_t n,
+                                   const unsigned char *changed) {
+    size_t dl = strlen(dir);
+    char *name = malloc(dl + sizeof ".zmetadata");
     if (!name) return NC_ENOMEM;
+    memcpy(name, dir, dl);
+    memcpy(name + dl, ".zmetadata", sizeof ".zmetadata");
+    /* The dataset's root seen from dir: "" for its own .zmetadata, "lung/" from the archive root. */
+    const char *below = s->prefix + dl;
     const void *data;
     uint64_t len;
     mzj_value *doc = NULL;
@@ -167,15 +173,25 @@ static int refresh_consolidated(mzn_session *s, pending_object *objs, size_t n, 
     mzj_value *metadata = (mzj_value *)mzj_get(doc, "metadata");
     for (size_t i = 0; i < n; i++) {
         if (!changed[i] || !is_zarr_metadata(objs[i].key)) continue;
-        const char *relative = objs[i].key[0] == '/' ? objs[i].key + 1 : objs[i].key;
+        const char *key = objs[i].key[0] == '/' ? objs[i].key + 1 : objs[i].key;
+        size_t rl = strlen(below) + strlen(key) + 1;
+        char *relative = malloc(rl);
+        if (!relative) {
+            rc = NC_ENOMEM;
+            goto out;
+        }
+        snprintf(relative, rl, "%s%s", below, key);
         mzj_value *v;
         if (mzj_parse((const char *)objs[i].blob->bytes, objs[i].blob->len, &v, err, sizeof err) != 0) {
             /* An object that does not parse cannot be mirrored; a stale copy would contradict it. */
             mzj_object_remove(metadata, relative);
+            free(relative);
             mzn_diag("%s: %s: not JSON (%s); dropped from %s", s->archive_path, objs[i].key, err, name);
             continue;
         }
-        if (mzj_object_set(metadata, relative, v) != 0) {
+        int set = mzj_object_set(metadata, relative, v);
+        free(relative);
+        if (set != 0) {
             rc = NC_ENOMEM;
             goto out;
         }
@@ -188,7 +204,7 @@ static int refresh_consolidated(mzn_session *s, pending_object *objs, size_t n, 
     }
     int st = mmzip_put(s->archive, name, text, text_len, 0);
     free(text);
-    mzn_trace("publish /.zmetadata (%zu bytes, consolidated metadata refreshed)", text_len);
+    mzn_trace("publish %s (%zu bytes, consolidated metadata refreshed)", name, text_len);
     if (st != MMZIP_OK) {
         mzn_diag("%s", mmzip_last_error());
         rc = mzn_nc_error(st);
@@ -196,6 +212,27 @@ static int refresh_consolidated(mzn_session *s, pending_object *objs, size_t n, 
 out:
     mzj_free(doc);
     free(name);
+    return rc;
+}
+
+/* The dataset's .zmetadata; and for a sub-dataset that existed before this session, the consolidated
+ * metadata of the groups above it too, which list its objects (zarr-python consolidates at the archive
+ * root): stale copies there would contradict what was written. A new sub-dataset leaves them as they are
+ * (they do not list it; every entry outside it keeps its bytes). */
+static int refresh_consolidated(mzn_session *s, pending_object *objs, size_t n, const unsigned char *changed) {
+    int any = 0;
+    for (size_t i = 0; i < n && !any; i++) any = changed[i] && is_zarr_metadata(objs[i].key);
+    if (!any) return NC_NOERR;
+    char *dir = strdup(s->prefix);
+    if (!dir) return NC_ENOMEM;
+    int rc = refresh_consolidated_in(s, dir, objs, n, changed);
+    for (size_t end = strlen(dir); rc == NC_NOERR && s->group && !s->created && end > 0;) {
+        end--; /* "a/b/" -> "a/", then "" */
+        while (end > 0 && dir[end - 1] != '/') end--;
+        dir[end] = '\0';
+        rc = refresh_consolidated_in(s, dir, objs, n, changed);
+    }
+    free(dir);
     return rc;
 }
 

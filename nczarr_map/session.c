@@ -13,6 +13,7 @@
 #include "publish.h"
 #include "registry.h"
 #include "status.h"
+#include "subdataset.h"
 #include "url.h"
 #include "nc_api.h"
 #include "abi_version.h"
@@ -51,6 +52,7 @@ static void free_session(mzn_session *s) {
     free(s->base.url);
     free(s->archive_path);
     free(s->prefix);
+    free(s->group);
     free(s);
 }
 
@@ -59,7 +61,10 @@ static int open_archive(mzn_session *s, int mode, int create) {
     mmzip_options_init(&opts);
     opts.commit_policy = MMZIP_COMMIT_MANUAL;
     const char *how;
-    if (create) {
+    if (create && s->group && access(s->archive_path, F_OK) == 0) {
+        /* A new sub-dataset in an existing archive: appended to it, every other entry left as it is. */
+        how = "r+";
+    } else if (create) {
         if ((mode & NC_NOCLOBBER) && access(s->archive_path, F_OK) == 0) {
             mzn_diag("%s: cannot create the dataset: the file exists and NC_NOCLOBBER was given",
                      s->archive_path);
@@ -95,6 +100,36 @@ static int refuse_zarr_v3_writes(mzn_session *s) {
     return NC_EPERM;
 }
 
+/*
+ * The dataset prefix of a sub-dataset ("group=" in the URL): the group's entries. Opening needs a Zarr group
+ * there; creating needs nothing there (the ZIP is append-only: a sub-dataset cannot be truncated).
+ */
+static int root_at_group(mzn_session *s, int create) {
+    mzn_target t;
+    if (mzn_subdataset_find(s->archive, s->group, &t) != MMZIP_OK) return NC_ENOMEM;
+    int rc = NC_NOERR;
+    if (create && t.kind == MZN_TARGET_NONE && mmzip_exists(s->archive, "zarr.json")) {
+        /* netCDF-C writes Zarr v2: a v2 group inside a v3 hierarchy, which Zarr v3 readers do not see. */
+        mzn_diag("%s#/%s: cannot create a sub-dataset there: the archive is Zarr v3 (zarr.json), which netCDF "
+                 "reads but cannot write", s->archive_path, s->group);
+        rc = NC_EPERM;
+    } else if (create && t.kind != MZN_TARGET_NONE) {
+        mzn_diag("%s#/%s: cannot create a sub-dataset there: the archive already holds %s; truncating a "
+                 "sub-dataset inside an archive is not supported (the archive is append-only): open it for "
+                 "writing (NC_WRITE, netCDF4 mode \"a\" or \"r+\") to add to it, or name a new group",
+                 s->archive_path, s->group, t.description);
+        rc = NC_EEXIST;
+    } else if (!create && t.kind != MZN_TARGET_ZARR_GROUP) {
+        mzn_subdataset_report(s->archive_path, s->group, &t);
+        rc = t.kind == MZN_TARGET_NONE ? ENOENT : NC_ENOTNC;
+    } else {
+        s->prefix = t.prefix;
+        t.prefix = NULL;
+    }
+    mzn_target_clear(&t);
+    return rc;
+}
+
 int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, int create, mzn_session **out) {
     *out = NULL;
     mzn_url parsed;
@@ -118,19 +153,25 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
         rc = NC_ENOMEM;
         goto fail;
     }
+    s->group = parsed.group;
+    parsed.group = NULL;
     if ((rc = open_archive(s, mode, create)) != NC_NOERR) goto fail;
 
-    mzn_layout layout;
-    int st = mzn_layout_detect(s->archive, &layout);
-    if (st != MMZIP_OK) {
-        mzn_diag("%s: cannot list the archive: %s", s->archive_path, mmzip_last_error());
-        rc = mzn_nc_error(st);
-        goto fail;
+    if (s->group) {
+        if ((rc = root_at_group(s, create)) != NC_NOERR) goto fail;
+    } else {
+        mzn_layout layout;
+        int st = mzn_layout_detect(s->archive, &layout);
+        if (st != MMZIP_OK) {
+            mzn_diag("%s: cannot list the archive: %s", s->archive_path, mmzip_last_error());
+            rc = mzn_nc_error(st);
+            goto fail;
+        }
+        if (!create && !layout.has_zarr && mmzip_count(s->archive) > 0)
+            mzn_diag("%s: the archive holds no Zarr dataset (no .zgroup, .zarray or .zattrs at its root or under "
+                     "one top directory)", s->archive_path);
+        s->prefix = layout.prefix;
     }
-    if (!create && !layout.has_zarr && mmzip_count(s->archive) > 0)
-        mzn_diag("%s: the archive holds no Zarr dataset (no .zgroup, .zarray or .zattrs at its root or under "
-                 "one top directory)", s->archive_path);
-    s->prefix = layout.prefix;
     s->prefix_len = strlen(s->prefix);
     if (!create && s->writable && (rc = refuse_zarr_v3_writes(s)) != NC_NOERR) goto fail;
 
@@ -145,7 +186,16 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
                  "MMZIP_NCZARR_VIEW=raw opens it untranslated", s->archive_path, rc);
         goto fail;
     }
-    mzn_trace("%s %s (mode 0x%x, dataset prefix '%s', compatibility view %s)", create ? "create" : "open",
+    if (s->writable && mzv_nested_nczarr(s->view)) {
+        /* netCDF-C would write the re-rooted dimension references into the archive, where they would name
+         * other dimensions for every reader of the whole dataset. */
+        mzn_diag("%s#/%s: this group belongs to the NCZarr dataset at the archive's root and is presented as a "
+                 "dataset of its own for reading only; open the whole dataset for writing instead, or create a "
+                 "new sub-dataset ('%s#/NEW')", s->archive_path, s->group ? s->group : s->prefix, s->archive_path);
+        rc = NC_EPERM;
+        goto fail;
+    }
+    mzn_trace("%s %s [%s] (mode 0x%x, dataset prefix '%s', compatibility view %s)", create ? "create" : "open", url,
               s->archive_path, (unsigned)mode, s->prefix, view_enabled ? "on" : "off");
     mzn_registry_note_opened(s);
     *out = s;
@@ -175,7 +225,7 @@ int mzn_session_close(mzn_session *s, int deleteit) {
         }
     }
     /* nc_abort of a create that an nc_sync already published deletes the dataset, as netCDF does. */
-    if (deleteit && s->created && s->published && unlink(s->archive_path) != 0 && errno != ENOENT)
+    if (deleteit && s->created && !s->group && s->published && unlink(s->archive_path) != 0 && errno != ENOENT)
         mzn_diag("%s: cannot remove the aborted dataset: %s", s->archive_path, strerror(errno));
     mzn_trace("close %s (deleteit %d) -> %d", s->archive_path, deleteit, rc);
     free_session(s);

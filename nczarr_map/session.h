@@ -37,7 +37,8 @@ typedef struct mzn_session {
     mzn_abi abi;
     mmzip_t *archive;
     char *archive_path;
-    char *prefix;             /* dataset prefix of entry names: "" or "dir/" */
+    char *prefix;             /* dataset prefix of entry names: "" or "dir/", or a sub-dataset's "grp/sub/" */
+    char *group;              /* the sub-dataset's group path ("grp/sub"), or NULL for the whole archive */
     size_t prefix_len;
     int writable;
     int created;              /* made by nczmap_create */

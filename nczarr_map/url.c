@@ -7,6 +7,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "subdataset.h"
+
 #define MAX_TOKENS 64
 
 /* A growable string. */
@@ -113,6 +115,20 @@ static void find_raw_flag(const char *param, size_t n, void *ctx) {
     if (n == sizeof want - 1 && strncasecmp(param, want, n) == 0) *(int *)ctx = 1;
 }
 
+/* The "group=" parameter of a fragment, as found (still encoded). */
+typedef struct group_param {
+    const char *value;
+    size_t len;
+} group_param;
+
+static void find_group(const char *param, size_t n, void *ctx) {
+    group_param *g = ctx;
+    if (n >= 6 && strncasecmp(param, "group=", 6) == 0) {
+        g->value = param + 6;
+        g->len = n - 6;
+    }
+}
+
 int mzn_url_parse(const char *url, mzn_url *out) {
     memset(out, 0, sizeof *out);
     if (!mzn_url_is_file_url(url)) return NC_EURL;
@@ -133,13 +149,42 @@ int mzn_url_parse(const char *url, mzn_url *out) {
     }
     out->path = decoded;
     const char *hash = strchr(url, '#');
-    if (hash) each_param(hash + 1, find_raw_flag, &out->view_raw);
-    return NC_NOERR;
+    if (!hash) return NC_NOERR;
+    each_param(hash + 1, find_raw_flag, &out->view_raw);
+    group_param g = {NULL, 0};
+    each_param(hash + 1, find_group, &g);
+    if (!g.value) return NC_NOERR;
+    char *raw = percent_decode(g.value, g.len);
+    out->group = raw ? mzn_subdataset_normalize(raw) : NULL;
+    int bad = raw && (!out->group || !out->group[0]);
+    free(raw);
+    if (out->group && out->group[0]) return NC_NOERR;
+    mzn_url_clear(out);
+    return bad ? NC_EURL : NC_ENOMEM;
 }
 
 void mzn_url_clear(mzn_url *u) {
     free(u->path);
-    u->path = NULL;
+    free(u->group);
+    u->path = u->group = NULL;
+}
+
+char *mzn_url_for_subdataset(const char *path, const char *group) {
+    static const char hex[] = "0123456789ABCDEF";
+    char *base = mzn_url_for_path(path, "mode=nczarr,zip&group=/");
+    if (!base) return NULL;
+    strbuf b = {0};
+    sb_str(&b, base);
+    free(base);
+    for (const unsigned char *p = (const unsigned char *)group; *p; p++) {
+        if (*p == '%' || *p == '&' || *p == '#' || *p == '?' || *p < 0x20 || *p == 0x7F) {
+            char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+            sb_add(&b, e, 3);
+        } else {
+            sb_add(&b, (const char *)p, 1);
+        }
+    }
+    return sb_finish(&b);
 }
 
 char *mzn_url_for_path(const char *path, const char *fragment) {

@@ -17,12 +17,14 @@
 typedef struct mzn_url {
     char *path;   /* the archive's local path, decoded */
     int view_raw; /* the fragment has "mmzip=raw": no compatibility view */
+    char *group;  /* the fragment's "group=/a/b", decoded and normalised ("a/b"), or NULL: the dataset
+                   * is the sub-dataset rooted at that group (subdataset.h) */
 } mzn_url;
 
 /*
  * Parses a file:// URL as NCZarr passes it to nczmap_open/nczmap_create ("file:///abs/a.zip#mode=...").
- * Returns 0 and fills *out (free with mzn_url_clear), or NC_EURL if it is not a file:// URL with a path,
- * or NC_ENOMEM.
+ * Returns 0 and fills *out (free with mzn_url_clear), or NC_EURL if it is not a file:// URL with a path or
+ * its group names no group ("group=/", a "." or ".." segment), or NC_ENOMEM.
  */
 int mzn_url_parse(const char *url, mzn_url *out);
 
@@ -42,6 +44,13 @@ int mzn_url_has_scheme(const char *s);
  * is NULL). Returns NULL if out of memory or if the working directory cannot be read for a relative path.
  */
 char *mzn_url_for_path(const char *path, const char *fragment);
+
+/*
+ * The URL of the sub-dataset rooted at group (normalised, non-empty) of the archive at path:
+ * "file:///abs/a.zip#mode=nczarr,zip&group=/a/b", the group percent-encoded where it would break the
+ * fragment ('%', '&', '#', '?', control bytes). NULL if out of memory or the working directory is unreadable.
+ */
+char *mzn_url_for_subdataset(const char *path, const char *group);
 
 /*
  * Makes a URL that selects the zip storage safe and complete: a mode list holding "zip" gets "zip" as its

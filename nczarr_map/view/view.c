@@ -26,35 +26,43 @@ static int analyse(mzv_view *v) {
 
     mzv_group *root = mzv_find_group(v, "", 0);
     v->nczarr_format = root && root->zgroup_json && mzj_get(root->zgroup_json, "_NCZARR_SUPERBLOCK") != NULL;
-    if ((rc = mzv_check_structure(v))) return rc;
+    mzj_value *superblock = NULL;
+    char *nczarr_root = NULL;
+    if (!v->nczarr_format && !v->zarr_v3 && (rc = mzv_find_nczarr_ancestor(v, &superblock, &nczarr_root))) return rc;
+    if (superblock) v->nested_nczarr = v->nczarr_format = 1;
+    if ((rc = mzv_check_structure(v))) goto out;
 
     /* Path order makes dimension naming deterministic. */
     int scalars = 0;
     for (size_t i = 0; i < v->array_count; i++) {
         mzv_array *a = &v->arrays[i];
-        if ((rc = mzv_present_array(v, a))) return rc;
+        if ((rc = mzv_present_array(v, a))) goto out;
         a->zarray.archive = a->z.json;
         a->zattrs.archive = a->attrs;
         scalars |= a->nczarr_scalar;
     }
     for (size_t i = 0; i < v->group_count; i++) {
         mzv_group *g = &v->groups[i];
-        if ((rc = mzv_present_group(v, g, g->zgroup_json, g->attrs))) return rc;
+        if ((rc = mzv_present_group(v, g, g->zgroup_json, g->attrs))) goto out;
         g->zgroup.archive = g->zgroup_json;
         g->zattrs.archive = g->attrs;
     }
-    if (v->nczarr_format && scalars && (rc = mzv_present_nczarr_root(v, root, root->zgroup_json))) return rc;
+    if (v->nczarr_format && scalars && (rc = mzv_present_nczarr_root(v, root, root->zgroup_json))) goto out;
     for (size_t i = 0; v->nczarr_format && i < v->array_count; i++) {
         mzv_array *a = &v->arrays[i];
         if ((rc = mzv_present_decoded(&a->zarray, a->z.json)) || (rc = mzv_present_decoded(&a->zattrs, a->attrs)))
-            return rc;
+            goto out;
     }
     for (size_t i = 0; v->nczarr_format && i < v->group_count; i++) {
         mzv_group *g = &v->groups[i];
         if ((rc = mzv_present_decoded(&g->zgroup, g->zgroup_json)) || (rc = mzv_present_decoded(&g->zattrs, g->attrs)))
-            return rc;
+            goto out;
     }
-    return NC_NOERR;
+    if (superblock) rc = mzv_present_nested_nczarr(v, superblock, nczarr_root);
+out:
+    mzj_free(superblock);
+    free(nczarr_root);
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------------------- */
@@ -135,6 +143,8 @@ void mzv_for_each_node(const mzv_view *v, void (*fn)(void *ctx, const char *path
 }
 
 int mzv_active(const mzv_view *v) { return v && v->enabled && v->any_translated; }
+
+int mzv_nested_nczarr(const mzv_view *v) { return v && v->enabled && v->nested_nczarr; }
 
 static void free_meta(mzv_meta *m) {
     free(m->text);

@@ -85,6 +85,14 @@ void mzv_for_each_node(const mzv_view *v, void (*fn)(void *ctx, const char *path
 /* 1 if any array is translated (its chunks or shape differ from the archive's). */
 int mzv_active(const mzv_view *v);
 
+/*
+ * 1 if the view's root is a group below an NCZarr dataset's root ("a.zip#/lung/sub" of an archive netCDF-C
+ * wrote), presented as an NCZarr root of its own: dimension references re-rooted, the dimensions of
+ * ancestor groups declared at the presented root. Writes through such a view would store those re-rooted
+ * forms, so the map refuses write sessions on it.
+ */
+int mzv_nested_nczarr(const mzv_view *v);
+
 /* The message of the last error this view reported ("" if none). Valid until the next call. */
 const char *mzv_last_error(const mzv_view *v);
 

@@ -99,6 +99,7 @@ struct mzv_view {
     char *prefix;              /* entry-name prefix of the dataset, "" or ending in '/' */
     int enabled;
     int nczarr_format;         /* the dataset is in NCZarr 4.9.0's own format (_NCZARR_SUPERBLOCK) */
+    int nested_nczarr;         /* the root is a group below an NCZarr root, presented as a root of its own */
     int zarr_v3;               /* the dataset is Zarr v3 (a root zarr.json): presented as v2, never written */
 
     mzv_array *arrays;         /* sorted by path */
@@ -128,6 +129,16 @@ int mzv_present_nczarr_root(mzv_view *v, mzv_group *root, const mzj_value *zgrou
  * JSON with non-ASCII characters as raw UTF-8, when it has any: the archive stores them as \uXXXX escapes
  * (zarr-python reads only ASCII), which netCDF-C 4.9.0 does not decode. 0 or NC_ENOMEM. */
 int mzv_present_decoded(mzv_meta *m, const mzj_value *doc);
+
+/* view_subdataset.c: a view rooted at a group below an NCZarr root ("a.zip#/lung/sub"). */
+/* The nearest ancestor directory of the view's prefix whose .zgroup has _NCZARR_SUPERBLOCK, when the view's
+ * own root .zgroup has none: *root_dir ("" or "a/") and a copy of its superblock, both malloc'ed; both NULL
+ * if there is no such ancestor. 0 or NC_ENOMEM. */
+int mzv_find_nczarr_ancestor(mzv_view *v, mzj_value **superblock, char **root_dir);
+/* Presents the view's root as an NCZarr root of its own (superblock, dimensions of ancestor groups) and
+ * re-roots every array's dimension references. 0, NC_ENOMEM, or NC_ENCZARR (reported) when two dimensions
+ * would take the same name. */
+int mzv_present_nested_nczarr(mzv_view *v, const mzj_value *superblock, const char *root_dir);
 
 /* view_structure.c: NC_ENCZARR (with a message naming the object) when the dataset's structure cannot be
  * presented: no root .zgroup while it holds Zarr objects, a root that is an array, Zarr v3 metadata, an

@@ -16,6 +16,9 @@ static int run(int argc, char **argv) {
     printf("file_bytes:       %llu (%s)\n", (unsigned long long)i.file_size, cli_bytes(i.file_size, b, sizeof b));
     printf("live_bytes:       %llu\n", (unsigned long long)i.live_bytes);
     printf("dead_bytes:       %llu\n", (unsigned long long)i.dead_bytes);
+    printf("reserved_bytes:   %llu%s\n", (unsigned long long)i.reserved_bytes,
+           i.reserved_bytes ? " (room kept after entries that grow in place; a hole on disk)" : "");
+    printf("free_bytes:       %llu\n", (unsigned long long)i.free_bytes);
     printf("directory_bytes:  %llu\n", (unsigned long long)i.directory_bytes);
     printf("prefix_bytes:     %llu\n", (unsigned long long)i.prefix_bytes);
     printf("zip64:            %s\n", i.zip64 ? "yes" : "no");
@@ -34,6 +37,8 @@ const command cmd_info = {
     "info", "show entries, live and dead bytes, alignment and the writer lock",
     "usage: mmzip info ARCHIVE\n\n"
     "Prints the number of entries, the bytes on disk split into live entries, dead space (replaced or\n"
-    "removed entries, which 'mmzip pack' reclaims), directory and prefix, the smallest alignment of any\n"
+    "removed entries, which 'mmzip pack' reclaims), reserved room (kept after members edited in place,\n"
+    "such as HDF5 files, for them to grow into without moving; a hole on disk, which 'mmzip pack' also\n"
+    "reclaims), free slack before the directory, directory and prefix, the smallest alignment of any\n"
     "stored entry's data, and whether a writer currently holds the archive.\n",
     run};

@@ -361,6 +361,17 @@ MMZIP_API int mmzip_remove(mmzip_t *h, const char *key);
 MMZIP_API int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data);
 
 /*
+ * As mmzip_reserve(), for an entry that is expected to grow after it is published (an HDF5 file that later
+ * sessions extend in place, mmzip_edit_*): what mmzip_patch() leaves of the capacity stays the entry's
+ * room. The room is recorded in the entry's central-directory record (a private extra field, 0x6D52, that
+ * other ZIP readers skip), reads as zeros, uses no disk (a hole), and later entries go after it; an in-place
+ * edit grows the entry into it without moving it. mmzip_info() reports it as reserved_bytes; mmzip_pack()
+ * reclaims it. A caller that moves an entry which outgrew its place doubles its capacity, so that an entry
+ * growing in every session is moved O(log n) times over n sessions.
+ */
+MMZIP_API int mmzip_reserve_room(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data);
+
+/*
  * Grows (or shrinks) the capacity of the reservation for key, which must be the most recent pending entry.
  * The view keeps its address: *data is set to the same pointer. MMZIP_EBUSY if another entry was appended
  * after it.
@@ -518,6 +529,11 @@ typedef struct mmzip_info {
                                 * accepts (Python's zipfile requires it). Every state mmzip's writer leaves has
                                 * it; a file with bytes after its end records, or a forwarding trailer of an
                                 * older mmzip, does not */
+    uint64_t reserved_bytes;   /* room kept after entries for their in-place growth (an HDF5 member moved to
+                                * make room is given as much again, so that it moves O(log n) times over n
+                                * sessions of growth): neither live nor dead, a hole on disk; pack reclaims it */
+    uint64_t spare[7];         /* zero; fields added later take their place, so that the struct's size (which
+                                * callers in other languages mirror) no longer changes */
 } mmzip_info;
 
 MMZIP_API int mmzip_get_info(mmzip_t *h, mmzip_info *info);

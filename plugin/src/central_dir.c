@@ -134,12 +134,18 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
         const uint8_t *x = name + nlen;
         int need_u = usize == 0xFFFFFFFFu, need_c = csize == 0xFFFFFFFFu, need_o = lfh == 0xFFFFFFFFu,
             need_d = disk == 0xFFFFu;
+        uint64_t room = 0;
+        int has_room = 0;
         for (uint32_t k = 0; k + 4 <= xlen;) {
             uint16_t id = mz_get16(x + k), len = mz_get16(x + k + 2);
             if (k + 4u + len > xlen) {
                 QN();
                 st = mz_fail(MMZIP_ECORRUPT, "%s: entry '%s' has a malformed extra field", src->name, qn);
                 goto fail;
+            }
+            if (id == MZ_EXTRA_ROOM && len == 8) {
+                room = mz_get64(x + k + 4);
+                has_room = 1;
             }
             if (id == MZ_EXTRA_ZIP64) {
                 const uint8_t *f = x + k + 4;
@@ -186,6 +192,11 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
         e->csize = csize;
         e->usize = usize;
         e->crc = crc;
+        /* Room is ours to grant only in records we wrote (ZIP64 field first, then the room field). */
+        if (has_room && method == 0 && xlen == MZ_CDH_ZIP64_EXTRA + MZ_ROOM_EXTRA) {
+            e->room = room;
+            e->keeps_room = 1;
+        }
         e->cd_rec = off;
         e->cd_rec_len = (uint32_t)rec_len;
         e->name_len = nlen;

@@ -323,7 +323,7 @@ int mz_commit_locked(mz_store *s, int force_compact) {
         if (st) return st;
         uint64_t x = s->data_end;
         for (uint32_t i = s->n_committed; i < s->n; i++)
-            if (s->e[i].data_off + s->e[i].csize > x) x = s->e[i].data_off + s->e[i].csize;
+            if (s->e[i].data_off + s->e[i].csize + s->e[i].room > x) x = s->e[i].data_off + s->e[i].csize + s->e[i].room;
         st = commit_additions(s, x, &done);
         if (st || done) return st;
     }
@@ -340,7 +340,7 @@ int mz_commit_locked(mz_store *s, int force_compact) {
     uint64_t x = s->data_end; /* and past open reservations: their space is kept for them */
     for (uint32_t i = s->n_committed; i < s->n; i++) {
         mz_entry *e = &s->e[i];
-        if (!(e->mark & MZ_MARK_DEAD) && e->data_off + e->csize > x) x = e->data_off + e->csize;
+        if (!(e->mark & MZ_MARK_DEAD) && e->data_off + e->csize + e->room > x) x = e->data_off + e->csize + e->room;
     }
     if (x < mz_edit_floor(s)) x = mz_edit_floor(s); /* an entry edited in place is growing there */
     s->pending_end = x;

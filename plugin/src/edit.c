@@ -60,6 +60,8 @@ struct mz_edit {
     uint32_t base_crc;
     uint64_t nonce;
     uint64_t room_end;                   /* absolute: bytes below it are the entry's to write */
+    uint64_t reach_end;                  /* absolute: the end of the entry's recorded room (mmzip_reserve_room) */
+    uint64_t high;                       /* the highest byte written this version, relative to data_off */
     int last;                            /* the physically last entry: room comes from moving the directory */
     int jfd;
     char *jpath;
@@ -364,7 +366,13 @@ int mz_edit_recover(mz_store *s) {
     if (read_head(fd, &jh) && journal_is_hot(s, &jh)) {
         mz_entry *e = committed_at(s, jh.lfh_off);
         st = journal_apply(s, fd, &jh, e->lfh_off, e->data_off + e->csize, "recover.undo");
-        if (!st) s->recovered_bytes += 0; /* the entry is back at its committed version */
+        /* Growth into the entry's room was not journaled (nothing refers to it): it is cleared, so that
+         * the room reads as zeros again for the next edit. */
+        uint64_t room = mz_room_of(s, e);
+        if (!st && room) {
+            mz_crashpoint("recover.clear_room");
+            st = mz_io_zero(s, e->data_off + e->csize, room, "recover.clear_room");
+        }
     }
     close(fd);
     if (!st) st = journal_remove(s, jpath);
@@ -495,10 +503,11 @@ static void edit_free(struct mz_edit *ed) {
 
 uint64_t mz_edit_floor(const mz_store *s) { return s->edit && s->edit->last ? s->edit->room_end : 0; }
 
-/* Where the bytes after the entry stop being its own: the next local header (committed or pending), or, for
- * the physically last entry, nothing (*last = 1). */
+/* Where the bytes after the entry stop being its own: the end of its recorded room (mmzip_reserve_room),
+ * or, for the physically last entry, nothing (*last = 1: it grows by moving the directory). Dead bytes
+ * between the room and the next entry are not room: a reader of an older directory may still read them. */
 static uint64_t room_limit(mz_store *s, const mz_entry *e, int *last) {
-    uint64_t end = e->data_off + e->csize, next = UINT64_MAX;
+    uint64_t end = e->data_off + e->csize + mz_room_of(s, e), next = UINT64_MAX;
     for (uint32_t i = 0; i < s->n; i++) {
         const mz_entry *o = &s->e[i];
         if (o == e || o->lfh_off < end) continue;
@@ -509,7 +518,7 @@ static uint64_t room_limit(mz_store *s, const mz_entry *e, int *last) {
     if (next == UINT64_MAX) next = *last ? end : s->pending_end;
     /* A committed directory between the entry and the next one is not room either. */
     if (s->cd_pos >= end && s->cd_pos < next && !*last) next = s->cd_pos;
-    return next;
+    return next < end ? next : end;
 }
 
 int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *room) {
@@ -565,6 +574,8 @@ int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *r
     ed->base_size = e->usize;
     ed->base_crc = e->crc;
     ed->room_end = room_limit(s, e, &ed->last);
+    ed->reach_end = e->data_off + e->csize + mz_room_of(s, e);
+    ed->high = e->usize;
     ed->lock_fd = open(s->path, O_RDWR | O_CLOEXEC);
     if (ed->lock_fd < 0) {
         st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot open it to lock '%s'", s->path, key);
@@ -673,6 +684,7 @@ int mmzip_edit_write(mmzip_t *h, const char *key, uint64_t offset, const void *d
     }
     st = mz_io_write(s, data, len, ed->data_off + offset, "edit.write");
     if (!st) ed->dirty = 1;
+    if (!st && end > ed->high) ed->high = end;
 out:
     pthread_mutex_unlock(&s->wmu);
     return st;
@@ -684,6 +696,14 @@ static int undo_locked(mz_store *s, struct mz_edit *ed) {
     journal_head jh = {ed->nonce, ed->lfh_off, ed->data_off, ed->base_size, ed->base_crc};
     int st = journal_apply(s, ed->jfd, &jh, ed->lfh_off, ed->data_off + ed->base_size, "edit.undo");
     if (st) return st;
+    /* Unpublished growth inside the room is cleared: the room must read as zeros for the next edit. */
+    uint64_t hi = ed->data_off + ed->high < ed->reach_end ? ed->data_off + ed->high : ed->reach_end;
+    if (hi > ed->data_off + ed->base_size) {
+        mz_crashpoint("edit.clear_room");
+        st = mz_io_zero(s, ed->data_off + ed->base_size, hi - ed->data_off - ed->base_size, "edit.clear_room");
+        if (st) return st;
+    }
+    ed->high = ed->base_size;
     ed->dirty = 0;
     return journal_reset(s, ed);
 }
@@ -702,6 +722,22 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     uint32_t crc;
     st = edited_crc(s, ed, size, &crc);
     if (st) goto out;
+    /* Room after the published size must read as zeros. Bytes written past both the committed and the new
+     * size were never committed: they are cleared now, before the commit, with no journal. Committed bytes
+     * that a shrink cuts off are not touched before the commit point; unless they are zeros already (the
+     * HDF5 driver clears what it cuts), the entry keeps no room and they are dead bytes. */
+    uint64_t reach = ed->reach_end - ed->data_off, room = reach > size ? reach - size : 0;
+    {
+        uint64_t lo = size > ed->base_size ? size : ed->base_size, hi = ed->high < reach ? ed->high : reach;
+        if (hi > lo) {
+            mz_crashpoint("edit.clear_room");
+            st = mz_io_zero(s, ed->data_off + lo, hi - lo, "edit.clear_room");
+            if (st) goto out;
+        }
+        const uint8_t *cut = s->map.base + ed->data_off;
+        for (uint64_t i = size; room && i < ed->base_size; i++)
+            if (cut[i]) room = 0;
+    }
     /* The local header: its CRC and ZIP64 sizes change, where they are. */
     uint8_t *lh = malloc((size_t)ed->lfh_len);
     if (!lh) {
@@ -733,7 +769,10 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     ne.csize = ne.usize = size;
     ne.crc = crc;
     ne.limit = ed->data_off + size;
-    ne.cd_rec_len = (uint32_t)mz_our_cdh_size(nlen);
+    /* What is left of the entry's room stays its room (growth past it, for the last entry, leaves none). */
+    ne.room = room;
+    ne.keeps_room = ne.room > 0;
+    ne.cd_rec_len = (uint32_t)mz_our_cdh_size(nlen) + (ne.keeps_room ? MZ_ROOM_EXTRA : 0);
     ne.hash = mz_hash(key, nlen);
     ne.name_len = (uint16_t)nlen;
     mz_entry_set_name_head(&ne, key, nlen);
@@ -753,6 +792,9 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     mz_crashpoint("edit.published");
     ed->base_size = size;
     ed->base_crc = crc;
+    ed->high = size;
+    ed->reach_end = ed->data_off + size + room;
+    if (!ed->last && ed->room_end > ed->reach_end) ed->room_end = ed->reach_end;
     if (ed->last) ed->room_end = s->data_end > ed->data_off + size ? s->data_end : ed->data_off + size;
     st = journal_reset(s, ed);
 out:

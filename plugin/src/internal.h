@@ -57,6 +57,8 @@
 
 #define MZ_EXTRA_ZIP64 0x0001u
 #define MZ_EXTRA_ALIGN 0xA11Eu          /* "Data Stream Alignment" (Apache Commons Compress), registered */
+#define MZ_EXTRA_ROOM 0x6D52u           /* mmzip's "room": bytes after the data kept for the entry's growth */
+#define MZ_ROOM_EXTRA 12u               /* id, size, room (8) in a central-directory record */
 #define MZ_LFH_ZIP64_EXTRA 20u          /* id, size, usize, csize */
 #define MZ_CDH_ZIP64_EXTRA 28u          /* id, size, usize, csize, local header offset */
 #define MZ_ALIGN_EXTRA_MIN 6u           /* id, size, alignment word */
@@ -118,6 +120,9 @@ size_t mz_our_lfh_size(size_t name_len, uint32_t padding);
 void mz_write_lfh(uint8_t *out, const char *name, size_t name_len, uint32_t crc, uint64_t size,
                   uint32_t alignment, uint32_t padding);
 size_t mz_our_cdh_size(size_t name_len);
+/* Our record with a room field (an MZ_ROOM_EXTRA more bytes): writes the field after the ZIP64 one, or
+ * rewrites its value. */
+void mz_set_cdh_room(uint8_t *rec, uint64_t room, int add);
 void mz_write_cdh(uint8_t *out, const char *name, size_t name_len, uint32_t crc, uint64_t size,
                   uint64_t lfh_off);
 /* Rewrites the CRC, sizes (stored: csize == usize) of a record made by mz_write_cdh, in place. */
@@ -178,6 +183,9 @@ typedef struct mz_entry {
     uint8_t state;         /* MZ_COMMITTED or MZ_PENDING */
     uint8_t mark;          /* MZ_MARK_* bits */
     uint32_t alignment;    /* data alignment we wrote (pending entries), 0 if unknown */
+    uint8_t keeps_room;    /* its directory record carries a room field (MZ_EXTRA_ROOM) */
+    uint64_t room;         /* bytes after the data reserved for the entry to grow into in place (edit.c); as
+                            * recorded, mz_room_of() clips it to what lies free after the entry */
     /* The name's first bytes, zero-padded: most keys fit, so a lookup compares them without touching the
      * directory image (one cache miss fewer). */
     char name_head[24];
@@ -460,6 +468,10 @@ int mz_data_end_of(mz_store *s, mz_entry *e, uint64_t *end); /* data end incl. a
 /* 1 if the (resolved) entry's local header carries mmzip's 0xA11E alignment field. Such an entry was
  * published only after all its bytes were written, so it cannot be a torn tail: no CRC check at open. */
 int mz_written_by_mmzip(mz_store *s, const mz_entry *e);
+/* The room after the (resolved) entry e that is really free: its recorded room, clipped at the next local
+ * header of any live entry and at the directory. Another writer (zipfile appending where our directory was)
+ * may have put entries there; those bytes are theirs whatever the record says. */
+uint64_t mz_room_of(mz_store *s, const mz_entry *e);
 
 /* write.c */
 /* Adds the table entry (and directory record) of a new pending entry whose bytes are in the file; the

@@ -95,6 +95,16 @@ int mz_data_end_of(mz_store *s, mz_entry *e, uint64_t *end) {
     return MMZIP_OK;
 }
 
+uint64_t mz_room_of(mz_store *s, const mz_entry *e) {
+    if (!e->room || !e->data_off) return 0;
+    uint64_t end = e->data_off + e->csize, next = s->cd_pos > end ? s->cd_pos : end;
+    for (uint32_t i = 0; i < s->n; i++) {
+        const mz_entry *o = &s->e[i];
+        if (o != e && o->lfh_off >= end && o->lfh_off < next && !(o->mark & MZ_MARK_DEAD)) next = o->lfh_off;
+    }
+    return next - end < e->room ? next - end : e->room;
+}
+
 int mz_verify_crc(mz_store *s, mz_entry *e, const uint8_t *data, uint64_t len) {
     uint32_t c = mz_crc32(0, data, (size_t)len);
     if (c != e->crc)

@@ -86,7 +86,8 @@ static int compute_layout(mz_store *s) {
             s->sorted_valid = 0;
             continue;
         }
-        s->data_end = end;
+        /* The room kept after the last entry is its own, not free space for the next append. */
+        s->data_end = end + mz_room_of(s, &s->e[last]);
         /* Entries hidden for a missing or disagreeing local header stay in the directory (they are not
          * mmzip's to drop): new entries must go after every byte they may own. Without a local header to
          * read, that is up to the next entry or the directory, and at most what the largest header would
@@ -609,6 +610,7 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
         info->entries++;
         uint64_t end;
         if (mz_data_end_of(s, e, &end) == MMZIP_OK) live += end - e->lfh_off;
+        info->reserved_bytes += mz_room_of(s, e);
         if (e->method == 0 && e->data_off) {
             uint32_t a = e->data_off ? (uint32_t)(e->data_off & (~e->data_off + 1)) : 1;
             if (a > MZ_MAX_ALIGNMENT || e->data_off == 0) a = MZ_MAX_ALIGNMENT;
@@ -622,7 +624,7 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
     info->prefix_bytes = s->prefix;
     info->free_bytes = s->cd_pos > s->data_end ? s->cd_pos - s->data_end : 0;
     info->end_follows_directory = s->end_follows_cd;
-    uint64_t accounted = live + info->directory_bytes + info->prefix_bytes + info->free_bytes;
+    uint64_t accounted = live + info->directory_bytes + info->prefix_bytes + info->free_bytes + info->reserved_bytes;
     info->dead_bytes = s->file_size > accounted ? s->file_size - accounted : 0;
     info->alignment = s->opts.alignment;
     info->min_alignment = min_align ? min_align : s->opts.alignment;

@@ -161,6 +161,7 @@ int mz_add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, in
     }
     ne->cd_rec = s->cd_len;
     mz_write_cdh(s->cd + s->cd_len, key, ne->name_len, ne->crc, ne->csize, ne->lfh_off);
+    if (ne->keeps_room) mz_set_cdh_room(s->cd + s->cd_len, ne->room, 1);
     ne->replaces = MZ_NONE;
     if (head != MZ_NONE) {
         mz_entry *o = &s->e[head];
@@ -361,8 +362,9 @@ static mz_entry *lock_reservation(mmzip_t *h, const char *key, const char *fn, i
     return e;
 }
 
-int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data) {
-    int st = check_writer(h, key, "mmzip_reserve");
+static int reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data,
+                   int keep_room) {
+    int st = check_writer(h, key, keep_room ? "mmzip_reserve_room" : "mmzip_reserve");
     if (st) return st;
     if (!data) return mz_fail(MMZIP_EINVAL, "mmzip_reserve: NULL data pointer");
     mz_store *s = h->s;
@@ -401,7 +403,8 @@ int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t align
     ne.data_off = data_off;
     ne.csize = ne.usize = capacity;
     ne.limit = end;
-    ne.cd_rec_len = (uint32_t)mz_our_cdh_size(nlen);
+    ne.cd_rec_len = (uint32_t)mz_our_cdh_size(nlen) + (keep_room ? MZ_ROOM_EXTRA : 0);
+    ne.keeps_room = (uint8_t)(keep_room != 0);
     ne.hash = mz_hash(key, nlen);
     ne.name_len = (uint16_t)nlen;
     mz_entry_set_name_head(&ne, key, nlen);
@@ -421,6 +424,14 @@ out:
     free(hdr);
     pthread_mutex_unlock(&s->wmu);
     return st;
+}
+
+int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data) {
+    return reserve(h, key, capacity, alignment, data, 0);
+}
+
+int mmzip_reserve_room(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data) {
+    return reserve(h, key, capacity, alignment, data, 1);
 }
 
 int mmzip_reserve_resize(mmzip_t *h, const char *key, uint64_t capacity, void **data) {
@@ -497,10 +508,13 @@ int mmzip_patch(mmzip_t *h, const char *key, uint64_t size) {
     pthread_rwlock_wrlock(&s->rw);
     mz_table_changed(s);
     int last = e->data_off + e->csize == s->pending_end;
+    uint64_t room = e->keeps_room ? e->csize - size : 0;
     e->crc = crc;
     e->csize = e->usize = size;
     e->limit = e->data_off + size;
+    e->room = room;
     mz_patch_our_cdh(s->cd + e->cd_rec, crc, size);
+    if (e->keeps_room) mz_set_cdh_room(s->cd + e->cd_rec, room, 0);
     e->mark &= (uint8_t)~MZ_MARK_RESERVED;
     s->open_reservations--;
     s->n_pending_live++;
@@ -512,10 +526,24 @@ int mmzip_patch(mmzip_t *h, const char *key, uint64_t size) {
     pthread_rwlock_unlock(&s->rw);
     /* A shrunken reservation that is still the last pending entry gives its slack back, unless a commit made
      * in the meantime already put the directory behind the whole reservation. */
-    if (last && e->data_off + size >= s->data_end) s->pending_end = e->data_off + size;
+    if (last && !room && e->data_off + size >= s->data_end) s->pending_end = e->data_off + size;
     uint64_t plo, phi;
     own_pages(s, e, e->data_off, e->data_off + size, &plo, &phi);
     if (plo < phi) mz_map_seal(&s->map, plo, phi - plo);
+    /* Kept room reads as zeros, whatever the caller left past the size, and costs no disk until the entry
+     * grows into it: the blocks allocated for the reservation go back (a hole). The caller's view of it is
+     * dropped; the view stays valid, read-only, up to the size. */
+    if (room) {
+        own_pages(s, e, e->data_off + size, e->data_off + size + room, &plo, &phi);
+        if (plo < e->data_off + size) plo += mz_page_size;
+        if (plo < phi) mz_map_drop_writable(&s->map, plo, phi - plo);
+        mz_crashpoint("patch.room");
+        int zst = mz_io_zero(s, e->data_off + size, room, "patch.room");
+        if (zst) {
+            st = zst;
+            goto out;
+        }
+    }
     s->bytes_since_commit += size + hlen;
     st = maybe_autocommit(s);
 out:

@@ -95,6 +95,17 @@ void mz_patch_our_cdh(uint8_t *rec, uint32_t crc, uint64_t size) {
     mz_put64(x + 12, size);
 }
 
+void mz_set_cdh_room(uint8_t *rec, uint64_t room, int add) {
+    uint16_t name_len = mz_get16(rec + 28);
+    uint8_t *x = rec + 46 + name_len + MZ_CDH_ZIP64_EXTRA;
+    if (add) {
+        mz_put16(rec + 30, MZ_CDH_ZIP64_EXTRA + MZ_ROOM_EXTRA);
+        mz_put16(x + 0, MZ_EXTRA_ROOM);
+        mz_put16(x + 2, 8);
+    }
+    mz_put64(x + 4, room);
+}
+
 size_t mz_trailer_len(size_t comment_len) { return MZ_TRAILER_FIXED + comment_len; }
 
 void mz_write_trailer(uint8_t *p, uint64_t entries, uint64_t cd_size, uint64_t cd_off, uint64_t z64_off,

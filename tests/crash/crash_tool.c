@@ -60,6 +60,10 @@ static int do_verify(const char *name, const char *archive, int k, const char *m
         scenario_state(name, j, &s);
         int ok = scenario_matches(h, &s, 0);
         free(s.items);
+        if (ok && mode[1] == '+' && strcmp(name, "edits") == 0 && !scenario_room_clear(h, archive, 1)) {
+            mmzip_close(h);
+            return 1;
+        }
         if (ok) {
             printf("state %d\n", j);
             return mmzip_close(h) == MMZIP_OK ? 0 : fail("close");

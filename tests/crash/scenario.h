@@ -17,8 +17,10 @@
  * abandons an open reservation. */
 /* ACT_EDIT edits a committed entry in place (mmzip_edit_*) into the version's bytes and publishes it;
  * ACT_EDIT_ABANDON does the same writes but ends the edit unpublished (the entry keeps its version). */
+/* ACT_RESERVE_ROOM is ACT_RESERVE through mmzip_reserve_room: what the patch leaves of the capacity stays the
+ * entry's room (the HDF5 driver's move of a member that outgrew its place); edits grow into it. */
 typedef enum { ACT_PUT, ACT_REMOVE, ACT_RESERVE, ACT_RESERVE_OPEN, ACT_PATCH, ACT_GROW, ACT_UNRESERVE, ACT_EDIT,
-               ACT_EDIT_ABANDON } act_kind;
+               ACT_EDIT_ABANDON, ACT_RESERVE_ROOM } act_kind;
 
 typedef struct {
     act_kind kind;
@@ -56,5 +58,8 @@ void scenario_content(const char *key, uint32_t version, uint8_t *buf, uint32_t 
 int scenario_apply(mmzip_t *h, const char *name, int k);
 /* 1 if the archive seen through h holds exactly state st (prints the first difference if verbose). */
 int scenario_matches(mmzip_t *h, const state *st, int verbose);
+/* "edits": 1 if the bytes between entry "r" (which keeps room after it) and the next entry read as zeros in
+ * the file at path, or if there is no such pair yet; the room must after every repair. */
+int scenario_room_clear(mmzip_t *h, const char *path, int verbose);
 
 #endif

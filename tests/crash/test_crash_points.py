@@ -184,7 +184,7 @@ def test_every_edit_crash_point():
                   flush=True)
     for must in ("edit.write:torn", "edit.journal_record:torn", "edit.header:torn", "edit.journal_reset",
                  "edit.published", "edit.undo:torn", "edit.journal_remove", "edit.sync_journal",
-                 "relocate.directory_copy:torn", "commit.truncate"):
+                 "relocate.directory_copy:torn", "commit.truncate", "patch.room", "edit.clear_room"):
         assert must in exercised, "crash case %s was not exercised: %r" % (must, sorted(exercised))
     assert refused_total > 10, "too few kills left an entry half-edited: %d" % refused_total
     print("%d kills left an entry half-edited, refused until recovery and then restored" % refused_total)

@@ -1,6 +1,6 @@
 """Issue 13, point 6 (the part done): a netCDF-3 member is not HDF5. h5py through the driver and ncdump under
 `mmzip run` must say so - naming the format - instead of "file signature not found" or "No such file or
-directory", which read like a wrong name. (VDS sources and external links beside the archive: not done.)"""
+directory", which read like a wrong name. (VDS sources and external links beside the archive: test_references.py.)"""
 import os
 import subprocess
 

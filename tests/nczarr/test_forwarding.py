@@ -1,7 +1,8 @@
 """Point 7 (the tool side; the ABI dispatch per netCDF-C version is nczarr_abi_*): everything that is not
 a zip dataset is forwarded untouched, so under `mmzip run` netCDF-C's own directory and S3 maps, and plain
 netCDF files, behave exactly as without the plugin; .zip archives without Zarr metadata and HDF5 member
-paths ("a.zip#/x.nc") are passed on unchanged to whatever comes next (the HDF5 driver, or libnetcdf)."""
+paths ("a.zip#/x.nc") are passed on unchanged to whatever comes next (the HDF5 driver, or libnetcdf); an
+"#/" address that names nothing gets one more line saying so (issue 15, test_subdatasets.py)."""
 import os
 import zipfile
 
@@ -50,7 +51,16 @@ def test_other_maps_and_paths_forwarded():
             z.writestr("readme.txt", "no zarr here")
         p = same_outcome(["ncdump", "-h", archive], "a zip without Zarr metadata")
         assert "Unknown file format" in p.stderr, p.stderr
-        same_outcome(["ncdump", "-h", archive + "#/member.nc"], "an HDF5 member path")
+        # An "#/" address naming nothing in the archive (issue 15): netCDF's own outcome, after one line
+        # saying what the address could have named (an HDF5 member or a Zarr group) and what is there.
+        cmd = ["ncdump", "-h", archive + "#/member.nc"]
+        plain, through = run(cmd, check=False), run(cmd, check=False, env=preload_only_nczarr())
+        check_equal((through.returncode, through.stdout), (plain.returncode, plain.stdout), "an absent member path")
+        first, rest = through.stderr.split("\n", 1)
+        check_equal(rest, plain.stderr, "netCDF's message for an absent member path")
+        for words in ("HDF5 member", "Zarr group", "holds nothing: no member 'member.nc'"):
+            if words not in first:
+                raise AssertionError("%r not in the plugin's message: %s" % (words, first))
         # A missing file: the same message as without the plugin.
         same_outcome(["ncdump", "-h", os.path.join(d, "missing.zarr.zip")], "a missing .zip")
 

@@ -83,8 +83,35 @@ static void test_fix_mode(void) {
     check_fix("file:///x.zip", NULL);
 }
 
+/* Sub-datasets: "group=/a/b" in the fragment, percent-decoded and normalised; the builder encodes what would
+ * break the fragment, and the parser gets the group back. */
+static void test_group(void) {
+    mzn_url u;
+    CHECK(mzn_url_parse("file:///d/x.zip#mode=nczarr,zip&group=/lung/sub", &u) == NC_NOERR);
+    CHECK_STR(u.path, "/d/x.zip");
+    CHECK_STR(u.group, "lung/sub");
+    mzn_url_clear(&u);
+    CHECK(mzn_url_parse("file:///d/x.zip#group=//a%26b/c%20d//&mode=zarr,zip", &u) == NC_NOERR);
+    CHECK_STR(u.group, "a&b/c d");
+    mzn_url_clear(&u);
+    CHECK(mzn_url_parse("file:///d/x.zip#mode=nczarr,zip", &u) == NC_NOERR);
+    CHECK(u.group == NULL);
+    mzn_url_clear(&u);
+    CHECK(mzn_url_parse("file:///d/x.zip#mode=nczarr,zip&group=/", &u) == NC_EURL);
+    CHECK(mzn_url_parse("file:///d/x.zip#mode=nczarr,zip&group=/a/../b", &u) == NC_EURL);
+    CHECK(mzn_url_parse("file:///d/x.zip#mode=nczarr,zip&group=./a", &u) == NC_EURL);
+    char *built = mzn_url_for_subdataset("/d/x#1.zip", "g&h/100%/q?");
+    CHECK_STR(built, "file:///d/x%231.zip#mode=nczarr,zip&group=/g%26h/100%25/q%3F");
+    CHECK(mzn_url_parse(built, &u) == NC_NOERR);
+    CHECK_STR(u.path, "/d/x#1.zip");
+    CHECK_STR(u.group, "g&h/100%/q?");
+    mzn_url_clear(&u);
+    free(built);
+}
+
 int main(void) {
     RUN(test_parse);
+    RUN(test_group);
     RUN(test_for_path);
     RUN(test_names);
     RUN(test_fix_mode);

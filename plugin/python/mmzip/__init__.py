@@ -15,6 +15,7 @@ Three things:
 import ctypes
 import os
 import sys
+import urllib.parse
 
 from . import _core
 from ._core import MmzipError, libdir
@@ -75,14 +76,21 @@ def _dataset_exists(name):
     if os.path.exists(name):
         return True
     if name.startswith("file://"):
-        return os.path.exists(name[len("file://"):].split("#", 1)[0])
+        path, _, fragment = name[len("file://"):].partition("#")
+        path = urllib.parse.unquote(path)
+        group = [urllib.parse.unquote(p[6:]) for p in fragment.split("&") if p.lower().startswith("group=")]
+        if group and os.path.isfile(path):
+            return _dataset_exists(path + "#/" + group[-1].strip("/"))
+        return os.path.exists(path)
     if "#/" in name:
         archive, member = name.split("#/", 1)
         if not os.path.isfile(archive):
             return False
         try:
             with Archive(archive) as a:
-                return member in a
+                # A member (HDF5 route), or a group's entries (a Zarr sub-dataset, "a.zip#/group/sub").
+                member = member.strip("/")
+                return member in a or bool(a.keys(member + "/"))
         except OSError:
             return True  # let netCDF-C open it and report what is wrong, rather than create over it
     return False

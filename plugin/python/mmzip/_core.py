@@ -92,7 +92,8 @@ class Info(ctypes.Structure):  # mmzip_info
                 + [(n, ctypes.c_int) for n in ("writable", "writer_locked", "locks_supported", "zip64", "durable")]
                 + [(n, ctypes.c_uint64) for n in ("recovered_bytes", "rolled_back", "torn_tail", "append_from",
                                                   "unnamed", "edits_recovered", "edits_open", "free_bytes")]
-                + [("end_follows_directory", ctypes.c_int)])
+                + [("end_follows_directory", ctypes.c_int)]
+                + [("reserved_bytes", ctypes.c_uint64), ("spare", ctypes.c_uint64 * 7)])
 
 
 # Each mirror and the C struct it stands for: what test_core_abi.py checks.

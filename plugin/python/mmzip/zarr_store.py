@@ -114,8 +114,26 @@ def _file_id(path):
 _MODES = {"r": "r", "r+": "r+", "a": "w+", "w": "w", "w-": "w", "x": "w"}
 
 
+def _split_subdataset(path):
+    """``"a.zip#/g/sub"`` -> (absolute archive path, "g/sub"); a path without ``#/`` -> (absolute path, "").
+    The separator is the first ``#/`` whose left side is an existing file (an archive's own name may hold
+    ``#/``), else the first one, as the HDF5 driver and the netCDF plugin read such names."""
+    seps = [i for i in range(len(path)) if path.startswith("#/", i)]
+    cut = next((i for i in seps if os.path.isfile(path[:i])), seps[0] if seps else None)
+    if cut is None:
+        return os.path.abspath(path), ""
+    parts = [p for p in path[cut + 2:].split("/") if p]
+    if any(p in (".", "..") for p in parts):
+        raise ValueError("mmzip.ZarrStore: %r: '.' and '..' are not group names" % (path,))
+    return os.path.abspath(path[:cut]), "/".join(parts)
+
+
 class ZarrStore(Store):
     """A zarr-python 2 store over the mmzip archive at ``path``.
+
+    ``path`` may name a sub-dataset, ``"archive.zip#/group/sub"`` (the address the netCDF plugin and the
+    HDF5 driver read too): the store is then rooted at that group, its keys relative to it; modes "r",
+    "r+" and "a" only (a sub-dataset of an append-only archive cannot be truncated).
 
     ``mode``: "r" (read-only; the archive must exist), "r+" (read/write; must exist), "a" (read/write,
     created if missing), "w" (a new, empty archive that replaces any existing one when first committed),
@@ -137,7 +155,12 @@ class ZarrStore(Store):
     def __init__(self, path, mode="r", *, durable=False, alignment=None, dimension_separator=None):
         if mode not in _MODES:
             raise ValueError("mmzip.ZarrStore: mode must be one of r, r+, a, w, w-, x, not %r" % (mode,))
-        self.path = os.path.abspath(os.fspath(path))
+        self.path, self.group = _split_subdataset(os.fspath(path))
+        if self.group and mode not in ("r", "r+", "a"):
+            raise ValueError("mmzip.ZarrStore: mode %r would truncate %s, and the sub-dataset %r lives in an "
+                             "append-only archive: use 'a' (created if missing) or 'r+'"
+                             % (mode, self.path, self.group))
+        self._root = self.group + "/" if self.group else ""
         self.mode = mode
         self.durable = bool(durable)
         self.alignment = alignment
@@ -236,7 +259,7 @@ class ZarrStore(Store):
     def __getstate__(self):
         # Like zarr's ZipStore: what is written is published first, so that the copy sees it.
         self.flush()
-        return {"path": self.path, "mode": self.mode, "durable": self.durable, "alignment": self.alignment,
+        return {"path": self.path, "group": self.group, "mode": self.mode, "durable": self.durable, "alignment": self.alignment,
                 "dimension_separator": self._dimension_separator, "pickled_from_mode": self.pickled_from_mode}
 
     def __setstate__(self, state):
@@ -245,6 +268,8 @@ class ZarrStore(Store):
         read-only: it reads what the original had committed when it was pickled (and newer commits after
         ``refresh()``), and a write through it raises ReadOnlyError naming the original mode."""
         self.path = state["path"]
+        self.group = state.get("group", "")
+        self._root = self.group + "/" if self.group else ""
         self.durable = state["durable"]
         self.alignment = state["alignment"]
         self._dimension_separator = state["dimension_separator"]
@@ -255,19 +280,20 @@ class ZarrStore(Store):
         self._open("r")
 
     def __eq__(self, other):
-        return isinstance(other, ZarrStore) and self.path == other.path and self.mode == other.mode
+        return (isinstance(other, ZarrStore) and self.path == other.path and self.group == other.group
+                and self.mode == other.mode)
 
     def __repr__(self):
         state = "closed" if self._h is None else ("read-only" if not self._h.writable else "writable")
-        return "<mmzip.ZarrStore %r mode=%r %s>" % (self.path, self.mode, state)
+        where = self.path + ("#/" + self.group if self.group else "")
+        return "<mmzip.ZarrStore %r mode=%r %s>" % (where, self.mode, state)
 
     # -- mapping -----------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _key(key):
+    def _key(self, key):
         if not isinstance(key, str):
             raise TypeError("mmzip.ZarrStore: keys are str, not %s" % type(key).__name__)
-        return key.encode("utf-8")
+        return (self._root + key).encode("utf-8")
 
     def __getitem__(self, key):
         h = self._h
@@ -283,11 +309,13 @@ class ZarrStore(Store):
         places = h.places
         if places[0] != gen:
             places = h.places = (gen, {})
-        where = places[1].get(key)
+        # By entry name: stores rooted at different groups ("a.zip#/g") may share the handle.
+        name = self._root + key if self._root else key
+        where = places[1].get(name)
         if where is None:
             where = self._locate(h, key)
             if h.generation.value == gen:  # nothing changed during the lookup: it answers for `gen`
-                places[1][key] = where
+                places[1][name] = where
         if type(where) is memoryview:
             return where[:]  # a fresh view: the caller may release() it without harming the cached one
         return self._inflate(h, key, where)
@@ -387,10 +415,12 @@ class ZarrStore(Store):
     def __contains__(self, key):
         if not isinstance(key, str):
             return False
-        return bool(_c().mmzip_exists(self._handle().h, key.encode("utf-8")))
+        return bool(_c().mmzip_exists(self._handle().h, self._key(key)))
 
     def _names(self, prefix, flags):
+        """Entry names under prefix (relative to the store's root, as are the names returned)."""
         h = self._handle()
+        prefix = self._root + prefix
         need, count = ctypes.c_size_t(), ctypes.c_size_t()
         cap = 1 << 16
         while True:
@@ -403,7 +433,8 @@ class ZarrStore(Store):
             _check(rc)
             if count.value == 0:
                 return []
-            return buf.raw[:need.value - 1].decode("utf-8").split("\0")
+            names = buf.raw[:need.value - 1].decode("utf-8").split("\0")
+            return [n[len(self._root):] for n in names] if self._root and not flags else names
 
     def keys(self):
         return self._names("", 0)
@@ -412,6 +443,8 @@ class ZarrStore(Store):
         return iter(self.keys())
 
     def __len__(self):
+        if self._root:
+            return len(self._names("", 0))
         return int(_c().mmzip_count(self._handle().h))
 
     def listdir(self, path=None):
@@ -424,7 +457,7 @@ class ZarrStore(Store):
         path = normalize_storage_path(path)
         prefix = path + "/" if path else ""
         for name in self._names(prefix, 0):
-            _check(_c().mmzip_remove(h.h, name.encode("utf-8")))
+            _check(_c().mmzip_remove(h.h, self._key(name)))
 
     def getsize(self, path=None):
         """Bytes stored: of the entry ``path``, or of the entries directly below ``path`` (not recursive,
@@ -433,7 +466,7 @@ class ZarrStore(Store):
         path = normalize_storage_path(path)
         info = _core.EntryInfo()
         if path:
-            rc = _c().mmzip_stat(h.h, path.encode("utf-8"), ctypes.byref(info))
+            rc = _c().mmzip_stat(h.h, self._key(path), ctypes.byref(info))
             if rc == 0:
                 return int(info.compressed_size)
             if rc != _core.ENOTFOUND:
@@ -443,7 +476,7 @@ class ZarrStore(Store):
         for child in self._names(prefix, _core.NAMES_CHILDREN):
             if child.endswith("/"):
                 continue
-            _check(_c().mmzip_stat(h.h, (prefix + child).encode("utf-8"), ctypes.byref(info)))
+            _check(_c().mmzip_stat(h.h, self._key(prefix + child), ctypes.byref(info)))
             size += int(info.compressed_size)
         return size
 
