@@ -182,6 +182,51 @@ print(json.dumps({k: len(v) for k, v in d.dimensions.items()}))
                     "ncdump of the whole archive")
 
 
+SHADOWED_CDL = r"""netcdf shadowed {
+dimensions:
+  x = 3 ;
+variables:
+  int top(x) ;
+data:
+  top = 1, 2, 3 ;
+group: g {
+  dimensions:
+    x = 5 ;
+  variables:
+    int own(x) ;
+    int w(/x) ;
+  data:
+    own = 1, 2, 3, 4, 5 ;
+    w = 7, 8, 9 ;
+  }
+group: h {
+  dimensions:
+    x = 4 ;
+  variables:
+    int own(x) ;
+  data:
+    own = 10, 20, 30, 40 ;
+  }
+}
+"""
+
+
+def test_nested_group_with_clashing_dimension_names():
+    """A group whose variables use both its own x and the root's x cannot be shown as a dataset of its
+    own (both would be /x): an error naming both, never one x's size for the other's data."""
+    with TempDir() as d:
+        nc = ncgen(SHADOWED_CDL, os.path.join(d, "shadowed.nc"))
+        archive = os.path.join(d, "shadowed.zarr.zip")
+        mmzip_run("nccopy", nc, archive)
+        r = mmzip_run("ncdump", archive + "#/g", check=False)
+        if r.returncode == 0 or "'/x'" not in r.stderr or "'/g/x'" not in r.stderr:
+            raise AssertionError("#/g: rc %d\n%s\n%s" % (r.returncode, r.stdout, r.stderr))
+        dump = ncdump(archive + "#/h")
+        check_equal(numbers_in(dump, "own"), [10, 20, 30, 40], "own of #/h (its own x shadows the root's)")
+        if "x = 4 ;" not in dump or "x = 3 ;" in dump:
+            raise AssertionError("dimensions of #/h:\n" + dump)
+
+
 def test_added_subdataset_reads_like_its_source():
     with TempDir() as d:
         _, lung, archive = multi_archive(d)
@@ -510,7 +555,8 @@ print(json.dumps(res))
 
 
 if __name__ == "__main__":
-    main([test_nested_nczarr_group_as_its_own_dataset, test_added_subdataset_reads_like_its_source,
+    main([test_nested_nczarr_group_as_its_own_dataset, test_nested_group_with_clashing_dimension_names,
+          test_added_subdataset_reads_like_its_source,
           test_ncks_url_form, test_foreign_zarr_v2_subdatasets, test_zarr_v3_subdataset,
           test_nccopy_adds_subdataset_leaving_every_entry, test_create_over_existing_subdataset_refused,
           test_append_into_existing_subdataset, test_append_refreshes_consolidated_metadata_above,
