@@ -37,9 +37,8 @@ static int analyse(mzv_view *v) {
         v->nczarr_format = root && root->zgroup_json && mzj_get(root->zgroup_json, "_NCZARR_SUPERBLOCK") != NULL;
     mzj_value *superblock = NULL;
     char *nczarr_root = NULL;
-    /* A group of 4.9.0's NCZarr opened as a dataset of its own (view_subdataset.c); 4.9.3+ see that format
-     * as plain Zarr. */
-    if (!v->nczarr_format && !v->zarr_v3 && !mzv_reads_lowercase_nczarr() &&
+    /* A group of the running release's NCZarr form opened as a dataset of its own (view_subdataset.c). */
+    if (!v->nczarr_format && !v->zarr_v3 &&
         (rc = mzv_find_nczarr_ancestor(v, &superblock, &nczarr_root)))
         return rc;
     if (superblock) v->nested_nczarr = v->nczarr_format = 1;

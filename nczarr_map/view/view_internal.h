@@ -138,8 +138,9 @@ int mzv_present_nczarr_root(mzv_view *v, mzv_group *root, const mzj_value *zgrou
 int mzv_present_decoded(mzv_meta *m, const mzj_value *doc);
 
 /* view_subdataset.c: a view rooted at a group below an NCZarr root ("a.zip#/lung/sub"). */
-/* The nearest ancestor directory of the view's prefix whose .zgroup has _NCZARR_SUPERBLOCK, when the view's
- * own root .zgroup has none: *root_dir ("" or "a/") and a copy of its superblock, both malloc'ed; both NULL
+/* The nearest ancestor directory of the view's prefix holding the NCZarr superblock of the running release's
+ * form (4.9.0: _NCZARR_SUPERBLOCK in .zgroup; 4.9.3+: _nczarr_superblock in .zattrs or .zgroup), when the
+ * view's own root has none: *root_dir ("" or "a/") and a copy of its superblock, both malloc'ed; both NULL
  * if there is no such ancestor. 0 or NC_ENOMEM. */
 int mzv_find_nczarr_ancestor(mzv_view *v, mzj_value **superblock, char **root_dir);
 /* Presents the view's root as an NCZarr root of its own (superblock, dimensions of ancestor groups) and

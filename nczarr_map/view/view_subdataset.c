@@ -9,6 +9,12 @@
  * re-rooted ("/lung/sub/y" -> "/y"); dimensions of ancestor groups ("/lung/x") declared in the presented
  * root with their sizes and referenced there ("/x"), as they would be had the group been written alone.
  * Two different dimensions that would take the same name at the new root are an error naming both.
+ *
+ * 4.9.3+ read only their own, lower-case form (libnczarr/zsync.c): the superblock "_nczarr_superblock" and
+ * "_nczarr_group" {"dimensions": ...} in a group's .zattrs (4.9.1/4.9.2 kept them in .zgroup, which 4.9.3
+ * still reads), "_nczarr_array" {"dimension_references": [...]} in an array's .zattrs, attribute types in
+ * "_nczarr_attr". Under those releases the same re-rooting is done on that form; each release's other form
+ * stays plain Zarr to it, as at the root (view.c).
  */
 #include <netcdf.h>
 #include <stdio.h>
@@ -16,13 +22,30 @@
 #include <string.h>
 
 #include "view_internal.h"
+#include "view_release.h"
 
-/* The parsed .zgroup of an ancestor directory ("" or "a/"), or NULL. */
-static mzj_value *read_zgroup(mzv_view *v, const char *dir) {
-    size_t n = strlen(dir) + sizeof ".zgroup";
+/* The keys of the NCZarr form the running release reads. */
+typedef struct nczarr_keys {
+    int lower;              /* 4.9.3+'s form: the keys below live in .zattrs (or, 4.9.1/4.9.2, .zgroup) */
+    const char *superblock; /* "_NCZARR_SUPERBLOCK" / "_nczarr_superblock" */
+    const char *group;      /* "_NCZARR_GROUP" / "_nczarr_group" */
+    const char *dims;       /* in group: "dims" / "dimensions" (4.9.3 also takes "dims") */
+    const char *array;      /* "_NCZARR_ARRAY" (in .zarray) / "_nczarr_array" (in .zattrs) */
+    const char *refs;       /* in array: "dimrefs" / "dimension_references" (4.9.3 also takes "dimrefs") */
+} nczarr_keys;
+
+static const nczarr_keys UPPER = {0, "_NCZARR_SUPERBLOCK", "_NCZARR_GROUP", "dims", "_NCZARR_ARRAY", "dimrefs"};
+static const nczarr_keys LOWER = {1, "_nczarr_superblock", "_nczarr_group", "dimensions", "_nczarr_array",
+                                  "dimension_references"};
+
+static const nczarr_keys *running_keys(void) { return mzv_reads_lowercase_nczarr() ? &LOWER : &UPPER; }
+
+/* The parsed entry dir + leaf (dir "" or "a/", leaf ".zgroup" or ".zattrs"), or NULL. */
+static mzj_value *read_json(mzv_view *v, const char *dir, const char *leaf) {
+    size_t n = strlen(dir) + strlen(leaf) + 1;
     char *name = malloc(n);
     if (!name) return NULL;
-    snprintf(name, n, "%s.zgroup", dir);
+    snprintf(name, n, "%s%s", dir, leaf);
     const void *data;
     uint64_t len;
     mzj_value *doc = NULL;
@@ -38,8 +61,29 @@ static mzj_value *member(mzj_value *obj, const char *key) {
     return NULL;
 }
 
+/* member(obj, key), or in the lower-case form the older spelling 4.9.3 also accepts (dictgetalt). */
+static mzj_value *member_alt(mzj_value *obj, const char *key, const char *alt) {
+    mzj_value *m = member(obj, key);
+    return m || !alt ? m : member(obj, alt);
+}
+
+/* The NCZarr group object of an ancestor directory, as NCZarr looks it up: 4.9.0 in .zgroup; 4.9.3 in .zattrs
+ * first, then .zgroup (getnczarrkey). *doc receives the parsed document to free. */
+static mzj_value *ancestor_key(mzv_view *v, const nczarr_keys *k, const char *dir, const char *key, mzj_value **doc) {
+    *doc = NULL;
+    if (k->lower) {
+        *doc = read_json(v, dir, ".zattrs");
+        mzj_value *m = member(*doc, key);
+        if (m) return m;
+        mzj_free(*doc);
+    }
+    *doc = read_json(v, dir, ".zgroup");
+    return member(*doc, key);
+}
+
 typedef struct subdataset {
     mzv_view *v;
+    const nczarr_keys *k;
     const char *root_dir;  /* the NCZarr root's entry prefix, "" or "a/" */
     char *fqn;             /* the view root's path in that dataset, "/lung/sub" */
     mzj_value *extra_dims; /* dimensions of ancestor groups, by their new name: name -> size */
@@ -55,10 +99,11 @@ static mzj_value *ancestor_dim_size(subdataset *sd, const char *ref) {
     char *dir = malloc(n);
     if (!dir) return NULL;
     snprintf(dir, n, "%s%.*s%s", sd->root_dir, dir_len ? (int)dir_len - 1 : 0, ref + 1, dir_len ? "/" : "");
-    mzj_value *zgroup = read_zgroup(sd->v, dir);
+    mzj_value *doc;
+    mzj_value *group = ancestor_key(sd->v, sd->k, dir, sd->k->group, &doc);
     free(dir);
-    mzj_value *size = mzj_clone(member(member(member(zgroup, "_NCZARR_GROUP"), "dims"), slash + 1));
-    mzj_free(zgroup);
+    mzj_value *size = mzj_clone(member(member_alt(group, sd->k->dims, sd->k->lower ? "dims" : NULL), slash + 1));
+    mzj_free(doc);
     return size;
 }
 
@@ -116,9 +161,20 @@ static int replace_meta(mzv_meta *m, mzj_value *doc) {
 }
 
 static int reroot_array(subdataset *sd, mzv_array *a) {
-    mzj_value *doc = mzj_clone(a->zarray.json ? a->zarray.json : a->z.json);
+    /* 4.9.0 keeps _NCZARR_ARRAY in .zarray; 4.9.3 looks in .zattrs first, then .zarray. */
+    mzv_meta *meta = &a->zarray;
+    const mzj_value *base = a->zarray.json ? a->zarray.json : a->z.json;
+    if (sd->k->lower) {
+        const mzj_value *attrs = a->zattrs.json ? a->zattrs.json : a->attrs;
+        if (mzj_get(attrs, sd->k->array) || !mzj_get(base, sd->k->array)) {
+            meta = &a->zattrs;
+            base = attrs;
+        }
+    }
+    if (!base) return NC_NOERR;
+    mzj_value *doc = mzj_clone(base);
     if (!doc) return NC_ENOMEM;
-    mzj_value *refs = member(member(doc, "_NCZARR_ARRAY"), "dimrefs");
+    mzj_value *refs = member_alt(member(doc, sd->k->array), sd->k->refs, sd->k->lower ? "dimrefs" : NULL);
     if (!refs || refs->kind != MZJ_ARRAY) {
         mzj_free(doc);
         return NC_NOERR;
@@ -137,31 +193,56 @@ static int reroot_array(subdataset *sd, mzv_array *a) {
         mzj_free(refs->u.array.items[i]);
         refs->u.array.items[i] = item;
     }
-    return replace_meta(&a->zarray, doc);
+    return replace_meta(meta, doc);
 }
 
-/* The presented root .zgroup: the ancestor's superblock, the ancestors' dimensions added. */
+/* The root's presented document holding the NCZarr group keys: .zgroup for 4.9.0; for 4.9.3 the .zattrs,
+ * unless only the .zgroup has the group key (4.9.1/4.9.2). */
+static mzv_meta *root_meta(const subdataset *sd, mzv_group *root, const mzj_value **base) {
+    const mzj_value *zgroup = root->zgroup.json ? root->zgroup.json : root->zgroup_json;
+    const mzj_value *zattrs = root->zattrs.json ? root->zattrs.json : root->attrs;
+    if (!sd->k->lower || (!mzj_get(zattrs, sd->k->group) && mzj_get(zgroup, sd->k->group))) {
+        *base = zgroup;
+        return &root->zgroup;
+    }
+    *base = zattrs;
+    return &root->zattrs;
+}
+
+/* The presented root: the ancestor's superblock, the ancestors' dimensions added. */
 static int present_root(subdataset *sd, mzv_group *root, const mzj_value *superblock) {
-    mzj_value *doc = mzj_clone(root->zgroup.json ? root->zgroup.json : root->zgroup_json);
-    if (!doc || mzj_object_set(doc, "_NCZARR_SUPERBLOCK", mzj_clone(superblock)) != 0) {
+    const mzj_value *base;
+    mzv_meta *meta = root_meta(sd, root, &base);
+    mzj_value *doc = base ? mzj_clone(base) : mzj_new_object();
+    if (!doc || mzj_object_set(doc, sd->k->superblock, mzj_clone(superblock)) != 0) {
         mzj_free(doc);
         return NC_ENOMEM;
     }
-    mzj_value *group = member(doc, "_NCZARR_GROUP");
-    if (!group) {
-        if (mzj_object_set(doc, "_NCZARR_GROUP", mzj_new_object()) != 0) {
-            mzj_free(doc);
-            return NC_ENOMEM;
-        }
-        group = member(doc, "_NCZARR_GROUP");
+    /* 4.9.3 types every attribute of a .zattrs, its own keys as "|J0", as it writes them. */
+    mzj_value *types = sd->k->lower ? member(member(doc, "_nczarr_attr"), "types") : NULL;
+    if (types && types->kind == MZJ_OBJECT && mzj_object_set(types, sd->k->superblock, mzj_new_cstring("|J0")) != 0) {
+        mzj_free(doc);
+        return NC_ENOMEM;
     }
-    mzj_value *dims = member(group, "dims");
-    if (!dims) {
-        if (mzj_object_set(group, "dims", mzj_new_object()) != 0) {
+    mzj_value *group = member(doc, sd->k->group);
+    if (!group) {
+        if (mzj_object_set(doc, sd->k->group, mzj_new_object()) != 0) {
             mzj_free(doc);
             return NC_ENOMEM;
         }
-        dims = member(group, "dims");
+        group = member(doc, sd->k->group);
+    }
+    mzj_value *dims = member_alt(group, sd->k->dims, sd->k->lower ? "dims" : NULL);
+    if (!dims) {
+        if (mzj_object_set(group, sd->k->dims, mzj_new_object()) != 0) {
+            mzj_free(doc);
+            return NC_ENOMEM;
+        }
+        dims = member(group, sd->k->dims);
+    }
+    if (dims->kind != MZJ_OBJECT) {
+        mzj_free(doc);
+        return mzv_fail(sd->v, NC_ENCZARR, root->path, "the group's NCZarr dimensions are not a JSON object");
     }
     for (size_t i = 0; i < sd->extra_dims->u.object.count; i++) {
         const mzj_member *m = &sd->extra_dims->u.object.members[i];
@@ -170,7 +251,7 @@ static int present_root(subdataset *sd, mzv_group *root, const mzj_value *superb
             return NC_ENOMEM;
         }
     }
-    return replace_meta(&root->zgroup, doc);
+    return replace_meta(meta, doc);
 }
 
 int mzv_find_nczarr_ancestor(mzv_view *v, mzj_value **superblock, char **root_dir) {
@@ -178,16 +259,21 @@ int mzv_find_nczarr_ancestor(mzv_view *v, mzj_value **superblock, char **root_di
     *root_dir = NULL;
     size_t n = strlen(v->prefix);
     if (n == 0) return NC_NOERR;
+    const nczarr_keys *k = running_keys();
     mzv_group *root = mzv_find_group(v, "", 0);
-    if (!root || !root->zgroup_json || mzj_get(root->zgroup_json, "_NCZARR_SUPERBLOCK")) return NC_NOERR;
+    /* A root with a superblock of either form is a dataset of its own (of the other release: plain Zarr to
+     * this one), not a group of an ancestor's dataset. */
+    if (!root || !root->zgroup_json || mzj_get(root->zgroup_json, UPPER.superblock) ||
+        mzj_get(root->zgroup_json, LOWER.superblock) || mzj_get(root->attrs, LOWER.superblock))
+        return NC_NOERR;
     char *dir = strdup(v->prefix);
     if (!dir) return NC_ENOMEM;
     /* "a/b/c/" -> "a/b/", "a/", "" */
     for (size_t end = n - 1;;) {
         while (end > 0 && dir[end - 1] != '/') end--;
         dir[end] = '\0';
-        mzj_value *zgroup = read_zgroup(v, dir);
-        const mzj_value *sb = mzj_get(zgroup, "_NCZARR_SUPERBLOCK");
+        mzj_value *zgroup;
+        const mzj_value *sb = ancestor_key(v, k, dir, k->superblock, &zgroup);
         if (sb) {
             *superblock = mzj_clone(sb);
             mzj_free(zgroup);
@@ -207,14 +293,16 @@ int mzv_find_nczarr_ancestor(mzv_view *v, mzj_value **superblock, char **root_di
 }
 
 int mzv_present_nested_nczarr(mzv_view *v, const mzj_value *superblock, const char *root_dir) {
-    subdataset sd = {v, root_dir, NULL, mzj_new_object(), mzj_new_object(), NULL};
+    subdataset sd = {v, running_keys(), root_dir, NULL, mzj_new_object(), mzj_new_object(), NULL};
     size_t rl = strlen(root_dir), pl = strlen(v->prefix);
     sd.fqn = malloc(pl - rl + 1);
     int rc = NC_ENOMEM;
     mzv_group *root = mzv_find_group(v, "", 0);
     if (!sd.fqn || !sd.extra_dims || !sd.extra_fqns || !root) goto out;
     snprintf(sd.fqn, pl - rl + 1, "/%.*s", (int)(pl - rl - 1), v->prefix + rl); /* "a/lung/sub/" -> "/lung/sub" */
-    sd.own_dims = member(member(root->zgroup_json, "_NCZARR_GROUP"), "dims");
+    const mzj_value *base;
+    root_meta(&sd, root, &base);
+    sd.own_dims = member_alt(member((mzj_value *)base, sd.k->group), sd.k->dims, sd.k->lower ? "dims" : NULL);
     rc = NC_NOERR;
     for (size_t i = 0; rc == NC_NOERR && i < v->array_count; i++) rc = reroot_array(&sd, &v->arrays[i]);
     if (rc == NC_NOERR) rc = present_root(&sd, root, superblock);
