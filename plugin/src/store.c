@@ -173,7 +173,9 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     s->compact = s->clean && s->cd_pos == s->data_end;
     s->pending_end = s->data_end;
     s->free_limit = s->cd_pos;
-    s->zero_from = s->cd_pos;
+    /* A slack found to be a hole reads as zeros: a commit need not punch it again (on a large archive that
+     * punch walked hundreds of megabytes of hole at every session of an in-place edit). */
+    s->zero_from = s->slack_hole ? s->data_end : s->cd_pos;
     s->trailer_key[0] = t->end;
     s->trailer_key[1] = t->cd_pos ^ (t->cd_size << 20) ^ (t->entries << 40);
     if (!s->writable) mz_edit_mark(s);
