@@ -102,7 +102,8 @@ static int declare_written_byte_order(mzn_session *s, const char *key, const voi
     return NC_NOERR;
 }
 
-/* Asks the view whether the bytes may be stored: 0 store, 1 drop (unchanged), or its error. */
+/* Asks the view whether the bytes may be stored: 0 store, 1 drop (unchanged), 2 store mzv_replacement()
+ * instead, or its error. */
 static int view_allows(mzn_session *s, const char *key, const void *data, size_t len) {
     int r = mzv_check_write(s->view, key, data, len);
     if (r < 0)
@@ -128,6 +129,10 @@ int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t 
         if (rc == NC_NOERR) {
             int r = view_allows(s, key, bytes, n);
             if (r == 1) free(mzn_keymap_remove(&s->pending_metadata, key)); /* back to the presented form */
+            if (r == 2) { /* a translated .zattrs: only netCDF's own changes, applied to the archive's */
+                mzn_trace("%s: %s: netCDF's changes merged into the archived attributes", s->archive_path, key);
+                bytes = mzv_replacement(s->view, &n);
+            }
             rc = r < 0 ? r : r == 1 ? NC_NOERR : buffer_metadata(s, key, bytes, n);
         }
         free(owned);

@@ -13,6 +13,7 @@
 #include "v2_read.h"
 #include "v3_read.h"
 #include "view_internal.h"
+#include "view_release.h"
 
 #define DEFAULT_CACHE_MB 256
 
@@ -25,10 +26,22 @@ static int analyse(mzv_view *v) {
     if (rc) return rc;
 
     mzv_group *root = mzv_find_group(v, "", 0);
-    v->nczarr_format = root && root->zgroup_json && mzj_get(root->zgroup_json, "_NCZARR_SUPERBLOCK") != NULL;
+    /* Each release reads its own NCZarr as it is: 4.9.0 the upper-case form (_NCZARR_SUPERBLOCK in the root
+     * .zgroup), 4.9.3+ the lower-case one (in the root .zattrs; 4.9.1/4.9.2 kept it in .zgroup). The other
+     * release's NCZarr is shown as plain Zarr (4.9.3 takes 4.9.0's for plain Zarr anyway, and refuses its
+     * "<U1" chars). */
+    if (root && mzv_reads_lowercase_nczarr())
+        v->nczarr_format = mzj_get(root->zgroup_json, "_nczarr_superblock") != NULL ||
+                           mzj_get(root->attrs, "_nczarr_superblock") != NULL;
+    else
+        v->nczarr_format = root && root->zgroup_json && mzj_get(root->zgroup_json, "_NCZARR_SUPERBLOCK") != NULL;
     mzj_value *superblock = NULL;
     char *nczarr_root = NULL;
-    if (!v->nczarr_format && !v->zarr_v3 && (rc = mzv_find_nczarr_ancestor(v, &superblock, &nczarr_root))) return rc;
+    /* A group of 4.9.0's NCZarr opened as a dataset of its own (view_subdataset.c); 4.9.3+ see that format
+     * as plain Zarr. */
+    if (!v->nczarr_format && !v->zarr_v3 && !mzv_reads_lowercase_nczarr() &&
+        (rc = mzv_find_nczarr_ancestor(v, &superblock, &nczarr_root)))
+        return rc;
     if (superblock) v->nested_nczarr = v->nczarr_format = 1;
     if ((rc = mzv_check_structure(v))) goto out;
 
@@ -136,10 +149,26 @@ int mzv_get(mzv_view *v, const char *key, const void **data, size_t *len) {
     return a ? mzv_chunk_get(v, a, chunk_key, data, len) : 0;
 }
 
+/* The presented v2 metadata key of a node: netCDF-C 4.9.3+ take a dataset for Zarr only when a listing
+ * shows a ".z..." key (zsync.c, ncz_validate), and a v3 archive has none of its own. */
+static void each_meta_key(const char *path, const char *name, void (*fn)(void *ctx, const char *path), void *ctx) {
+    char key[4096];
+    int n = snprintf(key, sizeof key, "%s%s%s", path, path[0] ? "/" : "", name);
+    if (n > 0 && (size_t)n < sizeof key) fn(ctx, key);
+}
+
 void mzv_for_each_node(const mzv_view *v, void (*fn)(void *ctx, const char *path), void *ctx) {
     if (!v || !v->enabled || !v->zarr_v3) return;
-    for (size_t i = 0; i < v->group_count; i++) fn(ctx, v->groups[i].path);
-    for (size_t i = 0; i < v->array_count; i++) fn(ctx, v->arrays[i].path);
+    for (size_t i = 0; i < v->group_count; i++) {
+        if (v->groups[i].path[0]) fn(ctx, v->groups[i].path);
+        each_meta_key(v->groups[i].path, ".zgroup", fn, ctx);
+        each_meta_key(v->groups[i].path, ".zattrs", fn, ctx);
+    }
+    for (size_t i = 0; i < v->array_count; i++) {
+        fn(ctx, v->arrays[i].path);
+        each_meta_key(v->arrays[i].path, ".zarray", fn, ctx);
+        each_meta_key(v->arrays[i].path, ".zattrs", fn, ctx);
+    }
 }
 
 int mzv_active(const mzv_view *v) { return v && v->enabled && v->any_translated; }
@@ -153,6 +182,7 @@ static void free_meta(mzv_meta *m) {
 
 void mzv_close(mzv_view *v) {
     if (!v) return;
+    free(v->replacement);
     for (size_t i = 0; i < v->array_count; i++) {
         mzv_array *a = &v->arrays[i];
         free(a->path);

@@ -7,7 +7,8 @@
  *
  * What the view presents (each translation is listed in docs/compat-view.md):
  *   - .zarray documents in the form 4.9.0 reads: decompressed (compressor/filters null), little-endian,
- *     C order, strings as one-byte chars ("<U1") with a trailing length dimension, bool as "|u1",
+ *     C order, strings as one-byte chars ("<U1") with a trailing length dimension (netCDF-C 4.9.3+: as
+ *     fixed-width "|S<n>" strings, view_release.h), bool as "|u1",
  *     float16 as "<f4", 0-d and empty arrays as length-1 arrays, chunks no longer than the shape;
  *   - .zattrs with _ARRAY_DIMENSIONS naming every dimension (DataAxesFormats axes, xarray names, or
  *     4.9.0's anonymous names) and attribute values 4.9.0 cannot type rewritten (view_attrs.h); a
@@ -74,11 +75,24 @@ int mzv_get(mzv_view *v, const char *key, const void **data, size_t *len);
  *      archive keeps its original metadata and chunks), or NC_ENOMEM.
  */
 int mzv_check_write(mzv_view *v, const char *key, const void *data, size_t len);
+/*
+ * (continued) and, for a .zattrs only:
+ *   2  the object is presented translated and netCDF changed attributes in it: store mzv_replacement's bytes
+ *      instead - the archive's own attributes with only netCDF's changes applied (attributes added, given
+ *      another value, or deleted relative to what the view presented). What the view made up (added
+ *      attributes, rewritten values, dimension names, type tables) is not taken. The view then serves the
+ *      archive's form for that key. A change of _FillValue on a translated array is still refused.
+ */
+
+/* The bytes of the last 2 from mzv_check_write (pure-ASCII JSON), valid until the next call on this view. */
+const void *mzv_replacement(const mzv_view *v, size_t *len);
 
 /*
  * Calls fn(ctx, path) for every group and array of a Zarr v3 dataset (paths relative to the dataset, e.g.
- * "axes/cell"; "" is the root), so that the map's listing also shows the nodes known only from the root's
- * consolidated metadata. Does nothing for Zarr v2 datasets (their nodes are the archive's own entries).
+ * "axes/cell"), and for the v2 metadata keys the view presents for them ("axes/cell/.zarray", ".zgroup" for
+ * the root...), so that the map's listing also shows the nodes known only from the root's consolidated
+ * metadata and the ".z" keys netCDF-C 4.9.3+ look for before they take a dataset for Zarr. Does nothing for
+ * Zarr v2 datasets (their nodes are the archive's own entries).
  */
 void mzv_for_each_node(const mzv_view *v, void (*fn)(void *ctx, const char *path), void *ctx);
 

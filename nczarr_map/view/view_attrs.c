@@ -113,12 +113,19 @@ static int present_fill(mzj_value *out, mzj_value *types, const mzv_attr_plan *p
             return mzj_object_set(out, "_FillValue", n);
         }
     } else if (plan->char_variable && value->kind == MZJ_STRING && value->u.string.len <= 1) {
-        if (mzj_object_set(types, "_FillValue", mzj_new_cstring("<U1")) != 0) return -1;
+        if (mzj_object_set(types, "_FillValue", mzj_new_cstring(mzv_release_attr_type("<U1"))) != 0) return -1;
         return mzj_object_set(out, "_FillValue", mzj_clone(value));
     }
     /* netCDF checks a _FillValue against the variable's type; keep the archive's value visible under a
      * name netCDF does not interpret. */
     return mzj_object_set(out, "_ZARR_FillValue", json_text(value));
+}
+
+/* NCZarr's own metadata in a .zattrs (4.9.3+; typed "|J0", which 4.9.0 cannot read): in a dataset shown
+ * as plain Zarr it describes nothing netCDF reads, and is left out like the type table. */
+static int is_nczarr_metadata(const char *key) {
+    return strcmp(key, "_nczarr_superblock") == 0 || strcmp(key, "_nczarr_group") == 0 ||
+           strcmp(key, "_nczarr_array") == 0 || mzv_is_types_key(key);
 }
 
 mzj_value *mzv_attrs_present(const mzj_value *archive_attrs, const mzv_attr_plan *plan) {
@@ -127,13 +134,17 @@ mzj_value *mzv_attrs_present(const mzj_value *archive_attrs, const mzv_attr_plan
     if (archive_attrs && archive_attrs->kind == MZJ_OBJECT) {
         /* NCZarr's own archives type their attributes; keep those types. */
         const mzj_value *own = mzv_archive_types_table(archive_attrs);
-        for (size_t i = 0; own && own->kind == MZJ_OBJECT && i < own->u.object.count; i++)
-            if (mzj_object_set(types, own->u.object.members[i].key, mzj_clone(own->u.object.members[i].value)) != 0)
-                goto oom;
+        for (size_t i = 0; own && own->kind == MZJ_OBJECT && i < own->u.object.count; i++) {
+            const mzj_member *t = &own->u.object.members[i];
+            if (is_nczarr_metadata(t->key)) continue;
+            const char *own_type = mzj_string(t->value);
+            mzj_value *type = own_type ? mzj_new_cstring(mzv_release_attr_type(own_type)) : mzj_clone(t->value);
+            if (mzj_object_set(types, t->key, type) != 0) goto oom;
+        }
         for (size_t i = 0; i < archive_attrs->u.object.count; i++) {
             const mzj_member *m = &archive_attrs->u.object.members[i];
             int rc;
-            if (mzv_is_types_key(m->key)) continue;
+            if (mzv_is_types_key(m->key) || is_nczarr_metadata(m->key)) continue;
             if (plan->dim_names && strcmp(m->key, "_ARRAY_DIMENSIONS") == 0) continue;
             if (plan->dim_names && strcmp(m->key, "_FillValue") == 0) {
                 mzj_object_remove(types, "_FillValue");

@@ -29,7 +29,9 @@ static size_t decoded_item_size(const mzv_array *a) {
 
 int mzv_chunk_key_parse(const mzv_array *a, const char *key, uint64_t *index) {
     int grid = a->prank - a->extra_dim;
-    for (int i = 0; i < a->prank; i++) {
+    /* Fixed-width strings (4.9.3+) have no length dimension, so no ".0" for it in their keys. */
+    int key_rank = a->fixed_strings ? grid : a->prank;
+    for (int i = 0; i < key_rank; i++) {
         if (*key < '0' || *key > '9' || (key[0] == '0' && key[1] >= '0' && key[1] <= '9')) return -1;
         uint64_t n = 0;
         while (*key >= '0' && *key <= '9') {
@@ -39,7 +41,7 @@ int mzv_chunk_key_parse(const mzv_array *a, const char *key, uint64_t *index) {
         uint64_t chunks_here = (a->pshape[i] + a->pchunks[i] - 1) / a->pchunks[i];
         if (n >= chunks_here) return -1;
         if (i < grid) index[i] = n;
-        if (i + 1 < a->prank) {
+        if (i + 1 < key_rank) {
             if (*key != a->z.separator) return -1;
             key++;
         }

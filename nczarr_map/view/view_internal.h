@@ -58,6 +58,11 @@ typedef struct mzv_array {
     uint64_t pshape[MZV_MAX_RANK + 1];
     uint64_t pchunks[MZV_MAX_RANK + 1];
     int extra_dim;             /* a trailing dimension was added (string length, complex parts, record bytes) */
+    int fixed_strings;         /* netCDF-C 4.9.3+: the "<U1" rows (with their trailing length dimension, if
+                                * any) are shown as one fixed-width "|S<n>" string per element instead (those
+                                * releases read no "U" dtype); the chunk bytes are the same */
+    int inner_nul;             /* 4.9.3+ only: a bytes string holds a NUL before its end (an NC_STRING
+                                * would end there), so its rows are shown as ubyte instead */
     int zero_d;                /* the archive array has shape [] */
     int empty;                 /* some archive dimension has length 0 */
     char pdtype[24];           /* presented dtype, e.g. "<f4", "<U1" */
@@ -115,6 +120,8 @@ struct mzv_view {
     uint64_t clock;
 
     char last_error[1024];
+    char *replacement;         /* mzv_check_write's 2: the bytes to store instead (view_write.c) */
+    size_t replacement_len;
 };
 
 /* view_present.c: fills the presentation fields and metadata of one array / group. 0, or a netCDF error

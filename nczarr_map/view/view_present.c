@@ -11,6 +11,7 @@
 
 #include "view_attrs.h"
 #include "view_internal.h"
+#include "view_release.h"
 #include "view_strings.h"
 
 /* ---------------------------------------------------------------------------------------------------- */
@@ -80,7 +81,7 @@ static void choose_dtype(mzv_array *a, extra_kind *extra, uint64_t *extra_len) {
     }
 }
 
-static size_t presented_item_size(const char *pdtype) { return (size_t)(pdtype[2] - '0'); }
+static size_t presented_item_size(const char *pdtype) { return (size_t)strtoul(pdtype + 2, NULL, 10); }
 
 /* ---------------------------------------------------------------------------------------------------- */
 /* Scanning the chunks of string arrays                                                                  */
@@ -140,15 +141,30 @@ static size_t fill_string_length(const mzv_array *a) {
  * and recognises NCZarr 4.9.0's own char arrays: dtype "<U1" stored with one byte per element.
  * A chunk that cannot be decoded is skipped here; reading it later reports the error.
  */
-/* The longest string of one decoded chunk, in UTF-8 bytes, raised into *width (undecodable: skipped). */
-static void widen_to_chunk(const mzv_array *a, const mzv_bytes *dec, size_t *width) {
+/* 1 if the n bytes at p hold a NUL followed by a non-NUL byte (trailing NULs are numpy's padding). */
+static int has_inner_nul(const unsigned char *p, size_t n) {
+    const unsigned char *z = memchr(p, 0, n);
+    if (!z) return 0;
+    for (size_t i = (size_t)(z - p); i < n; i++)
+        if (p[i]) return 1;
+    return 0;
+}
+
+/* The longest string of one decoded chunk, in UTF-8 bytes, raised into *width (undecodable: skipped); also
+ * notes a string holding a NUL inside (a->inner_nul; for "|S<n>" arrays this is all the scan looks for). */
+static void widen_to_chunk(mzv_array *a, const mzv_bytes *dec, size_t *width) {
     char err[256];
     if (a->conversion == MZV_CONV_VLEN) {
         mzv_vlen_items items;
         if (mzv_vlen_parse(dec->data, dec->len, a->chunk_elements, &items, err, sizeof err) == 0) {
             if (items.max_length > *width) *width = items.max_length;
+            for (size_t i = 0; i < items.count && !a->inner_nul; i++)
+                a->inner_nul = memchr(dec->data + items.offsets[i], 0, items.lengths[i]) != NULL;
             mzv_vlen_free(&items);
         }
+    } else if (a->z.dtype.cls == MZV_DT_BYTES) {
+        size_t w = a->z.dtype.width;
+        for (size_t o = 0; w && o + w <= dec->len && !a->inner_nul; o += w) a->inner_nul = has_inner_nul(dec->data + o, w);
     } else if (dec->len == a->chunk_elements * a->z.dtype.itemsize) {
         for (uint64_t e = 0; e < a->chunk_elements; e++) {
             size_t n = mzv_ucs4_utf8_length(dec->data + e * a->z.dtype.itemsize, a->z.dtype.width, a->z.dtype.big_endian);
@@ -351,7 +367,8 @@ static int name_dimensions(mzv_view *v, mzv_array *a, extra_kind extra) {
     case EXTRA_COMPLEX: snprintf(wanted[grid_rank], MZV_DIM_NAME_MAX, "re_im"); break;
     case EXTRA_NONE: break;
     }
-    for (int i = 0; i < a->prank; i++)
+    int named = a->prank - (a->fixed_strings && extra == EXTRA_STRLEN); /* see fixed_strings */
+    for (int i = 0; i < named; i++)
         if (!(a->dim_names[i] = mzv_dims_claim(v->dims, wanted[i], a->pshape[i]))) return NC_ENOMEM;
     return NC_NOERR;
 }
@@ -376,14 +393,19 @@ static int set_meta(mzv_meta *m, mzj_value *json) {
     return m->text ? NC_NOERR : NC_ENOMEM;
 }
 
+/* The rank netCDF sees: without the string length dimension when strings are fixed-width "|S<n>". */
+static int shown_rank(const mzv_array *a) { return a->fixed_strings ? a->prank - a->extra_dim : a->prank; }
+
 /* The .zarray of a pure-Zarr presentation: only the keys 4.9.0 reads, in the form it writes them. */
 static mzj_value *pure_zarray(const mzv_array *a) {
     mzj_value *j = mzj_new_object();
     char sep[2] = {a->z.separator, '\0'};
+    char fixed[32];
+    snprintf(fixed, sizeof fixed, "|S%" PRIu64, a->extra_dim ? a->pshape[a->prank - 1] : 1);
     if (!j || mzj_object_set(j, "zarr_format", mzj_new_int(2)) != 0 ||
-        mzj_object_set(j, "shape", uint_list(a->pshape, a->prank)) != 0 ||
-        mzj_object_set(j, "chunks", uint_list(a->pchunks, a->prank)) != 0 ||
-        mzj_object_set(j, "dtype", mzj_new_cstring(a->pdtype)) != 0 ||
+        mzj_object_set(j, "shape", uint_list(a->pshape, shown_rank(a))) != 0 ||
+        mzj_object_set(j, "chunks", uint_list(a->pchunks, shown_rank(a))) != 0 ||
+        mzj_object_set(j, "dtype", mzj_new_cstring(a->fixed_strings ? fixed : a->pdtype)) != 0 ||
         mzj_object_set(j, "fill_value", presented_fill(a)) != 0 ||
         mzj_object_set(j, "order", mzj_new_cstring("C")) != 0 ||
         mzj_object_set(j, "compressor", mzj_new_null()) != 0 ||
@@ -576,6 +598,11 @@ static int present_nczarr_array(mzv_view *v, mzv_array *a) {
         extra = EXTRA_NONE;
         a->conversion = MZV_CONV_NONE;
     }
+    if (mzv_fixed_strings() && a->z.dtype.cls == MZV_DT_BYTES) {
+        /* 4.9.3+'s own NC_STRING variables ("|S<n>") and chars (">S1"): read by those releases as they are. */
+        extra = EXTRA_NONE;
+        snprintf(a->pdtype, sizeof a->pdtype, "%s", mzj_string(a->z.dtype_json) ? mzj_string(a->z.dtype_json) : "|S1");
+    }
     const mzj_value *ncz = mzj_get(a->z.json, "_NCZARR_ARRAY");
     const char *storage = mzj_string(mzj_get(ncz, "storage"));
     const mzj_value *refs = mzj_get(ncz, "dimrefs");
@@ -633,6 +660,11 @@ int mzv_present_array(mzv_view *v, mzv_array *a) {
         if (rc) return rc;
         extra = EXTRA_STRLEN, extra_len = 1;
     }
+    if (mzv_fixed_strings() && a->z.dtype.cls == MZV_DT_BYTES && a->z.dtype.width > 1 && !a->broken && !a->empty) {
+        int unused;
+        int rc = scan_strings(v, a, &unused); /* only looks for inner NULs */
+        if (rc) return rc;
+    }
     if (a->conversion == MZV_CONV_UCS4 || a->conversion == MZV_CONV_VLEN) {
         a->row_width = 1;
         if (!a->broken && !a->empty) {
@@ -651,6 +683,12 @@ int mzv_present_array(mzv_view *v, mzv_array *a) {
         int rc = break_array(a, "chunks of more than 2^40 bytes");
         if (rc) return rc;
     }
+    /* 4.9.3+ read no "U" dtype: the same rows, shown as fixed-width strings, or as rows of ubyte when a
+     * string holds a NUL inside (an NC_STRING would end there: a wrong value) or when the chunks cannot be
+     * presented (4.9.3's ncdump crashes on a failed read of an NC_STRING variable; of ubyte it reports it). */
+    if (mzv_fixed_strings() && (a->inner_nul || a->broken) && !strcmp(a->pdtype, "<U1"))
+        snprintf(a->pdtype, sizeof a->pdtype, "<u1");
+    a->fixed_strings = mzv_fixed_strings() && !strcmp(a->pdtype, "<U1");
     a->data_translated = !data_unchanged(a);
     /* A fill value 4.9.0 cannot take is presented as null; missing chunks then come from the view. */
     mzj_value *fill = presented_fill(a);
@@ -681,7 +719,8 @@ int mzv_present_array(mzv_view *v, mzv_array *a) {
         mzj_free(zfill);
         zfill = NULL;
     }
-    mzv_attr_plan plan = {a->dim_names, a->prank, numeric ? a->pdtype : NULL, !strcmp(a->pdtype, "<U1"), add, zfill};
+    mzv_attr_plan plan = {a->dim_names, shown_rank(a), numeric ? a->pdtype : NULL,
+                          !strcmp(a->pdtype, "<U1") && !a->fixed_strings, add, zfill};
     rc = set_meta(&a->zattrs, mzv_attrs_present(a->attrs, &plan));
     mzj_free(add);
     mzj_free(zfill);

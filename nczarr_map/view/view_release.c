@@ -14,6 +14,17 @@ const char *mzv_types_key(void) {
     return __atomic_load_n(&release, __ATOMIC_RELAXED) >= 40903 ? "_nczarr_attr" : "_NCZARR_ATTR";
 }
 
+int mzv_fixed_strings(void) { return __atomic_load_n(&release, __ATOMIC_RELAXED) >= 40903; }
+
+int mzv_reads_lowercase_nczarr(void) { return __atomic_load_n(&release, __ATOMIC_RELAXED) >= 40903; }
+
+const char *mzv_release_attr_type(const char *type) {
+    int r = __atomic_load_n(&release, __ATOMIC_RELAXED);
+    if (r < 40903 && strcmp(type, ">S1") == 0) return "<U1";
+    if (r >= 40903 && strcmp(type, "<U1") == 0) return ">S1";
+    return type;
+}
+
 int mzv_is_types_key(const char *key) {
     return strcmp(key, "_NCZARR_ATTR") == 0 || strcmp(key, "_nczarr_attr") == 0;
 }

@@ -8,6 +8,12 @@
  *                           4.10.x read only "_nczarr_attr" (zsync.c, NCZ_V2_ATTR) and show "_NCZARR_ATTR"
  *                           as a user attribute holding its JSON text.
  *
+ *   char attribute type   4.9.0 "<U1", 4.9.3+ ">S1" (each release refuses the other's spelling).
+ *   strings               4.9.0 reads "<U1" as char (the view shows strings as char rows with a trailing
+ *                         length dimension); 4.9.3 and 4.10.x reject every "U" dtype (zutil.c,
+ *                         ncz_dtype2nctype) and read pure Zarr's "|S<n>" as an NC_STRING of at most n bytes
+ *                         per element (NUL-padded, the very bytes of the char rows).
+ *
  * Archives may hold either spelling (written by either release); both are read as NCZarr's type table and
  * neither is ever shown as a user attribute. Thread-safe (an atomic int).
  */
@@ -19,6 +25,17 @@ void mzv_set_netcdf_release(int major, int minor, int patch);
 
 /* The key under which the running release reads attribute types: "_NCZARR_ATTR" or "_nczarr_attr". */
 const char *mzv_types_key(void);
+
+/* 1 if the running release reads strings as "|S<n>" NC_STRING only (4.9.3+), not as "<U1" char. */
+int mzv_fixed_strings(void);
+
+/* 1 if the running release reads NCZarr's lower-case metadata (_nczarr_superblock, _nczarr_array...: 4.9.3+;
+ * 4.9.1/4.9.2 are not told apart from 4.9.0 here, they are shown such datasets as plain Zarr). */
+int mzv_reads_lowercase_nczarr(void);
+
+/* An attribute type of an archive's type table as the running release names it: 4.9.3+ write char as
+ * ">S1", which 4.9.0 refuses (NC_EINVAL for the whole open) and calls "<U1". Others unchanged. */
+const char *mzv_release_attr_type(const char *type);
 
 /* 1 if key is a spelling of NCZarr's attribute type table ("_NCZARR_ATTR" or "_nczarr_attr"). */
 int mzv_is_types_key(const char *key);

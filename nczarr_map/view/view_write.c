@@ -162,6 +162,86 @@ int mzv_metadata_unchanged(const char *kind, const mzj_value *presented, const m
 /* ---------------------------------------------------------------------------------------------------- */
 /* Metadata writes                                                                                        */
 
+/* The archive's type table (either spelling) in out, NULL if it has none. */
+static mzj_value *types_table_of(mzj_value *out, const char **spelling) {
+    static const char *const keys[] = {"_nczarr_attr", "_NCZARR_ATTR"};
+    for (size_t i = 0; i < 2; i++) {
+        mzj_value *t = out->kind == MZJ_OBJECT ? (mzj_value *)mzj_get(out, keys[i]) : NULL;
+        mzj_value *types = t && t->kind == MZJ_OBJECT ? (mzj_value *)mzj_get(t, "types") : NULL;
+        if (types && types->kind == MZJ_OBJECT) {
+            *spelling = keys[i];
+            return types;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * netCDF's own changes to a translated .zattrs, applied to the archive's attributes (see mzv_check_write's
+ * 2). Returns 2 with v->replacement set, 1 if netCDF changed nothing, <0 to refuse.
+ */
+static int merge_attrs(mzv_view *v, const char *key, const mzj_value *p, const mzj_value *a, const mzj_value *w,
+                       int array_translated) {
+    if (w->kind != MZJ_OBJECT || (a && a->kind != MZJ_OBJECT) || !p || p->kind != MZJ_OBJECT) return NC_EPERM;
+    mzj_value *out = a ? mzj_clone(a) : mzj_new_object();
+    if (!out) return NC_ENOMEM;
+    const char *spelling = NULL;
+    mzj_value *types = types_table_of(out, &spelling);
+    const mzj_value *wtypes = mzj_get(mzj_get(w, mzv_types_key()), "types");
+    int changed = 0, rc = 0;
+    for (size_t i = 0; rc == 0 && i < w->u.object.count; i++) {
+        const char *k = w->u.object.members[i].key;
+        const mzj_value *wv = w->u.object.members[i].value, *pv = mzj_get(p, k), *av = a ? mzj_get(a, k) : NULL;
+        /* netCDF writes back the view's dimension names and type table; neither is a change */
+        if (mzv_is_types_key(k) || strcmp(k, "_ARRAY_DIMENSIONS") == 0) continue;
+        if ((pv && values_match(pv, wv)) || (av && values_match(av, wv))) continue;
+        if (strcmp(k, "_FillValue") == 0 && !pv && !av) continue; /* materialised by 4.9.0 */
+        if (strcmp(k, "_FillValue") == 0 && array_translated) rc = NC_EPERM;
+        else if (mzj_object_set(out, k, mzj_clone(wv)) != 0) rc = NC_ENOMEM;
+        else {
+            changed = 1;
+            const char *t = mzj_string(mzj_get(wtypes, k));
+            if (types && t) {
+                /* the archive's table is in its writer's convention */
+                const char *stored = strcmp(spelling, "_nczarr_attr") == 0 && strcmp(t, "<U1") == 0 ? ">S1" : t;
+                if (mzj_object_set(types, k, mzj_new_cstring(stored)) != 0) rc = NC_ENOMEM;
+            } else if (types) {
+                mzj_object_remove(types, k);
+            }
+        }
+    }
+    for (size_t i = 0; rc == 0 && i < p->u.object.count; i++) {
+        const char *k = p->u.object.members[i].key;
+        if (mzv_is_types_key(k) || strcmp(k, "_ARRAY_DIMENSIONS") == 0 || mzj_get(w, k)) continue;
+        if (a && mzj_get(a, k)) { /* deleted by netCDF; what the view added needs no deleting */
+            if (strcmp(k, "_FillValue") == 0 && array_translated) {
+                rc = NC_EPERM;
+                break;
+            }
+            mzj_object_remove(out, k);
+            if (types) mzj_object_remove(types, k);
+            changed = 1;
+        }
+    }
+    if (rc == 0 && changed) {
+        free(v->replacement);
+        v->replacement = mzj_to_ascii_text(out, &v->replacement_len);
+        if (!v->replacement) rc = NC_ENOMEM;
+    }
+    mzj_free(out);
+    if (rc == NC_EPERM)
+        return mzv_fail(v, NC_EPERM, key,
+                        "write refused: _FillValue of an array the compatibility view presents translated "
+                        "(the archive keeps its original fill value)");
+    if (rc) return mzv_fail(v, rc, key, "out of memory");
+    return changed ? 2 : 1;
+}
+
+const void *mzv_replacement(const mzv_view *v, size_t *len) {
+    *len = v->replacement_len;
+    return v->replacement;
+}
+
 static int check_metadata(mzv_view *v, const char *key, const char *kind, mzv_meta *m, int array_translated,
                           const void *data, size_t len) {
     if (m->superseded) return 0;
@@ -169,11 +249,20 @@ static int check_metadata(mzv_view *v, const char *key, const char *kind, mzv_me
     char err[256];
     int parsed = mzj_parse(data, len, &written, err, sizeof err) == 0;
     int same = parsed && mzv_metadata_unchanged(kind, m->text ? m->json : NULL, m->archive, written);
-    mzj_free(written);
-    if (same) return 1;
+    if (same) {
+        mzj_free(written);
+        return 1;
+    }
     /* The view translated this object if what it shows differs from what the archive holds. */
     int translated = array_translated ||
                      (m->text && !(m->archive && mzv_metadata_unchanged(kind, NULL, m->archive, m->json)));
+    if (translated && parsed && strcmp(kind, ".zattrs") == 0) {
+        int r = merge_attrs(v, key, m->text ? m->json : m->archive, m->archive, written, array_translated);
+        mzj_free(written);
+        if (r == 2) m->superseded = 1;
+        return r;
+    }
+    mzj_free(written);
     if (translated)
         return mzv_fail(v, NC_EPERM, key,
                         "write refused: this %s is presented translated by the compatibility view and the archive "

@@ -35,8 +35,18 @@ static int check_alignment(mz_store *s, uint32_t *alignment) {
     return MMZIP_OK;
 }
 
-#define MZ_GATHER_MAX_ENTRY (64u << 10) /* larger entries are written directly */
-#define MZ_GATHER_BUFFER (1u << 20)
+/*
+ * Entries are written in pieces that end on 2 MiB boundaries of the file: whatever of the last entry lies
+ * past the last boundary waits in the gathering buffer, and goes out with the next entry's bytes (or at the
+ * commit, or when a reader of that pending entry asks). The kernel gives each 2 MiB block written by one call
+ * from its start one large page-cache folio, and a mapping 2 MiB-aligned like ours (mapping.c) then maps
+ * it with one huge entry. Blocks written by two calls (one entry's end, the next one's start) are split
+ * into small folios that are mapped page by page: a zero-copy reader then pays a page-table entry and a
+ * TLB miss per 4 KiB page, which on a virtual machine with software-managed page tables made reading
+ * 4 MiB chunks of a fresh mapping twice as slow as read(2) (docs/performance.md).
+ */
+#define MZ_WRITE_BLOCK (2u << 20)
+#define MZ_GATHER_BUFFER MZ_WRITE_BLOCK
 
 int mz_flush_writes(mz_store *s) {
     if (!s->wbuf_len) return MMZIP_OK;
@@ -54,24 +64,61 @@ static void unwrite_from(mz_store *s, uint64_t off) {
     if (!s->wbuf_len) __atomic_store_n(&s->written_end, UINT64_MAX, __ATOMIC_RELEASE);
 }
 
-/* Writes header + data of an entry at lfh_off: gathered if small, directly otherwise. */
+/* Copies bytes [from, from + len) of the concatenation of v into the gathering buffer. */
+static void gather(mz_store *s, const mmzip_iovec *v, int n, uint64_t from, uint64_t len) {
+    for (int i = 0; i < n && len; i++) {
+        if (from >= v[i].len) {
+            from -= v[i].len;
+            continue;
+        }
+        uint64_t k = v[i].len - from < len ? v[i].len - from : len;
+        memcpy(s->wbuf + s->wbuf_len, (const uint8_t *)v[i].base + from, (size_t)k);
+        s->wbuf_len += (size_t)k;
+        len -= k;
+        from = 0;
+    }
+}
+
+/* Writes header + data of an entry at lfh_off (total bytes in v): see MZ_WRITE_BLOCK. */
 static int write_entry(mz_store *s, const mmzip_iovec *v, int n, uint64_t total, uint64_t lfh_off) {
-    if (total > MZ_GATHER_MAX_ENTRY || (s->wbuf_len && s->wbuf_off + s->wbuf_len != lfh_off) ||
-        s->wbuf_len + total > MZ_GATHER_BUFFER) {
+    if (s->wbuf_len && s->wbuf_off + s->wbuf_len != lfh_off) {
         int st = mz_flush_writes(s);
         if (st) return st;
-        if (total > MZ_GATHER_MAX_ENTRY) return mz_io_writev(s, v, n, lfh_off, "put.entry");
     }
     if (!s->wbuf) {
         s->wbuf = malloc(MZ_GATHER_BUFFER);
         if (!s->wbuf) return mz_io_writev(s, v, n, lfh_off, "put.entry");
         s->wbuf_cap = MZ_GATHER_BUFFER;
     }
-    if (!s->wbuf_len) s->wbuf_off = lfh_off;
-    for (int i = 0; i < n; i++) {
-        memcpy(s->wbuf + s->wbuf_len, v[i].base, (size_t)v[i].len);
-        s->wbuf_len += (size_t)v[i].len;
+    uint64_t start = s->wbuf_len ? s->wbuf_off : lfh_off, end = lfh_off + total;
+    uint64_t cut = end / MZ_WRITE_BLOCK * MZ_WRITE_BLOCK;
+    if (cut <= start) { /* within one block: gathered (it fits: a block is the buffer's size) */
+        if (!s->wbuf_len) s->wbuf_off = lfh_off;
+        gather(s, v, n, 0, total);
+        __atomic_store_n(&s->written_end, s->wbuf_off, __ATOMIC_RELEASE);
+        return MMZIP_OK;
     }
+    /* [start, cut) in one call: the gathered bytes, then the entry's own buffers up to the boundary. */
+    mmzip_iovec *w = malloc(((size_t)n + 1) * sizeof *w);
+    if (!w) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    int k = 0;
+    if (s->wbuf_len) w[k++] = (mmzip_iovec){s->wbuf, s->wbuf_len};
+    uint64_t want = cut - lfh_off;
+    for (int i = 0; i < n && want; i++) {
+        uint64_t len = v[i].len < want ? v[i].len : want;
+        if (len) w[k++] = (mmzip_iovec){v[i].base, len};
+        want -= len;
+    }
+    int st = mz_io_writev(s, w, k, start, "put.entry");
+    free(w);
+    if (st) return st; /* the buffer is as it was */
+    s->wbuf_len = 0;
+    if (cut == end) {
+        __atomic_store_n(&s->written_end, UINT64_MAX, __ATOMIC_RELEASE);
+        return MMZIP_OK;
+    }
+    s->wbuf_off = cut;
+    gather(s, v, n, cut - lfh_off, end - cut);
     __atomic_store_n(&s->written_end, s->wbuf_off, __ATOMIC_RELEASE);
     return MMZIP_OK;
 }

@@ -74,6 +74,12 @@ class NullStore(Store):
         return len(self.meta)
 
 
+class Times(dict):
+    """Median wall-clock seconds of each way; .cpu the median CPU seconds of this process (user and system),
+    which a machine loaded by others disturbs less than the wall clock."""
+    cpu = None
+
+
 def timed_interleaved(ways, repeat, check=None):
     """Median time of each way, the ways taking turns. A way may return a result: check(name, result) sees it
     outside the timed region, and it is dropped at once (keeping six 1 GiB results alive would push the
@@ -84,15 +90,19 @@ def timed_interleaved(ways, repeat, check=None):
             check(name, r)
         del r
     times = {name: [] for name in ways}
+    cpu = {name: [] for name in ways}
     for _ in range(repeat):
         for name, fn in ways.items():
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             r = fn()
             times[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
             if check:
                 check(name, r)
             del r
-    return {name: statistics.median(t) for name, t in times.items()}
+    out = Times({name: statistics.median(t) for name, t in times.items()})
+    out.cpu = {name: statistics.median(t) for name, t in cpu.items()}
+    return out
 
 
 def bench_chunks(work, data, chunk_elems, repeat):
@@ -222,20 +232,25 @@ def main():
         for kib in (int(x) for x in a.chunks_kib.split(",")):
             ce = kib * 1024 // 8
             writes, reads = bench_chunks(work, data, ce, a.repeat)
-            out["chunks"][kib] = {"write": writes, "read": reads, "n_chunks": n // ce}
+            out["chunks"][kib] = {"write": writes, "read": reads, "write_cpu": writes.cpu, "read_cpu": reads.cpu,
+                                  "n_chunks": n // ce}
             gib = a.size_mib / 1024
             print("\nchunks of %d KiB (%d chunks)" % (kib, n // ce))
-            print("  write  %-13s %8s %9s" % ("", "s", "GiB/s"))
+            print("  write  %-13s %8s %9s %8s" % ("", "s", "GiB/s", "cpu s"))
             for k, v in writes.items():
-                print("         %-13s %8.3f %9.2f" % (k, v, gib / v))
-            print("  read   %-13s %8s %9s" % ("", "s", "GiB/s"))
+                print("         %-13s %8.3f %9.2f %8.3f" % (k, v, gib / v, writes.cpu[k]))
+            print("  read   %-13s %8s %9s %8s" % ("", "s", "GiB/s", "cpu s"))
             for k, v in reads.items():
-                print("         %-13s %8.3f %9.2f" % (k, v, gib / v))
+                print("         %-13s %8.3f %9.2f %8.3f" % (k, v, gib / v, reads.cpu[k]))
             print("  read:  ZipStore/mmzip %.2fx (target >= 2)   DirectoryStore/mmzip %.2fx (target >= 1)"
                   % (reads["zipstore"] / reads["mmzip"], reads["directory"] / reads["mmzip"]))
             print("         mmzip is %.2fx the zero-time store, %.2fx the copy floor, %.2fx the mapping floor"
                   % (reads["mmzip"] / reads["zero-time"], reads["mmzip"] / reads["copy floor"],
                      reads["mmzip"] / reads["mapping floor"]))
+            rc = reads.cpu
+            print("         in CPU time: ZipStore/mmzip %.2fx   DirectoryStore/mmzip %.2fx   mmzip is %.2fx the "
+                  "zero-time store" % (rc["zipstore"] / rc["mmzip"], rc["directory"] / rc["mmzip"],
+                                       rc["mmzip"] / rc["zero-time"]))
             print("  write: ZipStore/mmzip %.2fx (target >= 1)   DirectoryStore/mmzip %.2fx"
                   % (writes["zipstore"] / writes["mmzip"], writes["directory"] / writes["mmzip"]))
             print("         mmzip is %.2fx the zero-time store" % (writes["mmzip"] / writes["zero-time"]),

@@ -49,6 +49,27 @@ import netCDF4  # noqa: E402
 
 
 # ----------------------------------------------------------------------------------------------------------
+# The netCDF-C release of the tools (ncdump, nccopy: MMZIP_NETCDF_PREFIX's when set, see docs/netcdf-guide.md)
+
+def _tool_release():
+    words = run(["nc-config", "--version"]).stdout.split()
+    return tuple(int(x) for x in re.findall(r"\d+", words[-1])[:3])
+
+
+TOOL_RELEASE = _tool_release()
+# netCDF-C 4.9.3+ read no "U" dtype: the view shows them strings as NC_STRING (fixed-width "|S<n>"), without
+# the trailing length dimension 4.9.0's char rows have (docs/compat-view.md, section 2.1). netCDF4-python
+# runs in this process with Debian's 4.9.0, so it keeps seeing char rows.
+TOOL_STRINGS = TOOL_RELEASE >= (4, 9, 3)
+
+
+def tool_dims(dims):
+    """The dimensions the tools show for a variable the view presents with dims under 4.9.0."""
+    dims = list(dims)
+    return dims[:-1] if TOOL_STRINGS and dims and dims[-1].endswith("_strlen") else dims
+
+
+# ----------------------------------------------------------------------------------------------------------
 # ncdump and CDL
 
 def mmzip_run(*args, check=True, env=None):
@@ -135,6 +156,10 @@ def _tokens(text):
     return out
 
 
+_CDL_TYPES = {"char", "byte", "ubyte", "short", "ushort", "int", "uint", "int64", "uint64", "float", "double",
+              "string"}
+
+
 class Cdl:
     """What ncdump printed: dims[name] = length, vars[path] = dict(type, dims, attrs), data[path] = list,
     gattrs[group path] = attrs. Paths are '/'-joined group names and variable name ("axes/cell")."""
@@ -180,6 +205,8 @@ class Cdl:
                 kind, v = toks[i]
                 if kind == "str":
                     vals.append(cdl_string(v))
+                elif (kind, v) == ("w", "NIL"):  # a NULL string (4.9.3+ read an empty fixed string so)
+                    vals.append(b"")
                 elif kind == "w":
                     vals.append(cdl_number(v))
                 i += 1
@@ -200,6 +227,10 @@ class Cdl:
                 groups.append(toks[i + 2][1])
                 i += 4  # group : NAME {
                 section = None
+                continue
+            if section in (None, "dimensions", "variables") and kind == "w" and v in _CDL_TYPES and (
+                    toks[i + 1] == ("p", ":") or toks[i + 2] == ("p", ":")):
+                i += 1  # a typed attribute ("string v:units = ...", "string :title = ..."): the values say it
                 continue
             if (kind, v) == ("p", ":") and section in (None, "dimensions", "variables"):  # group attribute (also after dimensions alone)
                 name = toks[i + 1][1]
@@ -337,9 +368,22 @@ def assert_values(got, want, what):
         raise AssertionError("%s: got %r, want %r" % (what, got, want))
 
 
+def cdl_strings(c, path):
+    """The elements of a string variable ncdump printed, as bytes without trailing NULs, whichever form the
+    view chose for the tools' release: char rows (4.9.0), NC_STRING (4.9.3+), or ubyte rows along a trailing
+    "_strlen" dimension (4.9.3+, strings holding a NUL inside)."""
+    var, vals = c.vars[path], c.data[path]
+    if var["type"] == "ubyte" and var["dims"] and var["dims"][-1].endswith("_strlen"):
+        width = c.dims[var["dims"][-1]]
+        return [bytes(vals[i:i + width]).rstrip(b"\0") for i in range(0, len(vals), width)]
+    return [v.rstrip(b"\0") for v in vals]
+
+
 def cdl_values(c, path, shape, is_char):
     """The data ncdump printed for path, as an array of the presented shape (char: rows of bytes)."""
     vals = c.data[path]
+    if c.vars[path]["type"] == "string":  # 4.9.3+ tools: one string per element, no length dimension
+        return np.array([v.rstrip(b"\0") for v in vals], dtype=object).reshape(shape)
     if is_char:
         return np.array([v.rstrip(b"\0") for v in vals], dtype=object).reshape(shape[:-1])
     return np.array(vals, dtype=np.float64).reshape(shape)

@@ -55,7 +55,8 @@ def test_xarray_to_zarr_zipstore():
                 check_equal(nc["temp"].dimensions, ("time", "lat", "lon"), "xarray dimension names")
                 check_equal(nc.history, '["made", "by xarray"]', "list attribute as JSON text")
         c = C.cdl(path, "-v", "temp,station", "-p", "9,17")
-        check_equal(c.dims, {"time": 4, "lat": 3, "lon": 5, "station_strlen": 7}, "dimensions")
+        check_equal(c.dims, dict({"time": 4, "lat": 3, "lon": 5}, **({} if C.TOOL_STRINGS else {"station_strlen": 7})),
+                    "dimensions")
         got = np.array(c.data["temp"], dtype=np.float64).reshape(4, 3, 5).astype(np.float32)  # 9 digits: exact
         assert np.array_equal(got, ds["temp"].values, equal_nan=True), got
         check_equal([s.decode() for s in c.data["station"]], ["Oslo", "Zürich", "Lyon"], "string coordinate")

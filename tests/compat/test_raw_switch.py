@@ -35,10 +35,20 @@ def _raw_chunk_as_ints(path):
     return np.frombuffer(raw[: len(raw) // 4 * 4], dtype="<i4")
 
 
+def _raw_refused(p):
+    """netCDF-C 4.9.3+ know Blosc's filter id (32001) but ship no filter plugin: with the view off they refuse
+    the chunk with a filter error (no number printed) instead of handing out the frame as 4.9.0 does."""
+    assert p.returncode != 0, "raw mode printed:\n" + p.stdout
+    assert "Filter error" in p.stderr, p.stderr
+    check_equal(p.stdout.split(" v =")[-1].strip(), "", "values printed in raw mode")
+
+
 def test_env_switch_shows_the_raw_archive():
     with TempDir() as tmp:
         path = _blosc_archive(tmp)
         check_equal(C.cdl(path, "-v", "v").data["v"], VALUES.tolist(), "view on: decoded values")
+        if C.TOOL_RELEASE >= (4, 9, 3):
+            return _raw_refused(C.ncdump(path, "-v", "v", env=RAW, check=False))
         raw = C.cdl(path, "-v", "v", env=RAW).data["v"]
         # 4.9.0 without the view hands out the Blosc frame as if it were the data
         assert raw != VALUES.tolist(), "raw mode printed decoded values"
@@ -51,8 +61,11 @@ def test_url_fragment_switch():
     with TempDir() as tmp:
         path = _blosc_archive(tmp)
         url = "file://%s#mode=zarr,zip&mmzip=raw" % path
-        raw = C.cdl(url, "-v", "v").data["v"]
-        assert raw != VALUES.tolist(), "mmzip=raw printed decoded values"
+        if C.TOOL_RELEASE >= (4, 9, 3):
+            _raw_refused(C.ncdump(url, "-v", "v", check=False))
+        else:
+            raw = C.cdl(url, "-v", "v").data["v"]
+            assert raw != VALUES.tolist(), "mmzip=raw printed decoded values"
         check_equal(C.cdl("file://%s#mode=zarr,zip" % path, "-v", "v").data["v"], VALUES.tolist(), "no switch")
 
 

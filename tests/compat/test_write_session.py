@@ -2,8 +2,10 @@
 .zarray/.zattrs/.zgroup it read at close) keeps the original metadata and chunks byte for byte: a
 translated form is never stored. Proven with `mmzip ls` (CRC, size, data offset of every entry), Python's
 zipfile and zarr-python reading the archive afterwards."""
+import json
 import os
 import shutil
+import zipfile
 
 import numcodecs
 import numpy as np
@@ -128,7 +130,6 @@ def test_changing_a_translated_array_is_refused():
         "fortran data": lambda ds: ds["fortran"].__setitem__((1, 2), 7),
         "bool data": lambda ds: ds["vectors"]["cell"]["is_doublet"].__setitem__(1, 2),
         "axis names": _rename_first_cell,
-        "attribute of a translated array": lambda ds: ds["vectors"]["cell"]["age"].setncattr("units", "years"),
     }
     with TempDir() as tmp:
         pristine = _archive(tmp)
@@ -146,6 +147,33 @@ def test_changing_a_translated_array_is_refused():
                 check_equal(dict(root["vectors/cell/age"].attrs), {}, what + ": attributes kept")
             finally:
                 store.close()
+
+
+def test_attribute_of_a_translated_array_is_stored_alone():
+    """The attributes of a translated array are presented translated too (dimension names, _ZARR_DTYPE...):
+    a session that adds one stores the archive's own attributes plus that one, nothing the view made up,
+    and leaves every other entry as it was."""
+    with TempDir() as tmp:
+        path = _archive(tmp)
+        before = C.entry_crcs(path)
+        with C.open_netcdf(path, "a") as ds:
+            _read_everything(ds)
+            ds["vectors"]["cell"]["age"].setncattr("units", "years")
+        after = C.entry_crcs(path)
+        check_equal(sorted(n for n in after if after[n] != before.get(n)), ["vectors/cell/age/.zattrs"],
+                    "entries the session changed")
+        with zipfile.ZipFile(path) as z:
+            check_equal(json.loads(z.read("vectors/cell/age/.zattrs")), {"units": "years"}, "stored attributes")
+        store = zarr.ZipStore(path, mode="r")
+        try:
+            root = zarr.open_group(store, mode="r")
+            check_equal(dict(root["vectors/cell/age"].attrs), {"units": "years"}, "zarr-python")
+            check_equal(root["vectors/cell/age"][:].tolist(), D.VECTORS["cell"]["age"].tolist(), "values")
+        finally:
+            store.close()
+        c = C.cdl(path)
+        check_equal(c.vars["vectors/cell/age"]["attrs"]["units"], [b"years"], "ncdump reads it back")
+        zip_tools_ok(path)
 
 
 def test_plain_xarray_style_array_can_change():
@@ -171,4 +199,4 @@ def test_plain_xarray_style_array_can_change():
 if __name__ == "__main__":
     main([test_reading_changes_nothing, test_idle_write_session_stores_nothing,
           test_adding_a_variable_keeps_the_originals, test_changing_a_translated_array_is_refused,
-          test_plain_xarray_style_array_can_change])
+          test_attribute_of_a_translated_array_is_stored_alone, test_plain_xarray_style_array_can_change])

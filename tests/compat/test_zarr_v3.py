@@ -243,10 +243,10 @@ def test_codecs_read_by_ncdump():
         for path, (data, _) in expect.items():
             got = c.data[path]
             if data.dtype == object:
-                check_equal([g.rstrip(b"\0") for g in got], _presented(data), "ncdump " + path)
+                check_equal(C.cdl_strings(c, path), _presented(data), "ncdump " + path)
             else:
                 check_numbers(got, _presented(data), "ncdump " + path)
-        check_equal(c.vars["strings"]["dims"], ["pair", "word", "strings_strlen"], "string dimensions")
+        check_equal(c.vars["strings"]["dims"], C.tool_dims(["pair", "word", "strings_strlen"]), "string dimensions")
         check_equal(c.vars["strings"]["attrs"]["_Encoding"], [b"utf-8"], "_Encoding")
         check_equal(c.vars["complex64"]["dims"], ["_zdim_5", "re_im"], "complex as (re, im)")
         check_equal(c.vars["g/sharded"]["dims"], ["sy", "sx"], "dimension_names of a sharded array")

@@ -11,12 +11,30 @@ import sys
 _RUNTIME = os.environ.get("MMZIP_ASAN_RUNTIME")
 _MARK = "MMZIP_ASAN_PRELOADED"
 
+
+def _runtime_loaded():
+    """Whether this process has the sanitizer runtime mapped (the environment cannot say: a child inherits
+    the parent's marks but not, once LD_PRELOAD is dropped, its preload)."""
+    first = _RUNTIME.split(":")[0]
+    with open("/proc/self/maps") as maps:
+        return any(first in line for line in maps)
+
+
+def child_env(env=None):
+    """The environment for a child process that loads libmmzip itself (`python3 -c "import mmzip ..."`): in
+    the sanitizer build, the runtime preloaded; otherwise `env` (default os.environ) unchanged."""
+    env = dict(os.environ if env is None else env)
+    if _RUNTIME:
+        env["LD_PRELOAD"] = ":".join(p for p in (_RUNTIME, env.get("LD_PRELOAD", "")) if p)
+    return env
+
+
 # The runtime may come with companions (colon-separated, see tests/CMakeLists.txt); all must exist.
 if _RUNTIME and all(os.path.exists(p) for p in _RUNTIME.split(":")):
-    if os.environ.get(_MARK) != "1":
-        env = dict(os.environ)
-        env["LD_PRELOAD"] = ":".join(p for p in (_RUNTIME, env.get("LD_PRELOAD", "")) if p)
-        env[_MARK] = "1"
+    # The mark holds the pid that re-executed itself (execve keeps it), so a failed preload cannot loop.
+    if not _runtime_loaded() and os.environ.get(_MARK) != str(os.getpid()):
+        env = child_env()
+        env[_MARK] = str(os.getpid())
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
     preload = os.environ.get("LD_PRELOAD", "").replace(_RUNTIME, "").strip(":")
     if preload:

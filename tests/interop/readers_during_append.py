@@ -72,6 +72,9 @@ def run_writer(kind, archive, stop, cap, seed):
     relocation happened, the protocol's one window for readers that look only at the end of the file)."""
     sizes = entry_sizes(seed)
     puts = commits = 0
+    if kind not in ("put-loop", "zipfile-append"):
+        import mmzip  # noqa: F401  (before the clock starts: slow to load under the sanitizer runtime)
+    open(stop + ".ready-writer", "w").close()
     t0 = time.monotonic()
     sizes_seen = collections.Counter()
     last = [os.path.getsize(archive)]
@@ -220,7 +223,7 @@ def run_one(writer, work, seconds, cap, libzip_poll, seed=1):
     """One writer against every poller for `seconds` (or until the archive reaches `cap`)."""
     archive = os.path.join(work, writer + ".zip")
     stop = os.path.join(work, writer + ".stop")
-    for p in [archive, stop] + [stop + ".ready-" + k for k in POLLERS]:
+    for p in [archive, stop] + [stop + ".ready-" + k for k in list(POLLERS) + ["writer"]]:
         if os.path.exists(p):
             os.unlink(p)
     subprocess.run([os.environ["MMZIP_BIN"], "put", archive, "k/-first.5", "-"], input=content("k/-first.5"),
@@ -238,8 +241,16 @@ def run_one(writer, work, seconds, cap, libzip_poll, seed=1):
         if time.monotonic() > deadline:
             raise SystemExit("the pollers did not start within 120 s")
         time.sleep(0.05)
+    # A writer that loads libmmzip in-process needs the sanitizer runtime first in the sanitizer build.
+    wenv = dict(os.environ)
+    if wenv.get("MMZIP_ASAN_RUNTIME"):
+        wenv["LD_PRELOAD"] = wenv["MMZIP_ASAN_RUNTIME"]
     wproc = subprocess.Popen([PYTHON, me, "--role", "write-" + writer, "--cap", str(cap), "--seed", str(seed),
-                              archive, stop], stdout=subprocess.PIPE, text=True)
+                              archive, stop], stdout=subprocess.PIPE, text=True, env=wenv)
+    while not os.path.exists(stop + ".ready-writer") and wproc.poll() is None:
+        if time.monotonic() > deadline + 120:
+            raise SystemExit("the writer did not start within 120 s")
+        time.sleep(0.05)
     try:
         wproc.wait(timeout=seconds)
     except subprocess.TimeoutExpired:

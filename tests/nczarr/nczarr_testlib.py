@@ -24,6 +24,24 @@ _under_sanitizer_runtime()
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from mmzip_testlib import PYTHON, mmzip_run, run  # noqa: E402
 
+# The netCDF-C release of the tools on PATH (MMZIP_NETCDF_PREFIX's with tests/nczarr/run_with_netcdf.sh).
+# In-process netCDF4-python and Debian's NCO keep Debian's 4.9.0 whatever the tools are.
+TOOL_RELEASE = tuple(int(x) for x in run(["nc-config", "--version"]).stdout.split()[-1].split("-")[0].split(".")[:3])
+DEBIAN_RELEASE = (4, 9, 0)
+# Where the NCZarr superblock of a dataset the tools write is: 4.9.0 in the root .zgroup as
+# _NCZARR_SUPERBLOCK, 4.9.3+ in the root .zattrs as _nczarr_superblock.
+SUPERBLOCK = (".zattrs", b"_nczarr_superblock") if TOOL_RELEASE >= (4, 9, 3) else (".zgroup", b"_NCZARR_SUPERBLOCK")
+
+
+def skip_in_process(what):
+    """True (after saying so) when the tools are another release than Debian's 4.9.0, which in-process
+    netCDF4-python and NCO use: `what` mixes the two and is skipped; every check with the tools still runs."""
+    if TOOL_RELEASE == DEBIAN_RELEASE:
+        return False
+    print("SKIPPED (netCDF-C %s tools, Debian's 4.9.0 in-process): %s" % (".".join(map(str, TOOL_RELEASE)), what))
+    return True
+
+
 # The environment of a program that must start without any mmzip plugin preloaded (but with the sanitizer
 # runtime in the sanitizer build).
 NO_PLUGINS = {"LD_PRELOAD": os.environ.get("MMZIP_ASAN_RUNTIME", "")}

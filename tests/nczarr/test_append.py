@@ -11,8 +11,8 @@ import os
 import shutil
 
 from mmzip_testlib import MMZIP, PYTHON, TempDir, check_equal, ls_entries, main, mmzip, mmzip_run, run, zip_tools_ok
-from nczarr_testlib import (NO_PLUGINS, dir_url, ls_zip, make_sample_nc, make_zarr_python, ncdump, sample_archive,
-                            zarr_read_all, zip_directory)
+from nczarr_testlib import (DEBIAN_RELEASE, NO_PLUGINS, TOOL_RELEASE, dir_url, ls_zip, make_sample_nc,
+                            make_zarr_python, ncdump, sample_archive, skip_in_process, zarr_read_all, zip_directory)
 
 APPEND = r"""
 import sys
@@ -78,6 +78,8 @@ def check_new_variable_reads_back(archive, group=""):
 
 
 def test_append_to_our_archive():
+    if skip_in_process("appending with netCDF4-python to the NCZarr archive the tools' nccopy wrote"):
+        return
     with TempDir() as d:
         nc, archive = sample_archive(d)
         before = ncdump(archive)
@@ -102,6 +104,8 @@ def test_append_to_zarr_python_archive():
 
 
 def test_append_to_nczarr_layout():
+    if skip_in_process("appending with netCDF4-python to the NCZarr store the tools' nccopy wrote"):
+        return
     with TempDir() as d:
         nc = make_sample_nc(os.path.join(d, "in.nc"))
         store = os.path.join(d, "own.zarr")
@@ -231,7 +235,13 @@ print(second.returncode, "Device or resource busy" in second.stderr, reader.retu
 def test_one_writer_and_readers():
     """A second writer gets EBUSY at once; a reader during the session sees the last commit."""
     with TempDir() as d:
-        nc, archive = sample_archive(d)
+        if TOOL_RELEASE == DEBIAN_RELEASE:
+            nc, archive = sample_archive(d)
+        else:
+            # 4.9.0's netCDF4-python adds plain-Zarr arrays, which the tools' release does not list in an NCZarr
+            # archive its nccopy wrote (it lists arrays in _nczarr_group): use an archive both read as Zarr.
+            print("netCDF-C %s tools: the session runs on a zarr-python archive" % (TOOL_RELEASE,))
+            archive = make_zarr_python(os.path.join(d, "zp.zarr.zip"), "zip")
         out = run([PYTHON, "-c", ONE_WRITER, archive, MMZIP], env=NO_PLUGINS).stdout.split()
         check_equal(out, ["1", "True", "0", "False"], "second writer status, EBUSY, reader status, reader sees "
                     "uncommitted variable")

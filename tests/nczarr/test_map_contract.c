@@ -58,21 +58,33 @@ static const char *archived(const char *archive, const char *entry) {
 }
 
 /* Names from a 4.9-layout NClist search, joined by ' '. */
+/* netCDF-C's NClist, which search() fills through libnetcdf's nclistpush: its layout changed in 4.10. */
 typedef struct list_v49 {
     size_t alloc, length;
     void **content;
 } list_v49;
+typedef struct list_v410 {
+    void **content;
+    size_t alloc, length;
+    int extendible;
+} list_v410;
 
 static void search_names(mzn_zmap *map, const char *prefix, char *out, size_t cap) {
-    list_v49 l = {0, 0, NULL};
-    CHECK_RC(zc_search(map, prefix, &l), NC_NOERR);
+    int major = 0, minor = 0;
+    mzn_abi_from_string(nc_inq_libvers(), &major, &minor, NULL);
+    list_v49 l49 = {0, 0, NULL};
+    list_v410 l410 = {NULL, 0, 0, 1};
+    int v410 = major > 4 || (major == 4 && minor >= 10);
+    CHECK_RC(zc_search(map, prefix, v410 ? (void *)&l410 : (void *)&l49), NC_NOERR);
+    void **content = v410 ? l410.content : l49.content;
+    size_t length = v410 ? l410.length : l49.length;
     out[0] = '\0';
-    for (size_t i = 0; i < l.length; i++) {
+    for (size_t i = 0; i < length; i++) {
         if (i) strncat(out, " ", cap - strlen(out) - 1);
-        strncat(out, l.content[i], cap - strlen(out) - 1);
-        free(l.content[i]);
+        strncat(out, content[i], cap - strlen(out) - 1);
+        free(content[i]);
     }
-    free(l.content);
+    free(content);
 }
 
 static const char attrs[] = "{\"units\": \"m\", \"_ARRAY_DIMENSIONS\": [\"x\"], "

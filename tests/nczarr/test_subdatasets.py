@@ -182,6 +182,51 @@ print(json.dumps({k: len(v) for k, v in d.dimensions.items()}))
                     "ncdump of the whole archive")
 
 
+SHADOWED_CDL = r"""netcdf shadowed {
+dimensions:
+  x = 3 ;
+variables:
+  int top(x) ;
+data:
+  top = 1, 2, 3 ;
+group: g {
+  dimensions:
+    x = 5 ;
+  variables:
+    int own(x) ;
+    int w(/x) ;
+  data:
+    own = 1, 2, 3, 4, 5 ;
+    w = 7, 8, 9 ;
+  }
+group: h {
+  dimensions:
+    x = 4 ;
+  variables:
+    int own(x) ;
+  data:
+    own = 10, 20, 30, 40 ;
+  }
+}
+"""
+
+
+def test_nested_group_with_clashing_dimension_names():
+    """A group whose variables use both its own x and the root's x cannot be shown as a dataset of its
+    own (both would be /x): an error naming both, never one x's size for the other's data."""
+    with TempDir() as d:
+        nc = ncgen(SHADOWED_CDL, os.path.join(d, "shadowed.nc"))
+        archive = os.path.join(d, "shadowed.zarr.zip")
+        mmzip_run("nccopy", nc, archive)
+        r = mmzip_run("ncdump", archive + "#/g", check=False)
+        if r.returncode == 0 or "'/x'" not in r.stderr or "'/g/x'" not in r.stderr:
+            raise AssertionError("#/g: rc %d\n%s\n%s" % (r.returncode, r.stdout, r.stderr))
+        dump = ncdump(archive + "#/h")
+        check_equal(numbers_in(dump, "own"), [10, 20, 30, 40], "own of #/h (its own x shadows the root's)")
+        if "x = 4 ;" not in dump or "x = 3 ;" in dump:
+            raise AssertionError("dimensions of #/h:\n" + dump)
+
+
 def test_added_subdataset_reads_like_its_source():
     with TempDir() as d:
         _, lung, archive = multi_archive(d)
@@ -366,6 +411,38 @@ print(json.dumps({"added": np.asarray(g["added"][...]).tolist(), "comment": g["a
                     "zarr-python through the root's consolidated metadata")
 
 
+def test_netcdf4_python_creates_subdatasets():
+    """netCDF4-python: mode "w" of a new group, and mode "a" of a group that does not exist yet, create a
+    sub-dataset (DataAxesFormats' "w+": created if missing, never truncated)."""
+    with TempDir() as d:
+        nc, _, archive = multi_archive(d)
+        before = ls_zip(archive)
+        python(r"""
+import sys, mmzip
+mmzip.enable_netcdf()
+import netCDF4, numpy as np
+for group, mode, scale in (("kidney", "w", 1), ("heart", "a", 2)):
+    d = netCDF4.Dataset(sys.argv[1] + "#/" + group, mode)
+    d.createDimension("cell", 3)
+    v = d.createVariable("umis", "f8", ("cell",))
+    v[:] = np.array([0.5, 1.5, 2.5]) * scale
+    d.organ = group
+    d.close()
+""", archive)
+        after = ls_zip(archive)
+        for name, where in before.items():
+            check_equal(after.get(name), where, "entry %s" % name)
+        added = sorted(set(after) - set(before))
+        if not added or any(not n.startswith(("kidney/", "heart/")) for n in added):
+            raise AssertionError("entries added: %s" % added)
+        for group, scale in (("kidney", 1), ("heart", 2)):
+            dump = ncdump(archive + "#/" + group)
+            check_equal(numbers_in(dump, "umis"), [0.5 * scale, 1.5 * scale, 2.5 * scale], group + " umis")
+            if ':organ = "%s" ;' % group not in dump:
+                raise AssertionError("global attribute missing in #/%s:\n%s" % (group, dump))
+        check_equal(sorted_dump(ncdump(archive)), sorted_dump(run(["ncdump", nc]).stdout), "the root dataset")
+
+
 def test_create_in_new_archive():
     with TempDir() as d:
         lung = ncgen(LUNG_CDL, os.path.join(d, "lung.nc"))
@@ -478,9 +555,10 @@ print(json.dumps(res))
 
 
 if __name__ == "__main__":
-    main([test_nested_nczarr_group_as_its_own_dataset, test_added_subdataset_reads_like_its_source,
+    main([test_nested_nczarr_group_as_its_own_dataset, test_nested_group_with_clashing_dimension_names,
+          test_added_subdataset_reads_like_its_source,
           test_ncks_url_form, test_foreign_zarr_v2_subdatasets, test_zarr_v3_subdataset,
           test_nccopy_adds_subdataset_leaving_every_entry, test_create_over_existing_subdataset_refused,
           test_append_into_existing_subdataset, test_append_refreshes_consolidated_metadata_above,
-          test_create_in_new_archive,
+          test_netcdf4_python_creates_subdatasets, test_create_in_new_archive,
           test_precedence_hdf5_member_zarr_group_error, test_url_form, test_zarr_store_subdataset])

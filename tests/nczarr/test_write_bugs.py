@@ -13,7 +13,7 @@ import zipfile
 import numpy as np
 
 from mmzip_testlib import BUILD, PYTHON, TempDir, check_equal, main, mmzip, mmzip_run, run
-from nczarr_testlib import NO_PLUGINS, dir_url, ncdump, netcdf_read_all, zarr_read_all
+from nczarr_testlib import NO_PLUGINS, TOOL_RELEASE, dir_url, ncdump, netcdf_read_all, zarr_read_all
 
 WRITER = os.path.join(BUILD, "tests", "nczarr", "nc_writer")
 
@@ -169,8 +169,14 @@ def test_unrewritable_chunk_refused():
         # Raw (no compatibility view): netCDF-C 4.9 would rewrite the compressed chunk as if it were plain
         # data; the plugin refuses the put before anything changes.
         p = mmzip_run(WRITER, "put-one", archive, "packed", check=False, env={"MMZIP_NCZARR_VIEW": "raw"})
-        check_equal(p.returncode, 3, "exit status of a refused put (stderr: %s)" % p.stderr)
-        assert "compressed or filtered" in p.stderr and "packed/0" in p.stderr, p.stderr
+        if TOOL_RELEASE >= (4, 9, 3):
+            # 4.9.3+ know Zlib's filter id but ship no plugin: netCDF-C itself refuses the put, then crashes
+            # in nc_close (SIGSEGV in NCZ_filter_jsonize, any NC_WRITE session on such an array without the
+            # view - a netCDF-C bug). Either way nothing is stored.
+            assert p.returncode != 0 and "Filter error: undefined filter" in p.stderr, (p.returncode, p.stderr)
+        else:
+            check_equal(p.returncode, 3, "exit status of a refused put (stderr: %s)" % p.stderr)
+            assert "compressed or filtered" in p.stderr and "packed/0" in p.stderr, p.stderr
         check_equal(digest(archive), before, "archive after a refused put")
         # With the compatibility view the array is presented decoded; a write to it is refused as well.
         p = mmzip_run(WRITER, "put-one", archive, "packed", check=False)

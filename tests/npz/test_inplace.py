@@ -24,9 +24,7 @@ import mmzip
 tmp = tempfile.mkdtemp(prefix="npz_inplace_")
 PY = "/usr/bin/python3"
 MMZIP = os.environ.get("MMZIP_BIN", "mmzip")
-ENV = dict(os.environ)
-if ENV.get("MMZIP_ASAN_RUNTIME"):  # the sanitizer build: the Python children need its runtime first too
-    ENV["LD_PRELOAD"] = ENV["MMZIP_ASAN_RUNTIME"]
+ENV = asan_preload.child_env()  # children load libmmzip themselves
 
 
 def stored_bytes(path, member):
