@@ -132,9 +132,22 @@ static int slack_is_hole(int fd, uint64_t lo, uint64_t hi) {
     /* The partial blocks at both ends are read (a torn header may lie there); the whole blocks between
      * are a hole, or are read too. */
     if (!zeros_at(fd, lo, a) || !zeros_at(fd, b, hi)) return 0;
-    off_t d = lseek(fd, (off_t)a, SEEK_DATA);
-    if ((d < 0 && errno == ENXIO) || (d >= 0 && (uint64_t)d >= b)) return 2;
-    return zeros_at(fd, a, b);
+    /* Only the extents that hold data are read: a slack whose first blocks were allocated (a reservation
+     * rounded up) is otherwise a hole, and reading all of it cost every open of a fresh archive. */
+    int read_any = 0;
+    for (uint64_t off = a; off < b;) {
+        off_t d = lseek(fd, (off_t)off, SEEK_DATA);
+        if (d < 0 && errno == ENXIO) break;
+        if (d < 0) return zeros_at(fd, off, b); /* no SEEK_DATA: read the rest */
+        if ((uint64_t)d >= b) break;
+        off_t h = lseek(fd, d, SEEK_HOLE);
+        uint64_t end = h < 0 || (uint64_t)h > b ? b : (uint64_t)h;
+        if (end <= (uint64_t)d) end = b;
+        if (!zeros_at(fd, (uint64_t)d, end)) return 0;
+        read_any = 1;
+        off = end;
+    }
+    return read_any ? 1 : 2;
 }
 
 int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
