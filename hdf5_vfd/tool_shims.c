@@ -23,9 +23,11 @@
  * loads it with ctypes), they pass everything on, so that loading the driver never changes how other
  * code opens files.
  *
- * Coordination with the netCDF storage-map plugin (libmmzip_nczarr), preloaded before this library: it
+ * Coordination with the netCDF storage-map plugin (libmmzip_nczarr), preloaded after this library (both define
+ * fopen, and this one must see the real caller; the plugin's serves "a.zip#/group" for NCO's name check): it
  * takes nc_open of bare ".zip" paths that hold Zarr metadata and passes every other call on. So a bare
- * ".zip" reaching netCDF-C's sniff here is not Zarr, and ".zip#/" names are never the plugin's.
+ * ".zip" reaching netCDF-C's sniff here is not Zarr, nor is an "a.zip#/..." (the plugin turns Zarr groups into
+ * URLs before netCDF-C sees them).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>

@@ -3,8 +3,8 @@
  *
  * The plugin defines netCDF-C functions (nczmap_open, nc_open, nc_put_vara, ...) so that the dynamic
  * linker binds callers to it. Calls it does not serve go on to the next definition in lookup order:
- * dlsym(RTLD_NEXT) finds it when libnetcdf (or another plugin preloaded after us, such as the HDF5 driver's
- * nc_open) is in the global scope. When libnetcdf sits in a dlopen()ed RTLD_LOCAL scope instead (an
+ * dlsym(RTLD_NEXT) finds it when libnetcdf (or libc, for the stat and fopen of file_interpose.c) is in the
+ * global scope. When libnetcdf sits in a dlopen()ed RTLD_LOCAL scope instead (an
  * LD_PRELOADed plugin in a Python process that imported netCDF4), RTLD_NEXT finds nothing, and the symbol
  * is looked up in the libnetcdf that is already loaded.
  */

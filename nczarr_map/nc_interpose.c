@@ -6,7 +6,7 @@
  * bind the session NCZarr opens during the call to the ncid (registry.h). After an NC_WRITE open of a
  * served dataset, every attribute is loaded (attr_preload.h). nc_sync publishes the session after the real
  * sync (publish.h); nc_abort makes the session discard its writes. Calls for other datasets go to the next
- * definition unchanged: the HDF5 driver's interposer (preloaded after this plugin) or libnetcdf.
+ * definition unchanged: libnetcdf (which reaches the HDF5 driver's interposers for HDF5 members).
  */
 #include <netcdf.h>
 #include <stdlib.h>

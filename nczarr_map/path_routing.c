@@ -5,6 +5,7 @@
 #include <netcdf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "diag.h"
@@ -148,4 +149,33 @@ char *mzn_route_path(const char *path, mzn_route_kind kind, int *refusal) {
     if (!mzn_url_names_zip(path)) return NULL;
     if (kind == MZN_ROUTE_OPEN && !holds_zarr(path)) return NULL;
     return mzn_url_for_path(path, ZIP_FRAGMENT);
+}
+
+char *mzn_route_zarr_group_archive(const char *path) {
+    if (!path || mzn_url_has_scheme(path)) return NULL;
+    /* The last ".zip#/": an archive's own path may contain '#', a group path cannot contain ".zip#/". */
+    const char *hash = NULL;
+    for (const char *p = path; (p = strchr(p, '#')) != NULL; p++)
+        if (p[1] == '/' && p - path >= 4 && strncasecmp(p - 4, ".zip", 4) == 0) hash = p;
+    if (!hash) return NULL;
+    char *archive = strndup(path, (size_t)(hash - path));
+    char *group = archive ? mzn_subdataset_normalize(hash + 2) : NULL;
+    int is_group = 0;
+    if (group && !group[0]) {
+        is_group = holds_zarr(archive);
+    } else if (group) {
+        mmzip_t *a = NULL;
+        if (mmzip_open(archive, "r", NULL, &a) == MMZIP_OK) {
+            mzn_target t;
+            if (mzn_subdataset_find(a, group, &t) == MMZIP_OK) {
+                is_group = t.kind == MZN_TARGET_ZARR_GROUP;
+                mzn_target_clear(&t);
+            }
+            mmzip_close(a);
+        }
+    }
+    free(group);
+    if (is_group) return archive;
+    free(archive);
+    return NULL;
 }

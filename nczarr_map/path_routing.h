@@ -4,14 +4,14 @@
  * Served (rewritten to "file:///abs/path#mode=nczarr,zip" or kept with a corrected mode list):
  *   - a local path ending in ".zip": for nc_create always; for nc_open only if the archive holds Zarr
  *     metadata (layout.h), so that archives holding HDF5/netCDF-4 members reach the HDF5 driver's own
- *     interposer, which comes after this plugin;
+ *     interposers (H5Fopen and the fopen of netCDF-C's format sniff);
  *   - "x.zip#mode=..." (a fragment without the file:// scheme);
  *   - file:// URLs whose mode selects zip (mzn_url_fix_zip_mode makes the mode list safe for netCDF-C 4.9.0);
  *   - "x.zip#/group/sub" where the archive holds a Zarr group (or, for nc_create, nothing yet and a name
  *     without an HDF5 suffix): rewritten to "file:///abs/x.zip#mode=nczarr,zip&group=/group/sub", the
  *     sub-dataset rooted at that group (subdataset.h has the precedence).
  * Everything else, including "archive.zip#/member.h5", is passed on unchanged (to the HDF5 driver's
- * interposer, preloaded after this plugin, or to netCDF-C), except an "#/" address that names neither an
+ * interposers, reached through netCDF-C, or to netCDF-C), except an "#/" address that names neither an
  * HDF5 member nor a Zarr group, which is refused with a message.
  */
 #ifndef MZN_PATH_ROUTING_H
@@ -27,5 +27,14 @@ typedef enum mzn_route_kind { MZN_ROUTE_OPEN = 0, MZN_ROUTE_CREATE = 1 } mzn_rou
  * look for Zarr metadata or the "#/" target.
  */
 char *mzn_route_path(const char *path, mzn_route_kind kind, int *refusal);
+
+/*
+ * For the file-name checks some programs make before nc_open (file_interpose.c): if path is a local
+ * "x.zip#/group/sub" (no URL scheme) where the archive x.zip exists and holds a Zarr group at group/sub (or
+ * "x.zip#/" of an archive holding Zarr), returns the malloc'ed archive path "x.zip"; otherwise NULL (not
+ * such an address, an HDF5 member, nothing there, out of memory). Prints nothing. Thread-safe; opens the
+ * archive read-only.
+ */
+char *mzn_route_zarr_group_archive(const char *path);
 
 #endif

@@ -14,7 +14,11 @@
 #define MMZIP_INSTALL_LIBDIR "/usr/local/lib"
 #endif
 
-static const char *const plugins[] = {"libmmzip_nczarr.so", "libmmzip_h5fd.so"};
+/* The HDF5 driver first: both define fopen (the driver for netCDF-C's format sniff, recognising libnetcdf by
+ * the caller's return address; the storage map for programs that fopen "a.zip#/group" before nc_open), and
+ * the driver's must see the real caller; it passes every call that is not its own on to the storage map's.
+ * No other symbol is defined by both. */
+static const char *const plugins[] = {"libmmzip_h5fd.so", "libmmzip_nczarr.so"};
 
 /* Looks for a plugin beside this executable (build tree and install tree share the layout), in
  * $MMZIP_PLUGIN_DIR, and in the configured install directory. */

@@ -122,16 +122,32 @@ static int zeros_at(int fd, uint64_t lo, uint64_t hi) {
     return 1;
 }
 
+/* 0 if [lo, hi) holds a nonzero byte; 2 if it is a hole (no whole block of it holds data), so that later
+ * opens find that out with one SEEK_DATA again; 1 if it reads as zeros but had to be read to know (blocks
+ * written with zeros, an archive copied without its holes): a commit should punch it. */
 static int slack_is_hole(int fd, uint64_t lo, uint64_t hi) {
     const uint64_t blk = 4096;
     uint64_t a = (lo + blk - 1) / blk * blk, b = hi / blk * blk;
-    if (a >= b) return zeros_at(fd, lo, hi);
+    if (a >= b) return zeros_at(fd, lo, hi) ? 2 : 0;
     /* The partial blocks at both ends are read (a torn header may lie there); the whole blocks between
-     * are a hole, or are read too (an archive copied without its holes). */
+     * are a hole, or are read too. */
     if (!zeros_at(fd, lo, a) || !zeros_at(fd, b, hi)) return 0;
-    off_t d = lseek(fd, (off_t)a, SEEK_DATA);
-    if ((d < 0 && errno == ENXIO) || (d >= 0 && (uint64_t)d >= b)) return 1;
-    return zeros_at(fd, a, b);
+    /* Only the extents that hold data are read: a slack whose first blocks were allocated (a reservation
+     * rounded up) is otherwise a hole, and reading all of it cost every open of a fresh archive. */
+    int read_any = 0;
+    for (uint64_t off = a; off < b;) {
+        off_t d = lseek(fd, (off_t)off, SEEK_DATA);
+        if (d < 0 && errno == ENXIO) break;
+        if (d < 0) return zeros_at(fd, off, b); /* no SEEK_DATA: read the rest */
+        if ((uint64_t)d >= b) break;
+        off_t h = lseek(fd, d, SEEK_HOLE);
+        uint64_t end = h < 0 || (uint64_t)h > b ? b : (uint64_t)h;
+        if (end <= (uint64_t)d) end = b;
+        if (!zeros_at(fd, (uint64_t)d, end)) return 0;
+        read_any = 1;
+        off = end;
+    }
+    return read_any ? 1 : 2;
 }
 
 int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
@@ -163,8 +179,8 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     s->cd_adjacent = s->cd_pos + s->cd_size == records;
     s->concat = t->concat;
     s->end_follows_cd = s->cd_adjacent && t->end == s->file_size && t->concat == 0;
-    s->slack_hole = s->cd_pos >= s->data_end &&
-                    (s->cd_pos == s->data_end || slack_is_hole(s->fd, s->data_end, s->cd_pos));
+    int hole = s->cd_pos < s->data_end ? 0 : s->cd_pos == s->data_end ? 2 : slack_is_hole(s->fd, s->data_end, s->cd_pos);
+    s->slack_hole = hole != 0;
     s->clean = s->end_follows_cd && s->slack_hole;
     /* An archive without entries is clean only compact: ZIP64 end records with no entries above slack are a
      * relocation whose first commit never came, which the next writable open turns back into the plain end
@@ -173,7 +189,10 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     s->compact = s->clean && s->cd_pos == s->data_end;
     s->pending_end = s->data_end;
     s->free_limit = s->cd_pos;
-    s->zero_from = s->cd_pos;
+    /* A slack found to be a hole reads as zeros: a commit need not punch it again (on a large archive that
+     * punch walked hundreds of megabytes of hole at every session of an in-place edit). Zeros that had to
+     * be read are punched by the next commit, which makes them a hole for the opens that follow. */
+    s->zero_from = hole == 2 ? s->data_end : s->cd_pos;
     s->trailer_key[0] = t->end;
     s->trailer_key[1] = t->cd_pos ^ (t->cd_size << 20) ^ (t->entries << 40);
     if (!s->writable) mz_edit_mark(s);

@@ -119,10 +119,13 @@ def session(open_file, edit, i):
 def run_edit(name, edit, sessions, arc, plain, counted):
     a0, p0 = os.path.getsize(arc), os.path.getsize(plain)
     t_mz = t_s2 = 0.0
+    each_mz, each_s2 = [], []
     written = 0
     for i in range(sessions):
-        t_mz += session(lambda: h5py.File(arc, "r+", driver="mmzip", member=MEMBER), edit, i)
-        t_s2 += session(lambda: h5py.File(plain, "r+"), edit, i)
+        each_mz.append(session(lambda: h5py.File(arc, "r+", driver="mmzip", member=MEMBER), edit, i))
+        each_s2.append(session(lambda: h5py.File(plain, "r+"), edit, i))
+        t_mz += each_mz[-1]
+        t_s2 += each_s2[-1]
         cf = CountingFile(counted)
         with h5py.File(cf, "r+") as f:
             edit(f, i)
@@ -132,7 +135,10 @@ def run_edit(name, edit, sessions, arc, plain, counted):
     bound = 2 * written + sessions * (1 << 20)
     return {"edit": name, "sessions": sessions, "written": written, "archive_growth": growth,
             "sec2_growth": sec2_growth, "bound": bound, "mmzip_s": t_mz, "sec2_s": t_s2,
-            "time_ratio": t_mz / t_s2 if t_s2 else float("nan")}
+            "time_ratio": t_mz / t_s2 if t_s2 else float("nan"),
+            # The fastest session of each: on a loaded machine the sum is mostly other processes' time.
+            "mmzip_min_s": min(each_mz), "sec2_min_s": min(each_s2),
+            "min_ratio": min(each_mz) / min(each_s2) if min(each_s2) else float("nan")}
 
 
 def check_member(arc, plain, workdir):
@@ -193,15 +199,18 @@ def main():
         rows = [run_edit("attribute", edit_attribute, 1, arc, plain, counted),
                 run_edit("dataset 1 MiB", edit_dataset, 1, arc, plain, counted),
                 run_edit("append 1 record", edit_append, args.sessions, arc, plain, counted)]
-        print("%-16s %8s %12s %14s %12s %12s %10s %10s %7s" % (
-            "edit", "sessions", "written", "archive grew", "sec2 grew", "bound", "mmzip s", "sec2 s", "ratio"))
+        print("%-16s %8s %12s %14s %12s %12s %10s %10s %7s %9s" % (
+            "edit", "sessions", "written", "archive grew", "sec2 grew", "bound", "mmzip s", "sec2 s", "ratio",
+            "min ratio"))
         failed = []
         for r in rows:
-            print("%-16s %8d %12d %14d %12d %12d %10.4f %10.4f %7.2f" % (
+            print("%-16s %8d %12d %14d %12d %12d %10.4f %10.4f %7.2f %9.2f" % (
                 r["edit"], r["sessions"], r["written"], r["archive_growth"], r["sec2_growth"], r["bound"],
-                r["mmzip_s"], r["sec2_s"], r["time_ratio"]))
+                r["mmzip_s"], r["sec2_s"], r["time_ratio"], r["min_ratio"]))
             if r["archive_growth"] > r["bound"]:
                 failed.append(r["edit"])
+        print("time target: ratio <= 2 (min ratio: the fastest session of each, the fixed cost without other "
+              "processes' time); zero-time store: sec2's time")
         print("copy floor of the old write path: %d bytes per session (the member)" % size)
         info = subprocess.run([mz, "info", arc], capture_output=True, text=True).stdout
         print(info.strip())

@@ -867,6 +867,49 @@ static void test_crc_paths(void) {
     free(b);
 }
 
+/* mmzip_generation: moves at every change lookups can see (put, commit, remove, rollback), not at reads or at a
+ * refresh that finds nothing new; a reader sharing the writer's store sees the commit move it. */
+static void test_generation(void) {
+    const char *p = path_of("generation.zip");
+    mmzip_t *w, *r;
+    OK(mmzip_open(p, "w", NULL, &w));
+    OK(mmzip_put(w, "k", "one", 3, 0));
+    const uint64_t *gw = mmzip_generation(w);
+    CHECK(gw != NULL);
+    CHECK_EQ_U64(*mmzip_generation(NULL), 0);
+    OK(mmzip_open(p, "r", NULL, &r));
+    const uint64_t *gr = mmzip_generation(r);
+    uint64_t g = __atomic_load_n(gr, __ATOMIC_ACQUIRE);
+    const void *d;
+    uint64_t n;
+    mmzip_entry_info info;
+    OK(mmzip_get(r, "k", &d, &n));
+    OK(mmzip_stat(w, "k", &info));
+    CHECK(mmzip_count(r) == 1 && mmzip_exists(w, "k"));
+    OK(mmzip_refresh(r));
+    CHECK_EQ_U64(*gr, g); /* reads, and a refresh with nothing new, leave it */
+    OK(mmzip_begin(w));
+    OK(mmzip_put(w, "k", "two", 3, 0));
+    CHECK(*gw > g);
+    g = *gw;
+    OK(mmzip_get(r, "k", &d, &n));
+    CHECK(n == 3 && memcmp(d, "one", 3) == 0); /* the reader still sees the commit */
+    OK(mmzip_commit(w));
+    CHECK(*gr > g);
+    g = *gr;
+    OK(mmzip_get(r, "k", &d, &n));
+    CHECK(n == 3 && memcmp(d, "two", 3) == 0);
+    OK(mmzip_begin(w));
+    OK(mmzip_remove(w, "k"));
+    CHECK(*gw > g);
+    g = *gw;
+    OK(mmzip_rollback(w));
+    CHECK(*gw > g);
+    CHECK(mmzip_exists(r, "k") && mmzip_exists(w, "k"));
+    OK(mmzip_close(r));
+    OK(mmzip_close(w));
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/mmzip-core-XXXXXX");
     if (!mkdtemp(dir)) return 2;
@@ -892,6 +935,7 @@ int main(void) {
     RUN(test_discard);
     RUN(test_names);
     RUN(test_crc_paths);
+    RUN(test_generation);
     if (!getenv("MMZIP_KEEP_TMP")) {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

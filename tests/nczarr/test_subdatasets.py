@@ -258,6 +258,47 @@ def test_ncks_url_form():
                     "ncks values of quality in #/surface")
 
 
+def ncks_values(out, var):
+    """The numbers `ncks -H -v var` prints for var."""
+    m = re.search(r"\b%s = ([^;]*);" % re.escape(var), out)
+    if not m:
+        raise AssertionError("no values of %s in ncks output:\n%s" % (var, out))
+    return [float(x) for x in m.group(1).replace(",", " ").split()]
+
+
+def test_ncks_bare_name():
+    """NCO stat()s and fopen()s an input name before nc_open: the plugin answers both for "a.zip#/group"
+    naming a Zarr group, so ncks takes the bare name as ncdump does. Its output must be the URL form's, and
+    its values ncdump's and the source's; names that are no Zarr group stay "not found"."""
+    with TempDir() as d:
+        _, lung, archive = multi_archive(d)
+        foreign = foreign_archive(d)
+        cases = [(archive, "lung", "batch", [7, 7, 8, 9]),
+                 (archive, "surface", "quality", [1, 2, 255]), (archive, "surface/deep", "counter", None),
+                 (foreign, "liver", "umis", flat(EXPECTED_FOREIGN["liver"]["umis"])),
+                 (foreign, "liver/sub", "depth", EXPECTED_FOREIGN["liver/sub"]["depth"])]
+        for path, group, var, expected in cases:
+            bare = "%s#/%s" % (path, group)
+            meta = mmzip_run("ncks", "-m", bare).stdout
+            check_equal(meta.splitlines()[1:], mmzip_run("ncks", "-m", url(path, group)).stdout.splitlines()[1:],
+                        "ncks -m of %s against the URL form" % bare)
+            if "%s(" % var not in meta:
+                raise AssertionError("ncks -m of %s does not declare %s:\n%s" % (bare, var, meta))
+            got = ncks_values(mmzip_run("ncks", "-H", "-v", var, bare).stdout, var)
+            check_equal(got, ncks_values(mmzip_run("ncks", "-H", "-v", var, url(path, group)).stdout, var),
+                        "ncks -v %s of %s against the URL form" % (var, bare))
+            check_equal(got, numbers_in(ncdump(bare), var), "ncks -v %s of %s against ncdump" % (var, bare))
+            if expected is not None:
+                check_equal(got, [float(x) for x in expected], "ncks -v %s of %s" % (var, bare))
+        check_equal(ncks_values(mmzip_run("ncks", "-H", "-v", "umis", archive + "#/lung").stdout, "umis"),
+                    numbers_in(run(["ncdump", lung]).stdout, "umis"), "ncks umis of #/lung against its source")
+        # Not a Zarr group: NCO's own "not found", the name untouched (an array, nothing, a missing archive).
+        for name in (archive + "#/lung/batch", archive + "#/nothing", os.path.join(d, "none.zip") + "#/lung"):
+            r = mmzip_run("ncks", "-m", name, check=False)
+            if r.returncode == 0 or "not found" not in r.stderr:
+                raise AssertionError("ncks -m %s: status %d, stderr %r" % (name, r.returncode, r.stderr))
+
+
 def test_foreign_zarr_v2_subdatasets():
     """zarr-python and xarray archives: each group opens as a dataset; values against numpy's."""
     with TempDir() as d:
@@ -579,7 +620,7 @@ print(json.dumps(res))
 if __name__ == "__main__":
     main([test_nested_nczarr_group_as_its_own_dataset, test_nested_group_with_clashing_dimension_names,
           test_added_subdataset_reads_like_its_source,
-          test_ncks_url_form, test_foreign_zarr_v2_subdatasets, test_zarr_v3_subdataset,
+          test_ncks_url_form, test_ncks_bare_name, test_foreign_zarr_v2_subdatasets, test_zarr_v3_subdataset,
           test_nccopy_adds_subdataset_leaving_every_entry, test_create_over_existing_subdataset_refused,
           test_append_into_existing_subdataset, test_append_refreshes_consolidated_metadata_above,
           test_netcdf4_python_creates_subdatasets, test_create_in_new_archive,
