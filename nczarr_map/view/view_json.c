@@ -755,7 +755,8 @@ static void write_u16_escape(mzj_buf *b, unsigned unit) {
 }
 
 /* ascii: escape every non-ASCII character as \uXXXX (a surrogate pair beyond the BMP), as Python's json
- * module does by default; invalid UTF-8 (never in parsed strings) is escaped byte by byte as U+FFFD. */
+ * module does by default. Invalid UTF-8 (never in parsed strings, but a constructed string may hold an
+ * archive's raw bytes) is escaped byte by byte as U+FFFD in both forms, so that printed text always parses. */
 static void write_string(mzj_buf *b, const char *s, size_t len, int ascii) {
     mzj_buf_append(b, "\"", 1);
     size_t run = 0;
@@ -763,9 +764,13 @@ static void write_string(mzj_buf *b, const char *s, size_t len, int ascii) {
         unsigned char c = (unsigned char)s[i];
         const char *esc = NULL;
         char hex[8];
-        if (ascii && c >= 0x80) {
-            mzj_buf_append(b, s + run, i - run);
+        if (c >= 0x80) {
             size_t n = utf8_sequence((const unsigned char *)s + i, (const unsigned char *)s + len);
+            if (!ascii && n) { /* valid UTF-8 is written as it is */
+                i += n - 1;
+                continue;
+            }
+            mzj_buf_append(b, s + run, i - run);
             uint32_t cp = 0xfffd;
             if (n == 2) cp = (uint32_t)(c & 0x1f) << 6 | (s[i + 1] & 0x3f);
             else if (n == 3) cp = (uint32_t)(c & 0x0f) << 12 | (uint32_t)(s[i + 1] & 0x3f) << 6 | (s[i + 2] & 0x3f);
@@ -878,5 +883,19 @@ static char *to_text(const mzj_value *v, size_t *len, int ascii) {
 }
 
 char *mzj_to_text(const mzj_value *v, size_t *len) { return to_text(v, len, 0); }
+
+int mzj_valid_utf8(const char *s, size_t len) {
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    while (p < end) {
+        if (*p < 0x80) {
+            p++;
+            continue;
+        }
+        size_t n = utf8_sequence(p, end);
+        if (!n) return 0;
+        p += n;
+    }
+    return 1;
+}
 
 char *mzj_to_ascii_text(const mzj_value *v, size_t *len) { return to_text(v, len, 1); }

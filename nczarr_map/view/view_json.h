@@ -145,7 +145,8 @@ void mzj_buf_puts(mzj_buf *b, const char *s);
 
 /*
  * Appends v as JSON. Strings are written as raw UTF-8 with only '"', '\\' and control characters escaped
- * (\b \f \n \r \t, others as \u00XX), which netCDF-C 4.9.0 reads back unchanged. Non-finite doubles are
+ * (\b \f \n \r \t, others as \u00XX), which netCDF-C 4.9.0 reads back unchanged. A byte that is not part
+ * of valid UTF-8 is written as \ufffd, so the text always parses. Non-finite doubles are
  * written as the bare words NaN, Infinity, -Infinity (what Python's json writes, and 4.9.0 reads).
  */
 void mzj_write(mzj_buf *b, const mzj_value *v);
@@ -160,5 +161,8 @@ char *mzj_to_text(const mzj_value *v, size_t *len);
  * why the view presents it the raw form).
  */
 char *mzj_to_ascii_text(const mzj_value *v, size_t *len);
+
+/* 1 if the len bytes at s are valid UTF-8 (no overlong form, surrogate or code point above U+10FFFF). */
+int mzj_valid_utf8(const char *s, size_t len);
 
 #endif

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "view_internal.h"
+#include "view_json.h"
 
 /* 1 if the archive holds the entry rel (relative to the dataset). */
 static int has_entry(mzv_view *v, const char *rel) {
@@ -54,7 +55,27 @@ static int missing_group(mzv_view *v, const char *path, size_t *len) {
     return 0;
 }
 
+/* netCDF names are UTF-8 (netCDF-C refuses others with NC_EBADNAME), and the view writes object paths
+ * into the JSON it presents (dimension names, _nczarr_array); a path of other bytes could be shown only
+ * renamed. ZIP names are bytes: an archive may hold such an object. */
+static int check_names_are_utf8(mzv_view *v) {
+    for (size_t i = 0; i < v->array_count + v->group_count; i++) {
+        int is_array = i < v->array_count;
+        const char *path = is_array ? v->arrays[i].path : v->groups[i - v->array_count].path;
+        if (mzj_valid_utf8(path, strlen(path))) continue;
+        char *entry = mzv_entry_name(v, path);
+        int rc = mzv_fail(v, NC_EBADNAME, entry ? entry : path,
+                          "%s not presented: its name is not valid UTF-8, and netCDF names must be",
+                          is_array ? "array" : "group");
+        free(entry);
+        return rc;
+    }
+    return NC_NOERR;
+}
+
 int mzv_check_structure(mzv_view *v) {
+    int rc = check_names_are_utf8(v);
+    if (rc != NC_NOERR) return rc;
     if (v->nczarr_format) return NC_NOERR; /* netCDF-C's own datasets always have their groups */
     if (v->zarr_v3) {
         /* Zarr v3 has implicit groups (v3/v3_read.c), but the root must be a group to hold variables. */

@@ -109,6 +109,7 @@ static void serve_and_write_back(mzv_view *v, const char *key) {
     if (!copy) return;
     memcpy(copy, shown, len);
     int r = mzv_check_write(v, key, copy, len);
+    if (r != 1) fprintf(stderr, "fuzz_view: %s presented as %zu bytes: %.*s\n", key, len, (int)len, (const char *)shown);
     invariant(r == 1, "writing back what the view presents is a no-op", key);
     free(copy);
 }
