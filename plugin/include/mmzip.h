@@ -55,7 +55,9 @@
  *     mapped is unsupported: the other tool may truncate the file under the mapping (SIGBUS).
  *   - Locks are Linux OFD locks; on network file systems that do not support them, mmzip runs without
  *     cross-process exclusion and says so in mmzip_info().
- *   - Entry names are UTF-8, at most 65535 bytes, without NUL, leading '/', or '..' components.
+ *   - Entry names are bytes, at most 65535, without NUL, leading '/', or '..' components. A name that is
+ *     valid UTF-8 is written with the ZIP UTF-8 flag; one that is not (a foreign archive's CP437 name, say)
+ *     is written without it, so that other readers decode it as CP437 instead of refusing the archive.
  */
 #ifndef MMZIP_H
 #define MMZIP_H

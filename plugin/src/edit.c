@@ -776,7 +776,7 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     ne.hash = mz_hash(key, nlen);
     ne.name_len = (uint16_t)nlen;
     mz_entry_set_name_head(&ne, key, nlen);
-    ne.gp_flags = MZ_FLAG_UTF8;
+    ne.gp_flags = mz_name_flags(key, nlen);
     ne.state = MZ_PENDING;
     ne.alignment = 0;
     st = mz_add_pending(s, &ne, key, head, 0);

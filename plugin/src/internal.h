@@ -116,6 +116,10 @@ void mz_write_lfh_ex(uint8_t *out, const mz_header_fields *f, const char *name, 
 void mz_write_cdh_ex(uint8_t *out, const mz_header_fields *f, const char *name, size_t name_len,
                      uint64_t lfh_off);
 uint32_t mz_align_padding(uint64_t lfh_off, size_t name_len, uint32_t alignment);
+/* The general-purpose flags of a name we write: bit 11 (UTF-8) only when the bytes are valid UTF-8. Names
+ * are bytes; Python's zipfile decodes a flagged name strictly and refuses the whole archive when one is not
+ * UTF-8, while an unflagged one reads (as CP437) everywhere. */
+uint16_t mz_name_flags(const char *name, size_t len);
 size_t mz_our_lfh_size(size_t name_len, uint32_t padding);
 void mz_write_lfh(uint8_t *out, const char *name, size_t name_len, uint32_t crc, uint64_t size,
                   uint32_t alignment, uint32_t padding);

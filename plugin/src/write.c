@@ -276,7 +276,7 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
     ne.hash = mz_hash(key, nlen);
     ne.name_len = (uint16_t)nlen;
     mz_entry_set_name_head(&ne, key, nlen);
-    ne.gp_flags = MZ_FLAG_UTF8;
+    ne.gp_flags = mz_name_flags(key, nlen);
     ne.state = MZ_PENDING;
     ne.alignment = alignment;
     st = mz_add_pending(s, &ne, key, head, 0);
@@ -408,7 +408,7 @@ static int reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alig
     ne.hash = mz_hash(key, nlen);
     ne.name_len = (uint16_t)nlen;
     mz_entry_set_name_head(&ne, key, nlen);
-    ne.gp_flags = MZ_FLAG_UTF8;
+    ne.gp_flags = mz_name_flags(key, nlen);
     ne.state = MZ_PENDING;
     ne.mark = MZ_MARK_RESERVED;
     ne.alignment = alignment;

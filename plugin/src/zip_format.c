@@ -1,7 +1,7 @@
 /*
  * zip_format.c - the byte layouts of the records mmzip writes (docs/format.md is the specification).
  *
- * Every entry we write is stored, ZIP64 in both headers, UTF-8, with deterministic time stamps, and with its
+ * Every entry we write is stored, ZIP64 in both headers, with deterministic time stamps, and with its
  * data aligned by a 0xA11E "Data Stream Alignment" extra field in the local header only: the central
  * directory never carries padding, because Python's zipfile insists on well-formed central extras and
  * copies them around.
@@ -9,6 +9,35 @@
 #include "internal.h"
 
 #include <stdlib.h>
+
+/* The length of the valid UTF-8 sequence at p (2..4 bytes, lead byte >= 0x80), or 0: overlong forms,
+ * surrogates and code points above U+10FFFF are not UTF-8. */
+static size_t utf8_sequence_length(const uint8_t *p, const uint8_t *end) {
+    uint8_t c = p[0];
+    size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+    if (n == 0 || c > 0xF4 || (size_t)(end - p) < n) return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    if (c == 0xE0 && p[1] < 0xA0) return 0; /* overlong */
+    if (c == 0xED && p[1] >= 0xA0) return 0; /* surrogate */
+    if (c == 0xF0 && p[1] < 0x90) return 0; /* overlong */
+    if (c == 0xF4 && p[1] >= 0x90) return 0; /* above U+10FFFF */
+    return n;
+}
+
+uint16_t mz_name_flags(const char *name, size_t len) {
+    const uint8_t *p = (const uint8_t *)name, *end = p + len;
+    while (p < end) {
+        if (*p < 0x80) {
+            p++;
+            continue;
+        }
+        size_t n = utf8_sequence_length(p, end);
+        if (!n) return 0;
+        p += n;
+    }
+    return MZ_FLAG_UTF8;
+}
 
 uint32_t mz_align_padding(uint64_t lfh_off, size_t name_len, uint32_t alignment) {
     if (alignment <= 1) return 0;
@@ -47,7 +76,8 @@ void mz_write_lfh_ex(uint8_t *p, const mz_header_fields *f, const char *name, si
 
 void mz_write_lfh(uint8_t *p, const char *name, size_t name_len, uint32_t crc, uint64_t size,
                   uint32_t alignment, uint32_t padding) {
-    mz_header_fields f = {MZ_FLAG_UTF8, 0, MZ_DOS_TIME, MZ_DOS_DATE, crc, size, size, MZ_EXTERNAL_ATTR};
+    mz_header_fields f = {mz_name_flags(name, name_len), 0, MZ_DOS_TIME, MZ_DOS_DATE, crc, size, size,
+                          MZ_EXTERNAL_ATTR};
     mz_write_lfh_ex(p, &f, name, name_len, alignment, padding);
 }
 
@@ -83,7 +113,8 @@ void mz_write_cdh_ex(uint8_t *p, const mz_header_fields *f, const char *name, si
 }
 
 void mz_write_cdh(uint8_t *p, const char *name, size_t name_len, uint32_t crc, uint64_t size, uint64_t lfh_off) {
-    mz_header_fields f = {MZ_FLAG_UTF8, 0, MZ_DOS_TIME, MZ_DOS_DATE, crc, size, size, MZ_EXTERNAL_ATTR};
+    mz_header_fields f = {mz_name_flags(name, name_len), 0, MZ_DOS_TIME, MZ_DOS_DATE, crc, size, size,
+                          MZ_EXTERNAL_ATTR};
     mz_write_cdh_ex(p, &f, name, name_len, lfh_off);
 }
 

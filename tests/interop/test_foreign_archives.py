@@ -215,6 +215,48 @@ def test_info_zip():
         assert_same_as_zipfile(path, {"-": text}, methods={"deflate"})
 
 
+def test_names_that_are_not_utf8():
+    """Info-ZIP on Linux stores a file name's bytes as they are, without the UTF-8 flag: a Latin-1 name is not
+    UTF-8, and other readers decode it as CP437. zipfile decodes a flagged name strictly and refuses the whole
+    archive when it is not UTF-8. So replacing such an entry through mmzip, or adding one, must write it without
+    the flag (in both headers), while a UTF-8 name keeps the flag; zipfile, unzip and mmzip check must read the
+    result."""
+    latin1 = b"caf\xe9.txt"  # "café.txt" in Latin-1; CP437 reads the byte 0xE9 as U+0398
+    with TempDir() as d:
+        tree = os.path.join(d, "tree")
+        os.makedirs(tree)
+        for name, data in ((latin1, b"old latin-1 bytes\n"), (b"plain.txt", b"plain\n")):
+            with open(os.path.join(tree.encode(), name), "wb") as f:
+                f.write(data)
+        path = os.path.join(d, "latin1.zip")
+        subprocess.run(["zip", "-0", "-X", "-q", path.encode(), latin1, b"plain.txt"], cwd=tree, check=True)
+        with zipfile.ZipFile(path) as z:
+            check_equal(sorted(z.namelist()), ["caf\u0398.txt", "plain.txt"], "Info-ZIP's names as zipfile reads them")
+        new_bytes = b"new content, replaced through mmzip\n" * 3
+        src = os.path.join(d, "new.bin")
+        with open(src, "wb") as f:
+            f.write(new_bytes)
+        for key in (latin1, "ünï.txt".encode(), b"raw\xff\xfe"):
+            p = subprocess.run([MMZIP.encode(), b"put", path.encode(), key, src.encode()], capture_output=True)
+            assert p.returncode == 0, p.stderr.decode(errors="replace")
+        data = open(path, "rb").read()
+        _, recs = zl.central_directory(data)
+        flags = {r["name"]: (r["flags"] & 0x800, zl.local_header(data, r["lfh"])["flags"] & 0x800) for r in recs}
+        check_equal(flags[latin1], (0, 0), "UTF-8 flag (directory, local header) of the replaced Latin-1 name")
+        check_equal(flags[b"raw\xff\xfe"], (0, 0), "UTF-8 flag of a new name that is not UTF-8")
+        check_equal(flags["ünï.txt".encode()], (0x800, 0x800), "UTF-8 flag of a new UTF-8 name")
+        with zipfile.ZipFile(path) as z:
+            assert z.testzip() is None
+            check_equal(z.read("caf\u0398.txt"), new_bytes, "the replaced entry, read by zipfile")
+            check_equal(z.read("ünï.txt"), new_bytes, "the UTF-8 entry, read by zipfile")
+            check_equal(z.read(b"raw\xff\xfe".decode("cp437")), new_bytes, "the new non-UTF-8 entry, read by zipfile")
+            check_equal(z.read("plain.txt"), b"plain\n", "the untouched entry")
+        run(["unzip", "-tq", path])
+        p = subprocess.run([MMZIP.encode(), b"cat", path.encode(), latin1], capture_output=True)
+        check_equal(p.stdout, new_bytes, "mmzip cat of the Latin-1 name")
+        assert "OK, 4 entries" in mmzip_cli("check", path).stdout
+
+
 def test_7zip():
     contents = payloads(6)
     with TempDir() as d:
@@ -303,5 +345,5 @@ def test_corrupt_deflated_entry_crc():
 if __name__ == "__main__":
     main([test_zipfile_stored_and_deflated_zip32, test_zipfile_zip64_extras_and_comment, test_comment_holding_an_end_signature,
           test_zipfile_zip64_end_records_many_entries, test_zipfile_streamed_data_descriptors, test_bytes_prepended,
-          test_info_zip, test_7zip, test_zarr_zipstore_output, test_encrypted_entries,
+          test_info_zip, test_names_that_are_not_utf8, test_7zip, test_zarr_zipstore_output, test_encrypted_entries,
           test_corrupt_deflated_entry_crc])
