@@ -255,6 +255,12 @@ def test_names_that_are_not_utf8():
         p = subprocess.run([MMZIP.encode(), b"cat", path.encode(), latin1], capture_output=True)
         check_equal(p.stdout, new_bytes, "mmzip cat of the Latin-1 name")
         assert "OK, 4 entries" in mmzip_cli("check", path).stdout
+        with mmzip.Archive(path) as a:
+            surrogate = latin1.decode("utf-8", "surrogateescape")
+            check_equal(sorted(a.keys()), sorted([surrogate, "plain.txt", "ünï.txt", "raw\udcff\udcfe"]),
+                        "names listed by mmzip.Archive (bytes that are not UTF-8 as surrogate escapes)")
+            check_equal(bytes(a[surrogate]), new_bytes, "Archive reads a listed Latin-1 name")
+            check_equal(bytes(a[latin1]), new_bytes, "Archive reads the name given as bytes")
 
 
 def test_7zip():
