@@ -281,6 +281,7 @@ typedef struct mz_mapping {
     uint8_t *wbase;        /* writable alias reservation (reservations only), or NULL */
     struct mz_retired { void *addr; size_t len; } *retired;
     int n_retired;
+    uint64_t file_dev, file_ino; /* the file overlaid: a released reservation is kept for it (mapping.c) */
 } mz_mapping;
 
 extern size_t mz_page_size;

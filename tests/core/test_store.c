@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -384,6 +385,79 @@ static void test_views_read_only(void) {
     CHECK(WIFSIGNALED(status) && (WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS));
     CHECK(memcmp(d, "precious", 8) == 0);
     OK(mmzip_close(h));
+}
+
+/* 1 if /proc/self/maps shows a mapping of the file at path. */
+static int file_is_mapped(const char *path) {
+    char real[PATH_MAX], line[PATH_MAX + 128];
+    if (!realpath(path, real)) return 0;
+    FILE *f = fopen("/proc/self/maps", "r");
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f)) {
+        char *name = strchr(line, '/');
+        if (name) name[strcspn(name, "\n")] = '\0';
+        found = name && strcmp(name, real) == 0;
+    }
+    if (f) fclose(f);
+    return found;
+}
+
+/* 1 if reading the byte at p kills a child process (SIGSEGV or SIGBUS). */
+static int read_faults(const void *p) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGBUS, SIG_DFL);
+        volatile char c = *(const volatile char *)p;
+        (void)c;
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFSIGNALED(status) && (WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS);
+}
+
+/* A closed store's address reservation is kept for the next open of the same file (mapping.c): the file is
+ * no longer mapped, a pointer kept past the close faults, the same file gets the same addresses back, and
+ * another file never does (a stale pointer must not read another archive's bytes). */
+static void test_reservation_kept_for_the_same_file(void) {
+    const char *pa = strdup(path_of("kept_a.zip")), *pb = strdup(path_of("kept_b.zip"));
+    mmzip_t *h;
+    const void *d;
+    uint64_t n;
+    OK(mmzip_open(pa, "w", NULL, &h));
+    OK(mmzip_put(h, "k", "archive a", 9, 0));
+    OK(mmzip_close(h));
+    OK(mmzip_open(pb, "w", NULL, &h));
+    OK(mmzip_put(h, "k", "archive b", 9, 0));
+    OK(mmzip_close(h));
+
+    OK(mmzip_open(pa, "r+", NULL, &h));
+    OK(mmzip_get(h, "k", &d, &n));
+    const void *first = d;
+    CHECK(n == 9 && memcmp(d, "archive a", 9) == 0);
+    OK(mmzip_close(h));
+    CHECK(!file_is_mapped(pa));
+    CHECK(read_faults(first));
+
+    OK(mmzip_open(pb, "r", NULL, &h)); /* another file: fresh addresses */
+    OK(mmzip_get(h, "k", &d, &n));
+    CHECK(d != first && n == 9 && memcmp(d, "archive b", 9) == 0);
+    CHECK(read_faults(first));
+    OK(mmzip_close(h));
+
+    OK(mmzip_open(pa, "r", NULL, &h)); /* b's close evicted a's reservation: fresh again, and correct */
+    OK(mmzip_get(h, "k", &d, &n));
+    CHECK(n == 9 && memcmp(d, "archive a", 9) == 0);
+    const void *second = d;
+    OK(mmzip_close(h));
+    OK(mmzip_open(pa, "r", NULL, &h)); /* the same file right after: its reservation back */
+    OK(mmzip_get(h, "k", &d, &n));
+    CHECK(d == second && memcmp(d, "archive a", 9) == 0);
+    OK(mmzip_close(h));
+    free((void *)pa);
+    free((void *)pb);
 }
 
 static void test_typed_view(void) {
@@ -921,6 +995,7 @@ int main(void) {
     RUN(test_list_without_data_offsets);
     RUN(test_pointer_stability);
     RUN(test_views_read_only);
+    RUN(test_reservation_kept_for_the_same_file);
     RUN(test_typed_view);
     RUN(test_alignment);
     RUN(test_replace_and_identical);
