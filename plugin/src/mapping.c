@@ -60,9 +60,6 @@ static void release_va(uint8_t *base, uint64_t len, uint64_t mapped, uint64_t de
         munmap(base, (size_t)len);
         return;
     }
-#ifdef MADV_NOHUGEPAGE
-    if (mapped) madvise(base, (size_t)mapped, MADV_NOHUGEPAGE);
-#endif
     pthread_mutex_lock(&kept_mu);
     uint8_t *evict = kept_base;
     uint64_t evict_len = kept_len;
