@@ -168,7 +168,9 @@ MMZIP_API int mmzip_open(const char *path, const char *mode, const mmzip_options
  * Commits pending entries (unless the policy is MANUAL and nothing was committed explicitly - pending
  * entries are still committed: close never discards data that was put), drops unpatched reservations, and
  * releases the handle. Pointers obtained through this handle become invalid when the last handle of the
- * store is closed. Returns the status of the final commit; the handle is released either way.
+ * store is closed: the file is unmapped, and the addresses are left reserved and inaccessible (a stray read
+ * faults) for the next open of the same file in this process, which saves rebuilding page tables; another
+ * file never gets them. Returns the status of the final commit; the handle is released either way.
  */
 MMZIP_API int mmzip_close(mmzip_t *h);
 
