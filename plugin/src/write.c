@@ -342,6 +342,22 @@ static int prepare_region(mz_store *s, uint64_t off, uint64_t len) {
     return MMZIP_OK;
 }
 
+/*
+ * Where the slack may stop reading as a hole after a reservation ending at end was filled through the
+ * writable mapping. A shared mapping dirties whole page-cache folios, and the kernel uses folios of up to
+ * 2 MiB for large files: the zeros after the data, up to the folio's end, get written back as allocated
+ * blocks. The next commit punches them (commit.c, "clear_slack"), so that the next open finds the slack a
+ * hole at once instead of reading 2 MiB of zeros and then punching the whole slack (1-2 ms at the first
+ * edit session after `mmzip put`). Small reservations are left alone: their folios are small, and a punch
+ * at every commit would cost more than it saves.
+ */
+static uint64_t dirty_reach(const mz_store *s, uint64_t end, uint64_t capacity) {
+    const uint64_t folio = 2u << 20;
+    if (capacity < folio) return end;
+    uint64_t reach = (end + folio - 1) / folio * folio;
+    return reach < s->free_limit ? reach : s->free_limit > end ? s->free_limit : end;
+}
+
 static mz_entry *find_reserved(mz_store *s, const char *key) {
     uint32_t head = mz_lookup_head(s, key, strlen(key));
     if (head == MZ_NONE) return NULL;
@@ -418,7 +434,8 @@ static int reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alig
         goto out;
     }
     s->pending_end = end;
-    if (end > s->zero_from) s->zero_from = end;
+    uint64_t reach = dirty_reach(s, end, capacity);
+    if (reach > s->zero_from) s->zero_from = reach;
     *data = view;
 out:
     free(hdr);
@@ -451,7 +468,8 @@ int mmzip_reserve_resize(mmzip_t *h, const char *key, uint64_t capacity, void **
         uint8_t *view;
         if (!st) st = mz_map_writable(&s->map, s->fd, e->data_off, capacity, &view, s->path);
         if (st) goto out;
-        if (end > s->zero_from) s->zero_from = end;
+        uint64_t reach = dirty_reach(s, end, capacity);
+        if (reach > s->zero_from) s->zero_from = reach;
     }
     e->csize = e->usize = capacity;
     e->limit = end;
