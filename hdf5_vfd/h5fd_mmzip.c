@@ -48,6 +48,7 @@ typedef struct mmzip_fapl {
     int from_file;  /* made by fapl_get from an open file: HDF5 passes it on to the files that file refers
                      * to (VDS sources, external links), whose names say which file they mean; its member
                      * is the referring one's and names nothing for them */
+    char *referrer; /* from_file, of a member: the archive holding the referring member */
 } mmzip_fapl;
 
 /* One open HDF5 file. HDF5 sees only `pub`, which must come first. */
@@ -105,7 +106,9 @@ static void *fapl_copy(const void *info) {
     if (!to) return NULL;
     to->flags = from->flags;
     to->from_file = from->from_file;
-    if (from->member && !(to->member = strdup(from->member))) {
+    if ((from->member && !(to->member = strdup(from->member))) ||
+        (from->referrer && !(to->referrer = strdup(from->referrer)))) {
+        free(to->member);
         free(to);
         return NULL;
     }
@@ -114,15 +117,19 @@ static void *fapl_copy(const void *info) {
 
 static herr_t fapl_free(void *info) {
     mmzip_fapl *fa = info;
-    if (fa) free(fa->member);
+    if (fa) {
+        free(fa->member);
+        free(fa->referrer);
+    }
     free(fa);
     return 0;
 }
 
-/* H5Fget_access_plist() of an open file reports the member actually opened. */
+/* H5Fget_access_plist() of an open file reports the member actually opened, and the archive that holds it
+ * (for the files it refers to: see referred_member). */
 static void *fapl_get(H5FD_t *file) {
     mmzip_file *f = (mmzip_file *)file;
-    mmzip_fapl now = {f->member.name, f->flags, 1};
+    mmzip_fapl now = {f->member.name, f->flags, 1, f->is_plain ? NULL : (char *)h5mz_archive_path(f->archive)};
     return fapl_copy(&now);
 }
 
@@ -210,6 +217,33 @@ static int open_target(mmzip_file *f, const char *name, h5mz_target *target, uns
     return pst;
 }
 
+/*
+ * A member opened as "a.zip" with the member given apart (h5py's member=, H5Pset_fapl_mmzip) refers to a VDS
+ * source or link target "x.h5" as HDF5 builds it: beside the archive ("dir/x.h5"), or as given. That is what
+ * "a.zip#/x.h5" means for a member opened by that name, which open_target finds in the archive first and
+ * beside it second; so the same name is returned here ("dir/a.zip#/x.h5", to free), or NULL when name is not
+ * a file of the referring archive's directory (or names a member already). Without it a source inside the
+ * archive read as fill values with no error.
+ */
+static char *referred_member(const mmzip_fapl *fa, const char *name) {
+    if (!fa || !fa->from_file || !fa->referrer || h5mz_names_member(name)) return NULL;
+    const char *slash = strrchr(fa->referrer, '/');
+    size_t dir = slash ? (size_t)(slash - fa->referrer) + 1 : 0;
+    const char *rel = name;
+    if (name[0] == '/' || dir) {
+        if (strncmp(name, fa->referrer, dir) != 0) return NULL;
+        rel = name + dir;
+    }
+    if (!*rel || strstr(rel, "..")) return NULL;
+    size_t n = strlen(fa->referrer), r = strlen(rel);
+    char *out = malloc(n + 2 + r + 1);
+    if (!out) return NULL;
+    memcpy(out, fa->referrer, n);
+    memcpy(out + n, "#/", 2);
+    memcpy(out + n + 2, rel, r + 1);
+    return out;
+}
+
 static H5FD_t *vfd_open(const char *name, unsigned flags, hid_t fapl, haddr_t maxaddr) {
     if (!name || !*name) {
         push_message(__func__, H5E_ARGS, H5E_BADVALUE, "mmzip driver: invalid file name");
@@ -226,6 +260,9 @@ static H5FD_t *vfd_open(const char *name, unsigned flags, hid_t fapl, haddr_t ma
 #endif
     mmzip_file *f = calloc(1, sizeof *f);
     h5mz_target target;
+    int existing = !(flags & (H5F_ACC_CREAT | H5F_ACC_TRUNC | H5F_ACC_EXCL));
+    char *in_archive = existing ? referred_member(fa, name) : NULL;
+    if (in_archive) name = in_archive;
     int st = f ? h5mz_target_parse(name, fa ? (fa->from_file ? NULL : fa->member) : config_member, &target)
                : h5mz_fail(MMZIP_ENOMEM, "mmzip driver: out of memory opening '%s'", name);
     free(config_member);
@@ -234,6 +271,7 @@ static H5FD_t *vfd_open(const char *name, unsigned flags, hid_t fapl, haddr_t ma
         st = open_target(f, name, &target, flags);
         h5mz_target_free(&target);
     }
+    free(in_archive);
     if (st) {
         push_error(__func__, st, H5E_CANTOPENFILE);
         free(f);
@@ -441,7 +479,7 @@ herr_t H5Pset_fapl_mmzip(hid_t fapl, const char *member, unsigned flags) {
     }
     hid_t id = H5FD_mmzip_init();
     if (id < 0) return -1;
-    mmzip_fapl fa = {(char *)(member && *member ? member : NULL), flags, 0};
+    mmzip_fapl fa = {(char *)(member && *member ? member : NULL), flags, 0, NULL};
     return H5Pset_driver(fapl, id, &fa);
 }
 

@@ -4,7 +4,8 @@ put into the archive. HDF5 opens such files with the referring file's driver; a 
 reads as fill values with no error, which is what happened before. Now, through h5py's driver (member=) and
 through unmodified h5dump under `mmzip run` (both "a.zip#/m.h5" and the bare "a.zip"), the values must be the
 source's, compared with what plain h5dump reads from the original file beside its sources; a VDS source that
-is a member of the same archive is found under the "a.zip#/" naming. Opening the member for writing keeps
+is a member of the same archive is found too, whether the member was opened as "a.zip#/vds.h5" or as "a.zip"
+with member= (where it read as fill values until the driver learnt the referring archive from fapl_get). Opening the member for writing keeps
 working, and the source file beside the archive is not changed by reading."""
 import hashlib
 import os
@@ -86,6 +87,10 @@ def test_vds_source_and_external_link_beside_the_archive():
                     assert np.array_equal(got, SRC), "h5py (%s) VDS with its source beside the archive: %r" % (
                         mode, got)
                     assert np.array_equal(f["ext"][:], OTHER), "h5py (%s) external link beside the archive" % mode
+                    # A source inside the archive, the member named apart (member=): it read as fill values.
+                    got = f["inner"][:]
+                    assert np.array_equal(got, INNER), "h5py (%s, member=) VDS source inside the archive: %r" % (
+                        mode, got)
             # The "#/" name: a source that is a member of the same archive is found too.
             with h5py.File(arc + "#/vds.h5", "r", driver="mmzip") as f:
                 assert np.array_equal(f["v"][:], SRC), "h5py, '#/' name: VDS source beside the archive"
