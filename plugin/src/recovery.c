@@ -219,8 +219,32 @@ static void remove_stale_temps(const char *archive_path) {
     closedir(d);
 }
 
+/*
+ * 1 the first time this process asks for the file (device, inode) among the last few it asked for. The scan
+ * for stale temporary files reads the archive's whole directory: 3 ms per writable open beside 20 000 other
+ * files, which a program that edits an HDF5 member in short sessions paid at every session. Temporary files
+ * are left only by a pack or a creation killed on a file system without O_TMPFILE, and cost disk space, not
+ * correctness: once per process and archive is enough.
+ */
+static int first_scan_of(const mz_store *s) {
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static struct { uint64_t dev, ino; } seen[16];
+    static unsigned next;
+    int first = 1;
+    pthread_mutex_lock(&mu);
+    for (unsigned i = 0; i < sizeof seen / sizeof seen[0] && first; i++)
+        if (seen[i].ino && seen[i].dev == s->map.file_dev && seen[i].ino == s->map.file_ino) first = 0;
+    if (first && s->map.file_ino) {
+        seen[next].dev = s->map.file_dev;
+        seen[next].ino = s->map.file_ino;
+        next = (next + 1) % (sizeof seen / sizeof seen[0]);
+    }
+    pthread_mutex_unlock(&mu);
+    return first;
+}
+
 int mz_recover_locked(mz_store *s) {
-    remove_stale_temps(s->path);
+    if (first_scan_of(s)) remove_stale_temps(s->path);
     /* An entry edited in place by a writer that died is put back first: the rest sees committed bytes. */
     int st = mz_edit_recover(s);
     if (st) return st;

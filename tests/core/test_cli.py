@@ -201,6 +201,29 @@ def test_put_leaves_the_slack_a_hole():
         assert "OK, 1 entries" in mmzip("check", arc).stdout
 
 
+def dead_pid():
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def test_stale_temporary_files_removed_by_a_new_writer():
+    """A pack or a creation killed on a file system without O_TMPFILE leaves <archive>.mmzip-pack-<pid> (or
+    -new-<pid>); the first writable open of the archive in a process removes those of dead processes
+    (test_store.c: test_stale_temps_once_per_process shows later opens in the same process do not look)."""
+    with TempDir() as d:
+        arc = os.path.join(d, "a.zip")
+        src = os.path.join(d, "x.txt")
+        with open(src, "w") as f:
+            f.write("x\n")
+        mmzip("put", arc, "x.txt", src)
+        stale = ["%s.mmzip-pack-%d" % (arc, dead_pid()), "%s.mmzip-new-%d" % (arc, dead_pid())]
+        for p in stale:
+            open(p, "w").close()
+        mmzip("put", arc, "y.txt", src)
+        check_equal([p for p in stale if os.path.exists(p)], [], "dead processes' files after a new writer")
+
+
 def test_run_without_command():
     p = mmzip("run", check=False)
     check_equal(p.returncode, 2, "run with no command")
@@ -211,4 +234,5 @@ def test_run_without_command():
 if __name__ == "__main__":
     main([test_help_and_usage, test_put_cat_ls, test_put_dir_is_one_commit, test_check_finds_corruption,
           test_recover_reports, test_pack_and_info, test_busy_exit_code, test_put_leaves_the_slack_a_hole,
+          test_stale_temporary_files_removed_by_a_new_writer,
           test_run_without_command])
