@@ -575,7 +575,8 @@ MMZIP_API int mmzip_recover(const char *path, uint64_t *discarded);
  * Rewrites the archive with only its live entries, compact and aligned, reclaiming the space of replaced
  * and removed entries. Writes to out_path if not NULL; otherwise to a temporary file beside path that is
  * fsynced and renamed over it, so that a crash leaves either the old or the new archive (and, if it came
- * between naming the temporary file and the rename, that file, which the next writable open removes). Holds
+ * between naming the temporary file and the rename, that file, which the first writable open of the archive
+ * in a process removes). Holds
  * the writer lock throughout. Readers that have the old file open keep reading it.
  */
 MMZIP_API int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts);
