@@ -187,13 +187,6 @@ _lib = _core.lib
 _check = _core.check
 
 
-def _name(key):
-    """An entry name as the library takes it: bytes as they are, str as UTF-8. Names that are not UTF-8 (a
-    foreign archive's CP437 names) are listed with their bytes kept as surrogate escapes, as os.fsdecode does,
-    so a listed name always finds its entry again."""
-    return bytes(key) if isinstance(key, (bytes, bytearray)) else key.encode("utf-8", "surrogateescape")
-
-
 class Archive:
     """An open archive. ``mode`` is "r", "r+", "w+" or "w" as in mmzip_open(). Use as a context manager.
 
@@ -218,7 +211,7 @@ class Archive:
 
     def verify(self, key):
         """Checks the CRC-32 of entry ``key`` (mmzip_verify); raises MmzipError (code -8) on a mismatch."""
-        rc = _lib().mmzip_verify(self._h, _name(key))
+        rc = _lib().mmzip_verify(self._h, _core.entry_name(key))
         if rc == -1:
             raise KeyError(key)
         _check(rc)
@@ -248,7 +241,7 @@ class Archive:
 
     def __getitem__(self, key):
         p, n = ctypes.c_void_p(), ctypes.c_uint64()
-        rc = _lib().mmzip_get(self._h, _name(key), ctypes.byref(p), ctypes.byref(n))
+        rc = _lib().mmzip_get(self._h, _core.entry_name(key), ctypes.byref(p), ctypes.byref(n))
         if rc == -1:
             raise KeyError(key)
         _check(rc)
@@ -258,27 +251,27 @@ class Archive:
 
     def __setitem__(self, key, data):
         data = bytes(data)
-        _check(_lib().mmzip_put(self._h, _name(key), data, len(data), 0))
+        _check(_lib().mmzip_put(self._h, _core.entry_name(key), data, len(data), 0))
 
     def __delitem__(self, key):
-        rc = _lib().mmzip_remove(self._h, _name(key))
+        rc = _lib().mmzip_remove(self._h, _core.entry_name(key))
         if rc == -1:
             raise KeyError(key)
         _check(rc)
 
     def __contains__(self, key):
-        return bool(_lib().mmzip_exists(self._h, _name(key)))
+        return bool(_lib().mmzip_exists(self._h, _core.entry_name(key)))
 
     def keys(self, prefix=""):
         names = []
 
         def cb(info, ctx):
             i = info.contents
-            names.append(ctypes.string_at(i.name, i.name_len).decode("utf-8", "surrogateescape"))
+            names.append(_core.listed_name(i))
             return 0
 
         # Names only: skip reading every entry's local header (_LIST_NO_DATA_OFFSET).
-        _check(_lib().mmzip_list_ex(self._h, _name(prefix) if prefix else None, _core.LIST_NO_DATA_OFFSET,
+        _check(_lib().mmzip_list_ex(self._h, _core.entry_name(prefix) if prefix else None, _core.LIST_NO_DATA_OFFSET,
                                     _core.LIST_FN(cb), None))
         return names
 

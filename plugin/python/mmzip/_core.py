@@ -162,3 +162,15 @@ def check(rc):
     """Raises MmzipError with the library's message for a non-zero status."""
     if rc != 0:
         raise MmzipError(rc, last_error())
+
+
+def entry_name(key):
+    """An entry name as the library takes it: bytes as they are, str as UTF-8. Names that are not UTF-8 (a
+    foreign archive's CP437 names) are listed with their bytes kept as surrogate escapes (listed_name), as
+    os.fsdecode does, so that a listed name always finds its entry again."""
+    return bytes(key) if isinstance(key, (bytes, bytearray)) else key.encode("utf-8", "surrogateescape")
+
+
+def listed_name(info):
+    """The name of an mmzip_entry_info as str (see entry_name)."""
+    return ctypes.string_at(info.name, info.name_len).decode("utf-8", "surrogateescape")

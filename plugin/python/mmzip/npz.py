@@ -165,7 +165,7 @@ class NpzArchive:
 
         def cb(info, ctx):
             i = info.contents
-            out.append((ctypes.string_at(i.name, i.name_len).decode("utf-8", "surrogateescape"), i.size,
+            out.append((_c.listed_name(i), i.size,
                         i.method, i.crc32, i.pending, i.header_offset))
             return 0
 
@@ -180,7 +180,7 @@ class NpzArchive:
         c = _core()
         if not key.startswith(_EDIT_PREFIX):
             for m in (key, key + ".npy"):
-                if c.mmzip_exists(self._live(), m.encode("utf-8", "surrogateescape")):
+                if c.mmzip_exists(self._live(), _c.entry_name(m)):
                     return m
         raise KeyError("%s is not a file in the archive %s" % (key, self.path))
 
@@ -221,12 +221,12 @@ class NpzArchive:
 
     def _stat(self, member):
         info = _EntryInfo()
-        _check(_core().mmzip_stat(self._live(), member.encode("utf-8", "surrogateescape"), ctypes.byref(info)))
+        _check(_core().mmzip_stat(self._live(), _c.entry_name(member), ctypes.byref(info)))
         return info
 
     def _raw(self, member):
         p, n = ctypes.c_void_p(), ctypes.c_uint64()
-        _check(_core().mmzip_get(self._live(), member.encode("utf-8", "surrogateescape"), ctypes.byref(p),
+        _check(_core().mmzip_get(self._live(), _c.entry_name(member), ctypes.byref(p),
                                  ctypes.byref(n)))
         return p.value or 0, n.value
 
@@ -307,7 +307,7 @@ class NpzArchive:
             _check(_core().mmzip_commit(self._live()))
             self._batch_open = False
         p, n = ctypes.c_void_p(), ctypes.c_uint64()
-        _check(_core().mmzip_inplace(self._live(), member.encode("utf-8", "surrogateescape"), ctypes.byref(p),
+        _check(_core().mmzip_inplace(self._live(), _c.entry_name(member), ctypes.byref(p),
                                   ctypes.byref(n)))
         _check(_core().mmzip_begin(self._live()))
         self._batch_open = True
@@ -345,14 +345,14 @@ class NpzArchive:
         if data.nbytes:
             iov[1].base, iov[1].len = data.ctypes.data, data.nbytes
             count = 2
-        _check(_core().mmzip_putv(self._live(), member.encode("utf-8", "surrogateescape"), iov, count,
+        _check(_core().mmzip_putv(self._live(), _c.entry_name(member), iov, count,
                                   self.alignment))
         self._cache.clear()
         self._files = None
 
     def __delitem__(self, key):
         member = self._member(key)
-        _check(_core().mmzip_remove(self._live(), member.encode("utf-8", "surrogateescape")))
+        _check(_core().mmzip_remove(self._live(), _c.entry_name(member)))
         self._cache.clear()
         self._files = None
 
