@@ -363,6 +363,22 @@ static void test_pointer_stability(void) {
     OK(mmzip_close(h));
 }
 
+/* 1 if reading (or, with write, writing) the byte at p kills a child process with SIGSEGV or SIGBUS. */
+static int access_faults(const void *p, int write) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGSEGV, SIG_DFL); /* die by the signal even under a sanitizer's handler */
+        signal(SIGBUS, SIG_DFL);
+        if (write) *(volatile char *)p = 'X';
+        else (void)*(const volatile char *)p;
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFSIGNALED(status) && (WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS);
+}
+
 /* Views are read-only memory: a stray write through one faults instead of corrupting the archive. */
 static void test_views_read_only(void) {
     const char *p = path_of("ro.zip");
@@ -372,17 +388,7 @@ static void test_views_read_only(void) {
     const void *d;
     uint64_t n;
     OK(mmzip_get(h, "k", &d, &n));
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        signal(SIGSEGV, SIG_DFL); /* die by the signal even under a sanitizer's handler */
-        signal(SIGBUS, SIG_DFL);
-        ((volatile char *)d)[0] = 'X';
-        _exit(0);
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    CHECK(WIFSIGNALED(status) && (WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS));
+    CHECK(access_faults(d, 1));
     CHECK(memcmp(d, "precious", 8) == 0);
     OK(mmzip_close(h));
 }
@@ -400,22 +406,6 @@ static int file_is_mapped(const char *path) {
     }
     if (f) fclose(f);
     return found;
-}
-
-/* 1 if reading the byte at p kills a child process (SIGSEGV or SIGBUS). */
-static int read_faults(const void *p) {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGBUS, SIG_DFL);
-        volatile char c = *(const volatile char *)p;
-        (void)c;
-        _exit(0);
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    return WIFSIGNALED(status) && (WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS);
 }
 
 /* A closed store's address reservation is kept for the next open of the same file (mapping.c): the file is
@@ -439,12 +429,12 @@ static void test_reservation_kept_for_the_same_file(void) {
     CHECK(n == 9 && memcmp(d, "archive a", 9) == 0);
     OK(mmzip_close(h));
     CHECK(!file_is_mapped(pa));
-    CHECK(read_faults(first));
+    CHECK(access_faults(first, 0));
 
     OK(mmzip_open(pb, "r", NULL, &h)); /* another file: fresh addresses */
     OK(mmzip_get(h, "k", &d, &n));
     CHECK(d != first && n == 9 && memcmp(d, "archive b", 9) == 0);
-    CHECK(read_faults(first));
+    CHECK(access_faults(first, 0));
     OK(mmzip_close(h));
 
     OK(mmzip_open(pa, "r", NULL, &h)); /* b's close evicted a's reservation: fresh again, and correct */
