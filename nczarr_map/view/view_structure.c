@@ -10,6 +10,7 @@
  * object it cannot present and why (docs/compat-view.md, section 8).
  */
 #include <netcdf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,11 +65,16 @@ static int check_names_are_utf8(mzv_view *v) {
         const char *path = is_array ? v->arrays[i].path : v->groups[i - v->array_count].path;
         if (mzj_valid_utf8(path, strlen(path))) continue;
         char *entry = mzv_entry_name(v, path);
-        int rc = mzv_fail(v, NC_EBADNAME, entry ? entry : path,
-                          "%s not presented: its name is not valid UTF-8, and netCDF names must be",
-                          is_array ? "array" : "group");
+        /* The message names the entry with its non-ASCII bytes as \xNN: they are not text. */
+        char shown[1024];
+        size_t o = 0;
+        for (const unsigned char *c = (const unsigned char *)(entry ? entry : path); *c && o + 5 < sizeof shown; c++)
+            o += (size_t)(*c < 0x80 ? snprintf(shown + o, sizeof shown - o, "%c", *c)
+                                    : snprintf(shown + o, sizeof shown - o, "\\x%02x", *c));
+        shown[o] = '\0';
         free(entry);
-        return rc;
+        return mzv_fail(v, NC_EBADNAME, shown, "%s not presented: its name is not valid UTF-8, and netCDF names must be",
+                        is_array ? "array" : "group");
     }
     return NC_NOERR;
 }

@@ -57,6 +57,26 @@ def test_array_below_a_directory_without_zgroup():
         assert_refused(path2, "a/b", "no .zgroup")
 
 
+def test_array_name_not_utf8():
+    """ZIP names are bytes: Info-ZIP on Linux stores a Latin-1 file name as it is. zarr-python's group, with one
+    array directory renamed to Latin-1 "caf\\xe9", zipped by Info-ZIP: netCDF names must be UTF-8, so the view
+    refuses the dataset with NC_EBADNAME and a message naming the entry, its byte escaped (the view used to write
+    the raw byte into the JSON it presents, which no parser reads back)."""
+    import subprocess
+    with TempDir() as tmp:
+        tree = os.path.join(tmp, "tree")
+        g = zarr.open_group(zarr.DirectoryStore(tree), mode="w")
+        g.create_dataset("ok", data=np.arange(3, dtype="<i4"), compressor=None)
+        g.create_dataset("cafe", data=np.arange(4, dtype="<f8"), compressor=None)
+        os.rename(os.path.join(tree, "cafe").encode(), os.path.join(tree, "caf").encode() + b"\xe9")
+        path = os.path.join(tmp, "latin1.zarr.zip")
+        subprocess.run(["zip", "-q", "-r", "-0", "-X", path, "."], cwd=tree, check=True)
+        with zipfile.ZipFile(path) as z:
+            assert any(i.filename.startswith("caf\u0398/") and not i.flag_bits & 0x800 for i in z.infolist()), \
+                "Info-ZIP did not store the Latin-1 name unflagged: %r" % z.namelist()
+        assert_refused(path, "caf\\xe9", "not valid UTF-8")
+
+
 def test_no_root_group():
     """Arrays in sub-directories and no root .zgroup: zarr-python 2.13 refuses to open the root as a group
     (GroupNotFoundError / "nothing found at path ''") and xarray with it; the view refuses with a message."""
@@ -97,4 +117,4 @@ def test_zarr_v3_without_root_group():
 
 
 if __name__ == "__main__":
-    main([test_array_below_a_directory_without_zgroup, test_no_root_group, test_root_is_an_array, test_zarr_v3_without_root_group])
+    main([test_array_below_a_directory_without_zgroup, test_array_name_not_utf8, test_no_root_group, test_root_is_an_array, test_zarr_v3_without_root_group])
