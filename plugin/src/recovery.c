@@ -220,23 +220,29 @@ static void remove_stale_temps(const char *archive_path) {
 }
 
 /*
- * 1 the first time this process asks for the file (device, inode) among the last few it asked for. The scan
- * for stale temporary files reads the archive's whole directory: 3 ms per writable open beside 20 000 other
- * files, which a program that edits an HDF5 member in short sessions paid at every session. Temporary files
- * are left only by a pack or a creation killed on a file system without O_TMPFILE, and cost disk space, not
- * correctness: once per process and archive is enough.
+ * 1 the first time this process asks for the file (device, inode, and the path it was opened by) among the
+ * last few it asked for. The scan for stale temporary files reads the archive's whole directory: 3 ms per
+ * writable open beside 20 000 other files, which a program that edits an HDF5 member in short sessions paid
+ * at every session. Temporary files are left only by a pack or a creation killed on a file system without
+ * O_TMPFILE, and cost disk space, not correctness: once per process and archive is enough. The path is part
+ * of the key because a deleted archive's inode number is soon given to a new file.
  */
 static int first_scan_of(const mz_store *s) {
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static struct { uint64_t dev, ino; } seen[16];
+    static struct { uint64_t dev, ino, path_hash; } seen[16];
     static unsigned next;
+    uint64_t path_hash = 1469598103934665603ull; /* FNV-1a */
+    for (const char *c = s->path; *c; c++) path_hash = (path_hash ^ (uint8_t)*c) * 1099511628211ull;
     int first = 1;
     pthread_mutex_lock(&mu);
     for (unsigned i = 0; i < sizeof seen / sizeof seen[0] && first; i++)
-        if (seen[i].ino && seen[i].dev == s->map.file_dev && seen[i].ino == s->map.file_ino) first = 0;
+        if (seen[i].ino && seen[i].dev == s->map.file_dev && seen[i].ino == s->map.file_ino &&
+            seen[i].path_hash == path_hash)
+            first = 0;
     if (first && s->map.file_ino) {
         seen[next].dev = s->map.file_dev;
         seen[next].ino = s->map.file_ino;
+        seen[next].path_hash = path_hash;
         next = (next + 1) % (sizeof seen / sizeof seen[0]);
     }
     pthread_mutex_unlock(&mu);
