@@ -185,14 +185,9 @@ static int load_candidate(const mz_source *src, candidate *c, mz_trailer *t, mz_
     return st;
 }
 
-static int at_eof(const mz_source *src, mz_trailer *t, mz_cd *cd) {
-    if (src->size == 0)
-        return mz_fail(MMZIP_ENOTZIP, "%s: the file is empty, not a ZIP archive (was its creation interrupted? "
-                       "mode \"w+\" starts a new archive in it)", src->name);
-    if (src->size < MZ_EOCD_FIXED)
-        return mz_fail(MMZIP_ENOTZIP, "%s: not a ZIP archive (%llu bytes is too short for an end record)",
-                       src->name, (unsigned long long)src->size);
-    uint64_t span = src->size < MZ_EOCD_FIXED + MZ_MAX_COMMENT ? src->size : MZ_EOCD_FIXED + MZ_MAX_COMMENT;
+/* Looks for the end records in the last `span` bytes of the file, nearest the end first; passes 0..last_pass
+ * (see at_eof). */
+static int scan_tail(const mz_source *src, uint64_t span, int last_pass, mz_trailer *t, mz_cd *cd) {
     uint8_t *tail = malloc(span);
     if (!tail) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", src->name);
     uint64_t base = src->size - span;
@@ -204,7 +199,7 @@ static int at_eof(const mz_source *src, mz_trailer *t, mz_cd *cd) {
     char detail[1024] = "";
     /* Pass 0: end records whose comment ends exactly at the end of the file. Pass 1, if none is valid: one
      * whose comment length runs past the end (zipfile and unzip read those, taking the bytes present). */
-    for (int pass = 0; pass < 2 && result != MMZIP_OK && !(pass == 1 && have_detail); pass++)
+    for (int pass = 0; pass <= last_pass && result != MMZIP_OK && !(pass == 1 && have_detail); pass++)
     for (uint64_t i = span - MZ_EOCD_FIXED + 1; i-- > 0;) {
         if (mz_get32(tail + i) != MZ_SIG_EOCD) continue;
         uint64_t rec_end = base + i + MZ_EOCD_FIXED + mz_get16(tail + i + 20);
@@ -246,6 +241,29 @@ static int at_eof(const mz_source *src, mz_trailer *t, mz_cd *cd) {
                                       "of the file)", src->name);
     if (result != MMZIP_OK && have_detail) return mz_fail(result, "%s", detail);
     return result;
+}
+
+/* The end records are looked for in the last 64 KiB + 22 bytes of the file (the largest comment). The
+ * common case - a short comment or none - is settled from the last page: a valid end record ending exactly
+ * at the end of the file, found there, is the one the full search would take first (it scans from the end
+ * too, and pass 0 before pass 1). Anything else is searched again in full. Reading 64 KiB that is mostly
+ * the slack before the directory (a hole) made the kernel allocate a page of zeros for every 4 KiB of it. */
+#define MZ_TAIL_FIRST 4096u
+
+static int at_eof(const mz_source *src, mz_trailer *t, mz_cd *cd) {
+    if (src->size == 0)
+        return mz_fail(MMZIP_ENOTZIP, "%s: the file is empty, not a ZIP archive (was its creation interrupted? "
+                       "mode \"w+\" starts a new archive in it)", src->name);
+    if (src->size < MZ_EOCD_FIXED)
+        return mz_fail(MMZIP_ENOTZIP, "%s: not a ZIP archive (%llu bytes is too short for an end record)",
+                       src->name, (unsigned long long)src->size);
+    uint64_t span = src->size < MZ_EOCD_FIXED + MZ_MAX_COMMENT ? src->size : MZ_EOCD_FIXED + MZ_MAX_COMMENT;
+    if (span > MZ_TAIL_FIRST) {
+        int st = scan_tail(src, MZ_TAIL_FIRST, 0, t, cd);
+        if (st == MMZIP_OK || st == MMZIP_EIO || st == MMZIP_ENOMEM) return st;
+        mz_clear_error();
+    }
+    return scan_tail(src, span, 1, t, cd);
 }
 
 /* End of the last data extent at or below hi (hi if the file system cannot tell). */

@@ -141,6 +141,28 @@ def test_comment_holding_an_end_signature():
         assert "OK, %d entries" % len(contents) in mmzip_cli("check", path).stdout
 
 
+def test_long_comments():
+    """Comments of zipfile's that end beyond the last page, where mmzip looks for the end record first (4 KiB):
+    up to the largest (65535 bytes), with and without a fake end signature in that last page. The search must
+    then go on over the whole 64 KiB, as it did before the first look existed."""
+    contents = payloads(5)
+    with TempDir() as d:
+        for clen in (4000, 4075, 4096, 5000, 65535):
+            for fake in (False, True):
+                comment = bytearray((i * 7 + 3) % 251 for i in range(clen))
+                if fake:
+                    at = clen - 200 if clen > 200 else 0
+                    comment[at:at + 22] = b"PK\x05\x06" + bytes(18)  # an empty archive's end record, if it were one
+                path = os.path.join(d, "comment_%d_%d.zip" % (clen, fake))
+                write_zipfile(path, contents, zipfile.ZIP_STORED, comment=bytes(comment))
+                check_equal(zl.end_records(open(path, "rb").read())["eocd"]["comment"], bytes(comment), "comment")
+                with mmzip.Archive(path) as a:
+                    check_equal(sorted(a.keys()), sorted(contents), "names, comment of %d bytes" % clen)
+                    for k, v in contents.items():
+                        assert bytes(a[k]) == v, "entry %r differs, comment of %d bytes" % (k, clen)
+                assert "OK, %d entries" % len(contents) in mmzip_cli("check", path).stdout
+
+
 def test_zipfile_zip64_end_records_many_entries():
     """70000 entries: zipfile writes ZIP64 end records because the count does not fit 16 bits. Only a sample
     is read through mmzip: decoding every one of 70000 deflated entries in one store is quadratic in the core
@@ -350,6 +372,7 @@ def test_corrupt_deflated_entry_crc():
 
 if __name__ == "__main__":
     main([test_zipfile_stored_and_deflated_zip32, test_zipfile_zip64_extras_and_comment, test_comment_holding_an_end_signature,
+          test_long_comments,
           test_zipfile_zip64_end_records_many_entries, test_zipfile_streamed_data_descriptors, test_bytes_prepended,
           test_info_zip, test_names_that_are_not_utf8, test_7zip, test_zarr_zipstore_output, test_encrypted_entries,
           test_corrupt_deflated_entry_crc])
