@@ -189,6 +189,74 @@ static void test_killed_between_write_and_commit(int how) {
     mmzip_close(h);
 }
 
+/* A writer killed while growing an entry into its room leaves its bytes there; recovery clears them (the
+ * room reads as zeros for the next edit). An edit skips writes that change nothing, and does not take that
+ * for granted: bytes found in the room anyway (written there by another program, say) are compared, so that
+ * zeros written over them are written. */
+static void test_edit_zeros_over_killed_growth(void) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/killed_growth.zip", dir);
+    mmzip_t *h;
+    void *view;
+    OK(mmzip_open(p, "w", NULL, &h));
+    OK(mmzip_reserve_room(h, "m", 65536, 64, &view));
+    memset(view, 'a', 4096);
+    OK(mmzip_patch(h, "m", 4096));
+    OK(mmzip_put(h, "after", "x", 1, 0)); /* m is not the last entry: it grows into its room */
+    OK(mmzip_close(h));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        mmzip_t *c;
+        const void *v;
+        uint64_t room;
+        uint8_t junk[4096];
+        memset(junk, 'J', sizeof junk);
+        if (mmzip_open(p, "r+", NULL, &c) || mmzip_edit_begin(c, "m", &v, &room) ||
+            mmzip_edit_write(c, "m", 8192, junk, sizeof junk))
+            _exit(1);
+        kill(getpid(), SIGKILL);
+        _exit(2);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+    OK(mmzip_open(p, "r+", NULL, &h)); /* recovers */
+    mmzip_entry_info info;
+    OK(mmzip_stat(h, "m", &info));
+    CHECK(info.size == 4096);
+    FILE *f = fopen(p, "r+b");
+    uint8_t left[4096];
+    memset(left, 1, sizeof left);
+    CHECK(f && fseek(f, (long)(info.data_offset + 8192), SEEK_SET) == 0 && fread(left, 1, sizeof left, f) == sizeof left);
+    static const uint8_t zeros[8192];
+    CHECK(memcmp(left, zeros, sizeof left) == 0); /* the killed writer's growth was cleared */
+    memset(left, 'J', sizeof left);                 /* another program's bytes where the room should be zeros */
+    CHECK(f && fseek(f, (long)(info.data_offset + 8192), SEEK_SET) == 0 && fwrite(left, 1, sizeof left, f) == sizeof left);
+    if (f) fclose(f);
+    const void *v;
+    uint64_t room;
+    OK(mmzip_edit_begin(h, "m", &v, &room));
+    OK(mmzip_edit_write(h, "m", 4096, zeros, sizeof zeros));
+    OK(mmzip_edit_publish(h, "m", 12288));
+    OK(mmzip_edit_end(h, "m"));
+    OK(mmzip_close(h));
+
+    OK(mmzip_open(p, "r", NULL, &h));
+    uint8_t buf[12288];
+    size_t n = 0;
+    OK(mmzip_read(h, "m", 0, buf, sizeof buf, &n));
+    CHECK(n == sizeof buf);
+    uint8_t want[12288];
+    memset(want, 'a', 4096);
+    memset(want + 4096, 0, 8192);
+    CHECK(memcmp(buf, want, sizeof want) == 0);
+    OK(mmzip_stat(h, "m", &info));
+    CHECK(info.crc32 == crc32_ref(want, sizeof want));
+    OK(mmzip_close(h));
+}
+
 static void test_killed_recover(void) { test_killed_between_write_and_commit(0); }
 static void test_killed_open(void) { test_killed_between_write_and_commit(1); }
 
@@ -201,6 +269,7 @@ int main(void) {
     RUN(test_discard_publishes_crc);
     RUN(test_killed_recover);
     RUN(test_killed_open);
+    RUN(test_edit_zeros_over_killed_growth);
     int r = ctest_result();
     if (!r) {
         char cmd[600];
