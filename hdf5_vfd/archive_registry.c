@@ -67,6 +67,9 @@ static int open_new(const char *path, unsigned how, h5mz_archive **out) {
     /* The driver decides when to commit: at HDF5's flush and close, never halfway through a version. */
     opts.commit_policy = MMZIP_COMMIT_MANUAL;
     if (want_write && (how & H5MZ_ARCHIVE_DURABLE)) opts.flags |= MMZIP_DURABLE;
+    /* One HDF5 session is one open of the archive, and a tool runs many sessions on the same file: keep its
+     * mapping between them. Nothing of the mapping is handed to HDF5 past a session (reads copy). */
+    opts.flags |= MMZIP_KEEP_MAPPING;
     mmzip_t *h = NULL;
     int st = mmzip_open(path, mode, &opts, &h);
     if (st) return h5mz_fail_core(st, "cannot open the archive%s", want_write ? " for writing" : "");

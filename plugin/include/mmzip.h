@@ -112,7 +112,17 @@ enum {
     /* mmzip_get and mmzip_get_typed on this handle check the CRC-32 of a stored entry before handing out its
      * first pointer (once per entry: the store remembers entries found good, whose bytes never change).
      * Costs one pass over the entry's bytes, see mmzip_get. */
-    MMZIP_VERIFY_CRC = 1u << 3
+    MMZIP_VERIFY_CRC = 1u << 3,
+    /* For a caller that opens and closes the same archive many times (the HDF5 driver: one open per HDF5
+     * session). After the last handle is closed, the process keeps the archive mapped (read-only, through a
+     * descriptor of its own that takes no lock) until it opens another archive or exits, and the next open
+     * of the same file takes that mapping over instead of mapping the file again and faulting its pages in.
+     * The address space of such a store may also be reused by the next store of another archive opened
+     * with this flag. So the caller must keep no pointer past mmzip_close(): one would read that archive's
+     * bytes, or another's, instead of faulting. The process holds the file (one descriptor; a file deleted
+     * meanwhile keeps its space until then); it is not kept if the file has no name left at the close.
+     * Locks are not affected: the next writer, in this process or another, may open the archive at once. */
+    MMZIP_KEEP_MAPPING = 1u << 4
 };
 
 /* When puts outside a mmzip_begin()/mmzip_commit() batch are committed. */
@@ -128,7 +138,8 @@ typedef struct mmzip_options {
     uint64_t max_file_size;        /* writable opens reserve this much address space; 0 = 1 TiB */
     uint32_t alignment;            /* data alignment of new entries, power of two, 1..32768 and at most the
                                     * page size; 0 = 64 */
-    uint32_t flags;                /* MMZIP_DURABLE | MMZIP_PUBLISH_ON_COMMIT | MMZIP_NO_LOCK | MMZIP_VERIFY_CRC */
+    uint32_t flags;                /* MMZIP_DURABLE | MMZIP_PUBLISH_ON_COMMIT | MMZIP_NO_LOCK | MMZIP_VERIFY_CRC |
+                                    * MMZIP_KEEP_MAPPING */
     uint32_t commit_policy;        /* mmzip_commit_policy */
     uint32_t max_pending_entries;  /* MMZIP_COMMIT_AMORTIZED: commit at this many pending entries (0 = no limit) */
     uint64_t max_pending_bytes;    /* MMZIP_COMMIT_AMORTIZED: commit at this many pending bytes (0 = no limit) */

@@ -282,10 +282,16 @@ typedef struct mz_mapping {
     struct mz_retired { void *addr; size_t len; } *retired;
     int n_retired;
     uint64_t file_dev, file_ino; /* the file overlaid: a released reservation is kept for it (mapping.c) */
+    int map_fd;            /* the unlocked descriptor the overlay maps through (keep), or -1: the caller's */
+    int keep;              /* MMZIP_KEEP_MAPPING: the overlay outlives the store, for the next of this file */
+    uint64_t stale_overlay; /* mz_map_init only: bytes of another file's overlay left in a reused reservation */
 } mz_mapping;
 
 extern size_t mz_page_size;
-int mz_map_init(mz_mapping *m, int fd, uint64_t file_size, uint64_t reserve, const char *name);
+/* mz_map_init's how: keep the overlay past mz_map_free (MMZIP_KEEP_MAPPING); reserve may be exceeded (a
+ * read-only store's reservation is a guess, a writer's is max_file_size). */
+enum { MZ_MAP_KEEP = 1, MZ_MAP_AT_LEAST = 2 };
+int mz_map_init(mz_mapping *m, int fd, uint64_t file_size, uint64_t reserve, unsigned how, const char *name);
 int mz_map_cover(mz_mapping *m, int fd, uint64_t file_size, const char *name);
 int mz_map_writable(mz_mapping *m, int fd, uint64_t off, uint64_t len, uint8_t **view, const char *name);
 int mz_map_seal(mz_mapping *m, uint64_t off, uint64_t len);

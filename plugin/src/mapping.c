@@ -10,6 +10,8 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -28,47 +30,109 @@ static uint64_t page(void) {
 static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 /*
- * The reservation of the last store closed in this process is kept, without its file, for the next store of
- * the same file. Tearing down a reservation the size of max_file_size (1 TiB by default) frees the upper
- * page-table levels that span it, and the next store's first touches allocate them again: measured on this
- * project's VM, that was a fifth of the fixed cost of a short HDF5 edit session through the driver (open,
- * a few writes, commit, close), and a third of an open and close. Only the same file (device and inode)
- * gets it back, so that a pointer kept past mmzip_close() - the caller's error - can never read another
- * archive's bytes: until the next open it faults, as before, and after it reads this archive.
+ * The reservation of the last store closed in this process is kept for the next store of the same file.
+ * Tearing down a reservation the size of max_file_size (1 TiB by default) frees the upper page-table levels
+ * that span it, and the next store's first touches allocate them again: measured on this project's VM, that
+ * was a fifth of the fixed cost of a short HDF5 edit session through the driver (open, a few writes, commit,
+ * close), and a third of an open and close. Only the same file (device and inode) gets it back.
+ *
+ * By default the file itself is not kept: the overlay is replaced by inaccessible memory, so a pointer kept
+ * past mmzip_close() - the caller's error - faults until the next open of that file, and the process holds
+ * nothing of the file. A store opened with MMZIP_KEEP_MAPPING keeps the overlay too, with the descriptor it
+ * maps through: the next session of that file finds its page tables filled and maps nothing. That removes
+ * the rest of the fixed cost of a short session (mapping the file at open, unmapping it at close, and the
+ * page faults of the first reads, which on this VM cost more than the reads). The overlay holds the file
+ * open, so it is dropped at the next open of any other file, and a file with no name left is never kept.
+ * Such a store's caller keeps no pointer past the close, so its reservation may also go to another file
+ * opened with the flag (without the overlay): unmapping a reservation and making a new one cost more than
+ * the session that follows on this VM (a tool that opens a scratch archive first, then the real one).
+ *
+ * The overlay maps through its own read-only descriptor (map_fd), never the store's: a mapping keeps its
+ * open file description alive, and the writer's lock belongs to the store's description, so an overlay made
+ * through it would hold the lock past the close ("open for writing by another open in this process").
  */
 static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t *kept_base;
-static uint64_t kept_len, kept_dev, kept_ino;
+static struct kept_reservation {
+    uint8_t *base;
+    uint64_t len, dev, ino;
+    uint64_t mapped; /* bytes of the file still overlaid (MMZIP_KEEP_MAPPING), 0 otherwise */
+    int map_fd;      /* the descriptor the overlay maps through, or -1 */
+    int recyclable;  /* released by a MMZIP_KEEP_MAPPING store: no pointer into it outlives the store */
+} kept = {NULL, 0, 0, 0, 0, -1, 0};
 
 static void *reserve_va(uint64_t len);
 
-static void *reserve_va_for(uint64_t len, uint64_t dev, uint64_t ino) {
-    pthread_mutex_lock(&kept_mu);
-    uint8_t *p = NULL;
-    if (kept_base && kept_len == len && kept_dev == dev && kept_ino == ino) {
-        p = kept_base;
-        kept_base = NULL;
-    }
-    pthread_mutex_unlock(&kept_mu);
-    return p ? p : reserve_va(len);
+static void drop_kept(struct kept_reservation *k) {
+    if (k->base) munmap(k->base, (size_t)k->len);
+    if (k->map_fd >= 0) close(k->map_fd);
+    *k = (struct kept_reservation){NULL, 0, 0, 0, 0, -1, 0};
 }
 
-/* Gives back a reservation whose first `mapped` bytes overlay the file: kept for it, or unmapped. */
-static void release_va(uint8_t *base, uint64_t len, uint64_t mapped, uint64_t dev, uint64_t ino) {
-    if (mapped && mmap(base, (size_t)mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
-                       -1, 0) == MAP_FAILED) {
-        munmap(base, (size_t)len);
+/* Takes the kept reservation if it is for this file and size (or, for a store with MMZIP_KEEP_MAPPING, one
+ * that such a store released); else reserves anew, and drops a kept overlay of another file (it holds that
+ * file open). */
+static void adopt_reservation(mz_mapping *m, uint64_t len, int at_least) {
+    struct kept_reservation got = {NULL, 0, 0, 0, 0, -1, 0}, stale = {NULL, 0, 0, 0, 0, -1, 0};
+    pthread_mutex_lock(&kept_mu);
+    int same_file = kept.dev == m->file_dev && kept.ino == m->file_ino;
+    int fits = kept.len == len || (at_least && kept.len > len);
+    if (kept.base && fits && (same_file || (m->keep && kept.recyclable))) got = kept;
+    else if (kept.map_fd >= 0) stale = kept;
+    if (got.base || stale.base) kept = (struct kept_reservation){NULL, 0, 0, 0, 0, -1, 0};
+    pthread_mutex_unlock(&kept_mu);
+    drop_kept(&stale);
+    if (got.base && got.map_fd >= 0 && !same_file) {
+        /* Another file's overlay: mz_map_init maps this file over it (one system call, where making it
+         * inaccessible first would be two: each rebuilds page tables, slow on this VM). */
+        m->stale_overlay = got.mapped;
+        close(got.map_fd);
+        got.map_fd = -1;
+        got.mapped = 0;
+    } else if (got.base && got.map_fd >= 0 && !m->keep) {
+        /* This store must not hold the file past its close: back to a bare reservation. */
+        if (got.mapped && mmap(got.base, (size_t)got.mapped, PROT_NONE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
+            drop_kept(&got);
+        } else {
+            close(got.map_fd);
+            got.map_fd = -1;
+            got.mapped = 0;
+        }
+    }
+    if (got.base) {
+        m->base = got.base;
+        m->reserved = got.len;
+        m->mapped = got.mapped;
+        m->map_fd = got.map_fd;
         return;
     }
+    m->base = reserve_va(len);
+    m->reserved = len;
+}
+
+/* Gives back the store's reservation: kept for its file (with the overlay if the store asked for it and the
+ * file still has a name), or unmapped. */
+static void release_reservation(mz_mapping *m) {
+    int keep_overlay = m->keep && m->map_fd >= 0 && m->mapped > 0;
+    if (keep_overlay) {
+        struct stat st;
+        keep_overlay = fstat(m->map_fd, &st) == 0 && st.st_nlink > 0;
+    }
+    if (!keep_overlay) {
+        if (m->map_fd >= 0) close(m->map_fd);
+        m->map_fd = -1;
+        if (m->mapped && mmap(m->base, (size_t)m->mapped, PROT_NONE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
+            munmap(m->base, (size_t)m->reserved);
+            return;
+        }
+        m->mapped = 0;
+    }
     pthread_mutex_lock(&kept_mu);
-    uint8_t *evict = kept_base;
-    uint64_t evict_len = kept_len;
-    kept_base = base;
-    kept_len = len;
-    kept_dev = dev;
-    kept_ino = ino;
+    struct kept_reservation evict = kept;
+    kept = (struct kept_reservation){m->base, m->reserved, m->file_dev, m->file_ino, m->mapped, m->map_fd, m->keep};
     pthread_mutex_unlock(&kept_mu);
-    if (evict) munmap(evict, (size_t)evict_len);
+    drop_kept(&evict);
 }
 
 static void *reserve_va(uint64_t len) {
@@ -116,24 +180,53 @@ void mz_prefault_for_copy(void *dst, size_t len) {
 #endif
 }
 
-int mz_map_init(mz_mapping *m, int fd, uint64_t file_size, uint64_t reserve, const char *name) {
+/* Makes what is left of another file's overlay in a reused reservation (past this file's) inaccessible: it
+ * must not be read here, and it holds that file. Done at the first real cover, which maps this file over
+ * the rest of it in the same system call. */
+static int settle_stale_overlay(mz_mapping *m) {
+    uint64_t from = m->mapped, to = m->stale_overlay;
+    m->stale_overlay = 0;
+    if (to <= from) return MMZIP_OK;
+    if (mmap(m->base + from, (size_t)(to - from), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+             -1, 0) != MAP_FAILED)
+        return MMZIP_OK;
+    return MMZIP_ENOMEM;
+}
+
+int mz_map_init(mz_mapping *m, int fd, uint64_t file_size, uint64_t reserve, unsigned how, const char *name) {
     memset(m, 0, sizeof *m);
+    m->map_fd = -1;
     if (reserve < file_size) reserve = file_size;
     reserve = round_up(reserve ? reserve : page(), page());
     struct stat st;
     if (fstat(fd, &st) == 0) {
         m->file_dev = (uint64_t)st.st_dev;
         m->file_ino = (uint64_t)st.st_ino;
+        m->keep = (how & MZ_MAP_KEEP) != 0;
     }
-    m->base = reserve_va_for(reserve, m->file_dev, m->file_ino);
+    if (m->file_ino) adopt_reservation(m, reserve, (how & MZ_MAP_AT_LEAST) != 0);
+    else if ((m->base = reserve_va(reserve))) m->reserved = reserve;
     if (!m->base)
         return mz_fail_errno(MMZIP_ENOMEM, errno, "%s: cannot reserve %llu bytes of address space", name,
                              (unsigned long long)reserve);
-    m->reserved = reserve;
+    if (m->keep && m->map_fd < 0) {
+        /* A new open file description of this very inode, even if the path was renamed meanwhile. Without
+         * /proc the overlay maps through fd and is not kept. */
+        char self[64];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+        m->map_fd = open(self, O_RDONLY | O_CLOEXEC);
+        struct stat mst;
+        if (m->map_fd >= 0 && (fstat(m->map_fd, &mst) != 0 || (uint64_t)mst.st_dev != m->file_dev ||
+                               (uint64_t)mst.st_ino != m->file_ino)) {
+            close(m->map_fd);
+            m->map_fd = -1;
+        }
+    }
     return mz_map_cover(m, fd, file_size, name);
 }
 
 int mz_map_cover(mz_mapping *m, int fd, uint64_t file_size, const char *name) {
+    if (m->map_fd >= 0) fd = m->map_fd;
     uint64_t want = round_up(file_size, page());
     if (want <= m->mapped) return MMZIP_OK;
     if (want > m->reserved) {
@@ -167,10 +260,15 @@ int mz_map_cover(mz_mapping *m, int fd, uint64_t file_size, const char *name) {
         return MMZIP_OK;
     }
     if (mmap(m->base + m->mapped, (size_t)(want - m->mapped), PROT_READ, MAP_SHARED | MAP_FIXED, fd,
-             (off_t)m->mapped) == MAP_FAILED)
-        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot map %llu bytes of the archive", name,
+             (off_t)m->mapped) == MAP_FAILED) {
+        int err = errno;
+        (void)settle_stale_overlay(m);
+        return mz_fail_errno(MMZIP_EIO, err, "%s: cannot map %llu bytes of the archive", name,
                              (unsigned long long)want);
+    }
     m->mapped = want;
+    if (m->stale_overlay && settle_stale_overlay(m) != MMZIP_OK)
+        return mz_fail_errno(MMZIP_ENOMEM, errno, "%s: cannot clear the address space it reuses", name);
     return MMZIP_OK;
 }
 
@@ -207,10 +305,19 @@ void mz_map_drop_writable(mz_mapping *m, uint64_t off, uint64_t len) {
 }
 
 void mz_map_free(mz_mapping *m) {
-    if (m->base && m->file_ino) release_va(m->base, m->reserved, m->mapped, m->file_dev, m->file_ino);
-    else if (m->base) munmap(m->base, (size_t)m->reserved);
+    if (m->stale_overlay && settle_stale_overlay(m) != MMZIP_OK && m->base) {
+        munmap(m->base, (size_t)m->reserved); /* the other file's bytes must go, reservation and all */
+        m->base = NULL;
+        if (m->map_fd >= 0) close(m->map_fd);
+    }
+    if (m->base && m->file_ino && !m->n_retired) release_reservation(m);
+    else if (m->base) { /* map_fd is set once base is: a zeroed mapping never initialised has neither */
+        munmap(m->base, (size_t)m->reserved);
+        if (m->map_fd >= 0) close(m->map_fd);
+    }
     if (m->wbase) munmap(m->wbase, (size_t)m->reserved);
     for (int i = 0; i < m->n_retired; i++) munmap(m->retired[i].addr, m->retired[i].len);
     free(m->retired);
     memset(m, 0, sizeof *m);
+    m->map_fd = -1;
 }

@@ -336,6 +336,7 @@ static int open_unpublished(mz_store *s, int path_exists) {
 
 static int store_open(mz_store *s, char mode, int path_exists) {
     int r;
+    unsigned keep = (s->opts.flags & MMZIP_KEEP_MAPPING) ? MZ_MAP_KEEP : 0;
     if (!s->writable) {
         s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
         if (s->fd < 0) {
@@ -346,7 +347,7 @@ static int store_open(mz_store *s, char mode, int path_exists) {
         if (fstat(s->fd, &st) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
         uint64_t reserve = (uint64_t)st.st_size * 2;
         if (reserve < (64u << 20)) reserve = 64u << 20;
-        r = mz_map_init(&s->map, s->fd, 0, reserve, s->path);
+        r = mz_map_init(&s->map, s->fd, 0, reserve, keep | MZ_MAP_AT_LEAST, s->path);
         if (r) return r;
         mz_lock_commit(s->fd, 0);
         r = mz_load_state(s, 1, NULL);
@@ -359,7 +360,7 @@ static int store_open(mz_store *s, char mode, int path_exists) {
         s->publish_replace = mode == 'w';
         r = open_unpublished(s, path_exists);
         if (r) return r;
-        r = mz_map_init(&s->map, s->fd, 0, s->opts.max_file_size, s->path);
+        r = mz_map_init(&s->map, s->fd, 0, s->opts.max_file_size, keep, s->path);
         if (!r) r = mz_write_empty(s);
         if (r || (s->opts.flags & MMZIP_PUBLISH_ON_COMMIT)) return r;
         r = mz_publish(s);
@@ -377,7 +378,7 @@ static int store_open(mz_store *s, char mode, int path_exists) {
     if ((uint64_t)st.st_size > s->opts.max_file_size)
         return mz_fail(MMZIP_ETOOBIG, "%s: the archive (%llu bytes) is larger than max_file_size (%llu)", s->path,
                        (unsigned long long)st.st_size, (unsigned long long)s->opts.max_file_size);
-    r = mz_map_init(&s->map, s->fd, 0, s->opts.max_file_size, s->path);
+    r = mz_map_init(&s->map, s->fd, 0, s->opts.max_file_size, keep, s->path);
     if (r) return r;
     if (st.st_size == 0) {
         /* Left by a crash of another program, or by an older mmzip: "w+" may start afresh in it. */

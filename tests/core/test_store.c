@@ -450,6 +450,160 @@ static void test_reservation_kept_for_the_same_file(void) {
     free((void *)pb);
 }
 
+/* 1 if /proc/self/maps shows a mapping of the file that was at path, even one deleted since. */
+static int file_or_deleted_is_mapped(const char *real) {
+    char line[PATH_MAX + 128];
+    FILE *f = fopen("/proc/self/maps", "r");
+    int found = 0;
+    size_t n = strlen(real);
+    while (f && !found && fgets(line, sizeof line, f)) {
+        char *name = strchr(line, '/');
+        found = name && strncmp(name, real, n) == 0 && (name[n] == '\n' || name[n] == ' ');
+    }
+    if (f) fclose(f);
+    return found;
+}
+
+/* The number of descriptors this process has open. */
+static int open_descriptors(void) {
+    int n = 0;
+    for (int fd = 0; fd < 1024; fd++) n += fcntl(fd, F_GETFD) != -1;
+    return n;
+}
+
+/* A child process opens the archive for writing, puts key = value, and closes: 0 if all of it worked. */
+static int child_puts(const char *path, const char *key, const char *value) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        mmzip_t *c;
+        if (mmzip_open(path, "r+", NULL, &c) != MMZIP_OK) _exit(2);
+        if (mmzip_put(c, key, value, strlen(value), 0) != MMZIP_OK) _exit(3);
+        _exit(mmzip_close(c) == MMZIP_OK ? 0 : 4);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+}
+
+/* MMZIP_KEEP_MAPPING (the HDF5 driver's sessions): after the close the file stays mapped, through a descriptor
+ * that holds no lock (a writer in this process and one in another open it at once), and the next open of the
+ * same file takes the mapping over - same addresses, and what other writers committed meanwhile is read
+ * correctly, past the old end and after a truncation. Opening another archive, or an open without the flag,
+ * drops it; a file deleted before its close is not kept. */
+static void test_mapping_kept_on_request(void) {
+    char pa[PATH_MAX], pb[PATH_MAX];
+    snprintf(pa, sizeof pa, "%s", path_of("keepmap_a.zip"));
+    snprintf(pb, sizeof pb, "%s", path_of("keepmap_b.zip"));
+    mmzip_options keep;
+    mmzip_options_init(&keep);
+    keep.flags |= MMZIP_KEEP_MAPPING;
+    mmzip_t *h;
+    const void *d;
+    uint64_t n;
+    OK(mmzip_open(pb, "w", NULL, &h));
+    OK(mmzip_put(h, "k", "archive b", 9, 0));
+    OK(mmzip_close(h));
+    int fds_before = open_descriptors();
+
+    OK(mmzip_open(pa, "w", NULL, &h));
+    OK(mmzip_put(h, "k", "archive a", 9, 0));
+    OK(mmzip_close(h));
+    OK(mmzip_open(pa, "r+", &keep, &h));
+    OK(mmzip_close(h));
+    char real[PATH_MAX];
+    CHECK(realpath(pa, real) != NULL);
+    CHECK(file_is_mapped(pa));
+    CHECK_EQ_U64(open_descriptors(), fds_before + 1);
+
+    /* No lock is held: another process writes, then a writer in this process. */
+    CHECK_EQ_U64(child_puts(pa, "from_child", "written by another process"), 0);
+    OK(mmzip_open(pa, "r+", &keep, &h));
+    OK(mmzip_get(h, "k", &d, &n));
+    const void *first = d;
+    CHECK(n == 9 && memcmp(d, "archive a", 9) == 0);
+    OK(mmzip_get(h, "from_child", &d, &n));
+    CHECK(n == 26 && memcmp(d, "written by another process", 26) == 0);
+    OK(mmzip_close(h));
+    CHECK(file_is_mapped(pa));
+
+    /* The next open takes the same mapping, and sees a larger archive written meanwhile. */
+    uint8_t *big = malloc(3u << 20);
+    fill(big, 3u << 20, 7);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        mmzip_t *c;
+        if (mmzip_open(pa, "r+", NULL, &c) || mmzip_put(c, "big", big, 3u << 20, 0) || mmzip_close(c)) _exit(1);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    OK(mmzip_open(pa, "r", &keep, &h));
+    OK(mmzip_get(h, "k", &d, &n));
+    CHECK(d == first && memcmp(d, "archive a", 9) == 0);
+    expect_filled(h, "big", 3u << 20, 7);
+    OK(mmzip_close(h));
+
+    /* Another process removes the big entry, then puts a small one: the directory moves under the kept
+     * mapping. */
+    pid = fork();
+    if (pid == 0) {
+        mmzip_t *c;
+        _exit(mmzip_open(pa, "r+", NULL, &c) || mmzip_remove(c, "big") || mmzip_close(c));
+    }
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_EQ_U64(child_puts(pa, "after", "after the removal"), 0);
+    OK(mmzip_open(pa, "r+", &keep, &h));
+    CHECK(mmzip_exists(h, "big") == 0);
+    OK(mmzip_get(h, "after", &d, &n));
+    CHECK(n == 17 && memcmp(d, "after the removal", 17) == 0);
+    OK(mmzip_get(h, "k", &d, &n));
+    CHECK(d == first && n == 9 && memcmp(d, "archive a", 9) == 0);
+    OK(mmzip_close(h));
+    free(big);
+
+    /* Another process packs it: a new file under the name. The old one's mapping is not taken over. */
+    pid = fork();
+    if (pid == 0) _exit(mmzip_pack(pa, NULL, NULL) != MMZIP_OK);
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(file_or_deleted_is_mapped(real));
+    OK(mmzip_open(pa, "r", &keep, &h));
+    CHECK_EQ_U64(mmzip_count(h), 3);
+    OK(mmzip_get(h, "from_child", &d, &n));
+    CHECK(n == 26 && memcmp(d, "written by another process", 26) == 0);
+    OK(mmzip_close(h));
+    CHECK_EQ_U64(open_descriptors(), fds_before + 1);
+
+    /* Another archive: the kept mapping is dropped with its descriptor. */
+    OK(mmzip_open(pb, "r", &keep, &h));
+    CHECK(!file_is_mapped(pa));
+    OK(mmzip_get(h, "k", &d, &n));
+    CHECK(n == 9 && memcmp(d, "archive b", 9) == 0);
+    OK(mmzip_close(h));
+    CHECK(file_is_mapped(pb));
+    CHECK_EQ_U64(open_descriptors(), fds_before + 1);
+
+    /* An open of that file without the flag: not held after its close. */
+    OK(mmzip_open(pb, "r", NULL, &h));
+    OK(mmzip_get(h, "k", &d, &n));
+    CHECK(n == 9 && memcmp(d, "archive b", 9) == 0);
+    OK(mmzip_close(h));
+    CHECK(!file_is_mapped(pb));
+    CHECK_EQ_U64(open_descriptors(), fds_before);
+
+    /* Deleted before its close: not kept, so its space is freed. */
+    OK(mmzip_open(pa, "r+", &keep, &h));
+    CHECK(realpath(pa, real) != NULL);
+    CHECK(unlink(pa) == 0);
+    OK(mmzip_close(h));
+    CHECK(!file_or_deleted_is_mapped(real));
+    CHECK_EQ_U64(open_descriptors(), fds_before);
+}
+
 /* The pid of a process that has exited. */
 static pid_t dead_pid(void) {
     pid_t pid = fork();
@@ -1022,6 +1176,7 @@ int main(void) {
     RUN(test_pointer_stability);
     RUN(test_views_read_only);
     RUN(test_reservation_kept_for_the_same_file);
+    RUN(test_mapping_kept_on_request);
     RUN(test_stale_temps_once_per_process);
     RUN(test_typed_view);
     RUN(test_alignment);
