@@ -156,6 +156,27 @@ static uint32_t crc0_shifted(const uint8_t *data, size_t len, uint64_t after, co
 
 /* The entry's CRC after the edit, from its committed CRC, the journal's old blocks and the appended bytes;
  * a full computation if it shrank. */
+/* Continues *crc over the file's bytes [off, off + len), read with pread: the bytes an edit just wrote are in
+ * the page cache, but the mapping's page tables for them are not made yet, and a page fault costs about 30 us
+ * on this project's VM (the growth of a 1 MiB dataset took 0.8 ms through the mapping). */
+static int crc_of_file(mz_store *s, uint64_t off, uint64_t len, uint32_t *crc) {
+    size_t cap = len < (256u << 10) ? (size_t)len : (256u << 10);
+    uint8_t *buf = malloc(cap ? cap : 1);
+    if (!buf) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    int st = MMZIP_OK;
+    for (uint64_t done = 0; done < len;) {
+        size_t k = len - done < cap ? (size_t)(len - done) : cap;
+        if (mz_pread_full(s->fd, buf, k, off + done) != 0) {
+            st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read the edited bytes back", s->path);
+            break;
+        }
+        *crc = mz_crc32(*crc, buf, k);
+        done += k;
+    }
+    free(buf);
+    return st;
+}
+
 static int edited_crc(mz_store *s, struct mz_edit *ed, uint64_t size, uint32_t *out) {
     const uint8_t *now = s->map.base + ed->data_off;
     if (size < ed->base_size) {
@@ -165,7 +186,7 @@ static int edited_crc(mz_store *s, struct mz_edit *ed, uint64_t size, uint32_t *
     uint64_t n0 = ed->base_size;
     uint32_t crc = ed->base_crc;
     uint8_t head[MZ_UNDO_REC_HEAD];
-    uint8_t *old = NULL, *zeros = NULL;
+    uint8_t *old = NULL, *cur = NULL, *zeros = NULL;
     size_t cap = 0;
     int st = MMZIP_OK;
     for (uint64_t pos = MZ_UNDO_HEADER; pos + MZ_UNDO_REC_HEAD <= ed->jend;) {
@@ -179,11 +200,13 @@ static int edited_crc(mz_store *s, struct mz_edit *ed, uint64_t size, uint32_t *
         if (off < ed->data_off) continue; /* the local header */
         if (len > cap) {
             free(old);
+            free(cur);
             free(zeros);
             old = malloc(len);
+            cur = malloc(len);
             zeros = calloc(len, 1);
             cap = len;
-            if (!old || !zeros) {
+            if (!old || !cur || !zeros) {
                 st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
                 break;
             }
@@ -193,17 +216,22 @@ static int edited_crc(mz_store *s, struct mz_edit *ed, uint64_t size, uint32_t *
             break;
         }
         uint64_t at = off - ed->data_off;
-        const uint8_t *cur = now + at;
+        if (mz_pread_full(s->fd, cur, len, off) != 0) { /* see crc_of_file */
+            st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read the edited bytes back", s->path);
+            break;
+        }
         for (uint32_t i = 0; i < len; i++) old[i] ^= cur[i];
         crc ^= crc0_shifted(old, len, n0 - at - len, zeros);
     }
     free(old);
+    free(cur);
     free(zeros);
     if (st) return st;
     if (size > n0) {
         /* crc(A || T) = crc(A) * x^(8|T|) ^ crc(T) with the conditioning of both accounted for: the
          * library's own concatenation is simplest computed as a continuation. */
-        crc = mz_crc32(crc, now + n0, (size_t)(size - n0));
+        st = crc_of_file(s, ed->data_off + n0, size - n0, &crc);
+        if (st) return st;
     }
     *out = crc;
     return MMZIP_OK;
