@@ -32,6 +32,14 @@ static void fill(uint8_t *b, size_t n, unsigned seed) {
 }
 
 /* Entry key holds exactly size bytes, the first size bytes of fill(seed). */
+/* Creates (or replaces) the archive at path holding the one entry key = value. */
+static void archive_with(const char *path, const char *key, const char *value) {
+    mmzip_t *h;
+    OK(mmzip_open(path, "w", NULL, &h));
+    OK(mmzip_put(h, key, value, strlen(value), 0));
+    OK(mmzip_close(h));
+}
+
 static void expect_filled(mmzip_t *h, const char *key, uint64_t size, unsigned seed) {
     const void *d;
     uint64_t n;
@@ -416,12 +424,8 @@ static void test_reservation_kept_for_the_same_file(void) {
     mmzip_t *h;
     const void *d;
     uint64_t n;
-    OK(mmzip_open(pa, "w", NULL, &h));
-    OK(mmzip_put(h, "k", "archive a", 9, 0));
-    OK(mmzip_close(h));
-    OK(mmzip_open(pb, "w", NULL, &h));
-    OK(mmzip_put(h, "k", "archive b", 9, 0));
-    OK(mmzip_close(h));
+    archive_with(pa, "k", "archive a");
+    archive_with(pb, "k", "archive b");
 
     OK(mmzip_open(pa, "r+", NULL, &h));
     OK(mmzip_get(h, "k", &d, &n));
@@ -501,14 +505,10 @@ static void test_mapping_kept_on_request(void) {
     mmzip_t *h;
     const void *d;
     uint64_t n;
-    OK(mmzip_open(pb, "w", NULL, &h));
-    OK(mmzip_put(h, "k", "archive b", 9, 0));
-    OK(mmzip_close(h));
+    archive_with(pb, "k", "archive b");
     int fds_before = open_descriptors();
 
-    OK(mmzip_open(pa, "w", NULL, &h));
-    OK(mmzip_put(h, "k", "archive a", 9, 0));
-    OK(mmzip_close(h));
+    archive_with(pa, "k", "archive a");
     OK(mmzip_open(pa, "r+", &keep, &h));
     OK(mmzip_close(h));
     char real[PATH_MAX];
