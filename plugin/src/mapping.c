@@ -34,7 +34,7 @@ static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
  * Tearing down a reservation the size of max_file_size (1 TiB by default) frees the upper page-table levels
  * that span it, and the next store's first touches allocate them again: measured on this project's VM, that
  * was a fifth of the fixed cost of a short HDF5 edit session through the driver (open, a few writes, commit,
- * close), and a third of an open and close. Only the same file (device and inode) gets it back.
+ * close), and a third of an open and close. Only the same file (device, inode and path) gets it back.
  *
  * By default the file itself is not kept: the overlay is replaced by inaccessible memory, so a pointer kept
  * past mmzip_close() - the caller's error - faults until the next open of that file, and the process holds
@@ -58,27 +58,31 @@ static struct kept_reservation {
     uint64_t mapped; /* bytes of the file still overlaid (MMZIP_KEEP_MAPPING), 0 otherwise */
     int map_fd;      /* the descriptor the overlay maps through, or -1 */
     int recyclable;  /* released by a MMZIP_KEEP_MAPPING store: no pointer into it outlives the store */
-} kept = {NULL, 0, 0, 0, 0, -1, 0};
+    uint64_t path_hash; /* of the path it was opened by: see adopt_reservation */
+} kept = {NULL, 0, 0, 0, 0, -1, 0, 0};
 
 static void *reserve_va(uint64_t len);
 
 static void drop_kept(struct kept_reservation *k) {
     if (k->base) munmap(k->base, (size_t)k->len);
     if (k->map_fd >= 0) close(k->map_fd);
-    *k = (struct kept_reservation){NULL, 0, 0, 0, 0, -1, 0};
+    *k = (struct kept_reservation){NULL, 0, 0, 0, 0, -1, 0, 0};
 }
 
 /* Takes the kept reservation if it is for this file and size (or, for a store with MMZIP_KEEP_MAPPING, one
  * that such a store released); else reserves anew, and drops a kept overlay of another file (it holds that
  * file open). */
 static void adopt_reservation(mz_mapping *m, uint64_t len, int at_least) {
-    struct kept_reservation got = {NULL, 0, 0, 0, 0, -1, 0}, stale = {NULL, 0, 0, 0, 0, -1, 0};
+    struct kept_reservation got = {NULL, 0, 0, 0, 0, -1, 0, 0}, stale = {NULL, 0, 0, 0, 0, -1, 0, 0};
     pthread_mutex_lock(&kept_mu);
-    int same_file = kept.dev == m->file_dev && kept.ino == m->file_ino;
+    /* A kept overlay holds its file, so its inode number cannot have gone to another file; a bare
+     * reservation's can have (deleted, and a new file created), so the path must match too. */
+    int same_file = kept.dev == m->file_dev && kept.ino == m->file_ino &&
+                    (kept.map_fd >= 0 || kept.path_hash == m->path_hash);
     int fits = kept.len == len || (at_least && kept.len > len);
     if (kept.base && fits && (same_file || (m->keep && kept.recyclable))) got = kept;
     else if (kept.map_fd >= 0) stale = kept;
-    if (got.base || stale.base) kept = (struct kept_reservation){NULL, 0, 0, 0, 0, -1, 0};
+    if (got.base || stale.base) kept = (struct kept_reservation){NULL, 0, 0, 0, 0, -1, 0, 0};
     pthread_mutex_unlock(&kept_mu);
     drop_kept(&stale);
     if (got.base && got.map_fd >= 0 && !same_file) {
@@ -130,7 +134,8 @@ static void release_reservation(mz_mapping *m) {
     }
     pthread_mutex_lock(&kept_mu);
     struct kept_reservation evict = kept;
-    kept = (struct kept_reservation){m->base, m->reserved, m->file_dev, m->file_ino, m->mapped, m->map_fd, m->keep};
+    kept = (struct kept_reservation){m->base,   m->reserved, m->file_dev, m->file_ino,
+                                     m->mapped, m->map_fd,   m->keep,     m->path_hash};
     pthread_mutex_unlock(&kept_mu);
     drop_kept(&evict);
 }
@@ -202,6 +207,8 @@ int mz_map_init(mz_mapping *m, int fd, uint64_t file_size, uint64_t reserve, uns
     if (fstat(fd, &st) == 0) {
         m->file_dev = (uint64_t)st.st_dev;
         m->file_ino = (uint64_t)st.st_ino;
+        m->path_hash = 1469598103934665603ull; /* FNV-1a */
+        for (const char *c = name; c && *c; c++) m->path_hash = (m->path_hash ^ (uint8_t)*c) * 1099511628211ull;
         m->keep = (how & MZ_MAP_KEEP) != 0;
     }
     if (m->file_ino) adopt_reservation(m, reserve, (how & MZ_MAP_AT_LEAST) != 0);
