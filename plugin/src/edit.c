@@ -154,8 +154,6 @@ static uint32_t crc0_shifted(const uint8_t *data, size_t len, uint64_t after, co
     return gf2_mul(x8n_mod_p(after), c);
 }
 
-/* The entry's CRC after the edit, from its committed CRC, the journal's old blocks and the appended bytes;
- * a full computation if it shrank. */
 /* Continues *crc over the file's bytes [off, off + len), read with pread: the bytes an edit just wrote are in
  * the page cache, but the mapping's page tables for them are not made yet, and a page fault costs about 30 us
  * on this project's VM (the growth of a 1 MiB dataset took 0.8 ms through the mapping). */
@@ -177,6 +175,8 @@ static int crc_of_file(mz_store *s, uint64_t off, uint64_t len, uint32_t *crc) {
     return st;
 }
 
+/* The entry's CRC after the edit, from its committed CRC, the journal's old blocks and the appended bytes;
+ * a full computation if it shrank. */
 static int edited_crc(mz_store *s, struct mz_edit *ed, uint64_t size, uint32_t *out) {
     const uint8_t *now = s->map.base + ed->data_off;
     if (size < ed->base_size) {

@@ -285,7 +285,8 @@ typedef struct mz_mapping {
     int map_fd;            /* the unlocked descriptor the overlay maps through (keep), or -1: the caller's */
     int keep;              /* MMZIP_KEEP_MAPPING: the overlay outlives the store, for the next of this file */
     uint64_t stale_overlay; /* mz_map_init only: bytes of another file's overlay left in a reused reservation */
-    uint64_t path_hash;    /* of the path the file was opened by (mapping.c: a kept reservation's key) */
+    uint32_t path_hash;    /* mz_hash of the path the file was opened by (a kept reservation's key, mapping.c;
+                            * the stale-temporary scan's, recovery.c) */
 } mz_mapping;
 
 extern size_t mz_page_size;

@@ -58,7 +58,7 @@ static struct kept_reservation {
     uint64_t mapped; /* bytes of the file still overlaid (MMZIP_KEEP_MAPPING), 0 otherwise */
     int map_fd;      /* the descriptor the overlay maps through, or -1 */
     int recyclable;  /* released by a MMZIP_KEEP_MAPPING store: no pointer into it outlives the store */
-    uint64_t path_hash; /* of the path it was opened by: see adopt_reservation */
+    uint32_t path_hash; /* of the path it was opened by: see adopt_reservation */
 } kept = {NULL, 0, 0, 0, 0, -1, 0, 0};
 
 static void *reserve_va(uint64_t len);
@@ -207,8 +207,7 @@ int mz_map_init(mz_mapping *m, int fd, uint64_t file_size, uint64_t reserve, uns
     if (fstat(fd, &st) == 0) {
         m->file_dev = (uint64_t)st.st_dev;
         m->file_ino = (uint64_t)st.st_ino;
-        m->path_hash = 1469598103934665603ull; /* FNV-1a */
-        for (const char *c = name; c && *c; c++) m->path_hash = (m->path_hash ^ (uint8_t)*c) * 1099511628211ull;
+        m->path_hash = name ? mz_hash(name, strlen(name)) : 0;
         m->keep = (how & MZ_MAP_KEEP) != 0;
     }
     if (m->file_ino) adopt_reservation(m, reserve, (how & MZ_MAP_AT_LEAST) != 0);

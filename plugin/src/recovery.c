@@ -233,10 +233,9 @@ static void remove_stale_temps(const char *archive_path) {
  */
 static int first_scan_of(const mz_store *s) {
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static struct { uint64_t dev, ino, path_hash; } seen[16];
+    static struct { uint64_t dev, ino; uint32_t path_hash; } seen[16];
     static unsigned next;
-    uint64_t path_hash = 1469598103934665603ull; /* FNV-1a */
-    for (const char *c = s->path; *c; c++) path_hash = (path_hash ^ (uint8_t)*c) * 1099511628211ull;
+    uint32_t path_hash = s->map.path_hash;
     int first = 1;
     pthread_mutex_lock(&mu);
     for (unsigned i = 0; i < sizeof seen / sizeof seen[0] && first; i++)
