@@ -29,6 +29,12 @@ static uint64_t page(void) {
 
 static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
+/* Replaces what is mapped at [p, p + len) by inaccessible memory, keeping the addresses reserved. 0 or -1. */
+static int make_inaccessible(uint8_t *p, uint64_t len) {
+    void *r = mmap(p, (size_t)len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+    return r == MAP_FAILED ? -1 : 0;
+}
+
 /*
  * The reservation of the last store closed in this process is kept for the next store of the same file.
  * Tearing down a reservation the size of max_file_size (1 TiB by default) frees the upper page-table levels
@@ -85,23 +91,17 @@ static void adopt_reservation(mz_mapping *m, uint64_t len, int at_least) {
     if (got.base || stale.base) kept = (struct kept_reservation){NULL, 0, 0, 0, 0, -1, 0, 0};
     pthread_mutex_unlock(&kept_mu);
     drop_kept(&stale);
-    if (got.base && got.map_fd >= 0 && !same_file) {
+    if (got.base && got.map_fd >= 0 && (!same_file || !m->keep)) {
         /* Another file's overlay: mz_map_init maps this file over it (one system call, where making it
-         * inaccessible first would be two: each rebuilds page tables, slow on this VM). */
-        m->stale_overlay = got.mapped;
-        close(got.map_fd);
-        got.map_fd = -1;
-        got.mapped = 0;
-    } else if (got.base && got.map_fd >= 0 && !m->keep) {
-        /* This store must not hold the file past its close: back to a bare reservation. */
-        if (got.mapped && mmap(got.base, (size_t)got.mapped, PROT_NONE,
-                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
-            drop_kept(&got);
-        } else {
-            close(got.map_fd);
-            got.map_fd = -1;
+         * inaccessible first would be two: each rebuilds page tables, slow on this VM). This file's, for a
+         * store that must not hold it past its close: the overlay serves the store as it is (the same bytes),
+         * and its close makes it inaccessible. Either way the descriptor is not needed any more. */
+        if (!same_file) {
+            m->stale_overlay = got.mapped;
             got.mapped = 0;
         }
+        close(got.map_fd);
+        got.map_fd = -1;
     }
     if (got.base) {
         m->base = got.base;
@@ -125,8 +125,7 @@ static void release_reservation(mz_mapping *m) {
     if (!keep_overlay) {
         if (m->map_fd >= 0) close(m->map_fd);
         m->map_fd = -1;
-        if (m->mapped && mmap(m->base, (size_t)m->mapped, PROT_NONE,
-                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
+        if (m->mapped && make_inaccessible(m->base, m->mapped) != 0) {
             munmap(m->base, (size_t)m->reserved);
             return;
         }
@@ -192,10 +191,7 @@ static int settle_stale_overlay(mz_mapping *m) {
     uint64_t from = m->mapped, to = m->stale_overlay;
     m->stale_overlay = 0;
     if (to <= from) return MMZIP_OK;
-    if (mmap(m->base + from, (size_t)(to - from), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
-             -1, 0) != MAP_FAILED)
-        return MMZIP_OK;
-    return MMZIP_ENOMEM;
+    return make_inaccessible(m->base + from, to - from) == 0 ? MMZIP_OK : MMZIP_ENOMEM;
 }
 
 int mz_map_init(mz_mapping *m, int fd, uint64_t file_size, uint64_t reserve, unsigned how, const char *name) {
@@ -306,8 +302,7 @@ void mz_map_drop_writable(mz_mapping *m, uint64_t off, uint64_t len) {
     if (!m->wbase) return;
     uint64_t lo = off / page() * page(), hi = round_up(off + (len ? len : 1), page());
     /* Back to reserved-but-inaccessible, so the range beyond a later truncation can never SIGBUS us. */
-    mmap(m->wbase + lo, (size_t)(hi - lo), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
-         -1, 0);
+    (void)make_inaccessible(m->wbase + lo, hi - lo);
 }
 
 void mz_map_free(mz_mapping *m) {
