@@ -257,6 +257,94 @@ static void test_edit_zeros_over_killed_growth(void) {
     OK(mmzip_close(h));
 }
 
+/* A publish takes the CRC of the growth from what the edit wrote (kept per extent, concatenated) and reads
+ * back only what it does not know: writes in order, out of order, rewritten in part, left as gaps, skipped as
+ * unchanged zeros, cut by the published size, and more extents than are kept. Each publish's CRC must be that
+ * of the bytes the entry then holds, and those bytes what was written. For the last entry (growth moves the
+ * directory) and for one with room before the next entry. */
+enum { GROW_CAP = 1 << 17 };
+static uint8_t grow_model[GROW_CAP], grow_known[GROW_CAP], grow_buf[GROW_CAP];
+
+static void grow_write(mmzip_t *h, uint64_t off, uint64_t len, uint8_t seed) {
+    uint8_t piece[8192];
+    CHECK(len <= sizeof piece && off + len <= GROW_CAP);
+    for (uint64_t i = 0; i < len; i++) piece[i] = seed ? (uint8_t)(seed + i * 13 + (i >> 7)) : 0;
+    OK(mmzip_edit_write(h, "m", off, piece, (size_t)len));
+    memcpy(grow_model + off, piece, (size_t)len);
+    memset(grow_known + off, 1, (size_t)len);
+}
+
+static void grow_publish_and_check(mmzip_t *h, uint64_t size) {
+    OK(mmzip_edit_publish(h, "m", size));
+    mmzip_entry_info info;
+    OK(mmzip_stat(h, "m", &info));
+    CHECK(info.size == size);
+    size_t n = 0;
+    OK(mmzip_read(h, "m", 0, grow_buf, (size_t)size, &n));
+    CHECK(n == size);
+    CHECK(info.crc32 == crc32_ref(grow_buf, (size_t)size));
+    uint64_t wrong = 0;
+    for (uint64_t i = 0; i < size; i++) wrong += grow_known[i] && grow_buf[i] != grow_model[i];
+    CHECK(wrong == 0);
+    /* What was written past the published size is not the entry's any more. */
+    memset(grow_known + size, 0, GROW_CAP - size);
+}
+
+static void test_growth_crc_from_writes_in(int last) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/growth_crc_%d.zip", dir, last);
+    mmzip_t *h;
+    void *view;
+    memset(grow_known, 0, sizeof grow_known);
+    OK(mmzip_open(p, "w", NULL, &h));
+    OK(mmzip_reserve_room(h, "m", GROW_CAP, 64, &view));
+    for (int i = 0; i < 4096; i++) ((uint8_t *)view)[i] = grow_model[i] = (uint8_t)(i * 7 + 1);
+    memset(grow_known, 1, 4096);
+    OK(mmzip_patch(h, "m", 4096));
+    if (!last) OK(mmzip_put(h, "after", "x", 1, 0));
+    OK(mmzip_close(h));
+
+    OK(mmzip_open(p, "r+", NULL, &h));
+    const void *v;
+    uint64_t room;
+    OK(mmzip_edit_begin(h, "m", &v, &room));
+    grow_write(h, 4096, 4096, 11);  /* in order: one extent */
+    grow_write(h, 8192, 4096, 12);
+    grow_write(h, 20000, 1000, 13); /* out of order: joined from below */
+    grow_write(h, 19000, 1000, 14);
+    grow_write(h, 5000, 100, 15);   /* a rewrite inside the first extent: read back */
+    grow_write(h, 4000, 200, 16);   /* across the committed size: journal and growth */
+    grow_write(h, 30000, 100, 0);   /* zeros over the room's zeros: skipped as unchanged */
+    memset(grow_known + 12288, 0, 19000 - 12288); /* never written: the room, read back */
+    grow_publish_and_check(h, 20500); /* cuts [19000, 21000) */
+
+    for (int k = 0; k < 70; k++) grow_write(h, 21000 + (uint64_t)k * 100, 50, (uint8_t)(20 + k)); /* > 64 extents */
+    grow_write(h, 100, 300, 17);
+    grow_publish_and_check(h, 21000 + 70 * 100);
+
+    srand(20261124);
+    uint64_t size = 21000 + 70 * 100;
+    for (int round = 0; round < 6; round++) {
+        uint64_t next = size + (uint64_t)(rand() % 20000);
+        for (int w = 0; w < 150; w++) {
+            uint64_t len = 1 + (uint64_t)(rand() % 3000);
+            uint64_t off = (uint64_t)rand() % (next + 2000 - len);
+            grow_write(h, off, len, (uint8_t)(rand() % 255 + 1));
+        }
+        grow_publish_and_check(h, next);
+        size = next;
+    }
+    OK(mmzip_edit_end(h, "m"));
+    OK(mmzip_close(h));
+    CHECK(check_archive(p) == MMZIP_OK);
+    CHECK(stored_crc(p, "m") == crc32_ref(grow_buf, (size_t)size));
+}
+
+static void test_growth_crc_from_writes(void) {
+    test_growth_crc_from_writes_in(1);
+    test_growth_crc_from_writes_in(0);
+}
+
 static void test_killed_recover(void) { test_killed_between_write_and_commit(0); }
 static void test_killed_open(void) { test_killed_between_write_and_commit(1); }
 
@@ -270,6 +358,7 @@ int main(void) {
     RUN(test_killed_recover);
     RUN(test_killed_open);
     RUN(test_edit_zeros_over_killed_growth);
+    RUN(test_growth_crc_from_writes);
     int r = ctest_result();
     if (!r) {
         char cmd[600];
