@@ -104,7 +104,10 @@ int h5mz_member_open(h5mz_member *m, h5mz_archive *archive, const char *name, un
             memset(m, 0, sizeof *m);
             return h5mz_fail_core(st, "%s: cannot read member '%s'", path, name);
         }
-        const char *kind = h5mz_netcdf3_kind(data, size);
+        /* Copied out rather than looked at: see same_as_committed. */
+        uint8_t magic[4] = {0};
+        if (size >= sizeof magic) mmzip_copy(h, magic, data, sizeof magic);
+        const char *kind = h5mz_netcdf3_kind(magic, size >= sizeof magic ? sizeof magic : 0);
         if (kind) {
             free(m->name);
             memset(m, 0, sizeof *m);
@@ -283,6 +286,20 @@ static int inplace_write(h5mz_member *m, uint64_t addr, size_t size, const void 
     return MMZIP_OK;
 }
 
+/* 1 if the committed bytes at [addr, addr + size) equal buf. Copied out with mmzip_copy, which reads a
+ * writer's small copies with pread: a session that only rewrites unchanged metadata touches no page of the
+ * mapping, whose first touches in a new process cost more than the reads (see mmzip_copy in mmzip.h). */
+static int same_as_committed(const h5mz_member *m, uint64_t addr, size_t size, const void *buf) {
+    uint8_t piece[16384];
+    for (size_t done = 0; done < size;) {
+        size_t k = size - done < sizeof piece ? size - done : sizeof piece;
+        mmzip_copy(handle_of(m), piece, m->committed + addr + done, k);
+        if (memcmp(piece, (const uint8_t *)buf + done, k) != 0) return 0;
+        done += k;
+    }
+    return 1;
+}
+
 int h5mz_member_write(h5mz_member *m, uint64_t addr, size_t size, const void *buf) {
     if (!m->claimed)
         return h5mz_fail(MMZIP_EREADONLY, "%s: member '%s' is open read-only", path_of(m), m->name);
@@ -294,8 +311,7 @@ int h5mz_member_write(h5mz_member *m, uint64_t addr, size_t size, const void *bu
     if (!m->draft && !m->inplace) {
         /* HDF5 rewrites unchanged metadata (the superblock at close, for one): identical bytes need no new
          * version of the member. */
-        if (m->committed && end <= m->eof && end <= m->committed_size &&
-            memcmp(m->committed + addr, buf, size) == 0)
+        if (m->committed && end <= m->eof && end <= m->committed_size && same_as_committed(m, addr, size, buf))
             return MMZIP_OK;
         st = begin_inplace(m);
         if (st < 0) return st;

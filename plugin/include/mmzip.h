@@ -280,6 +280,15 @@ MMZIP_API int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf
  * h may be NULL for one thread). For zero-copy readers that must hand a copy to someone else, typically
  * from a pointer mmzip_get() returned into memory the application has just allocated: the HDF5 driver
  * copies into HDF5's buffers this way. Any readable src works. dst and src must not overlap. Cannot fail.
+ *
+ * If h's store is open for writing and its mapping is new, a copy of less than 64 KiB out of the mapping
+ * (the bytes of the archive file, as mmzip_get() and mmzip_edit_begin() point at them) is read from the file
+ * with pread instead: the same bytes, since the mapping shares the file's page cache, without touching the
+ * mapping. An editing session reads a few small pieces once, and in a new process a first touch of a page of
+ * the mapping costs a page fault and the page tables above it, more than the read (0.2 ms in all for an HDF5
+ * attribute edit on this project's VM). A mapping kept from an earlier store of the same file
+ * (MMZIP_KEEP_MAPPING) has the pages that store touched present, and stores open read-only always copy
+ * through the mapping.
  */
 MMZIP_API void mmzip_copy(mmzip_t *h, void *dst, const void *src, size_t len);
 

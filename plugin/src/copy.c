@@ -124,6 +124,28 @@ int mz_copy_split(int fd, const void *src, void *buf, size_t len, uint64_t off, 
     return err ? -1 : 0;
 }
 
+/*
+ * A store open for writing is an editing session: it reads a few small pieces once (HDF5's metadata, before
+ * it rewrites them), and a first touch of a page of a new mapping costs a page fault and, in a new process,
+ * the page tables above it - 30 to 300 us on this project's VM, against 2 us for a pread of the same bytes
+ * from the page cache the mapping shares. Measured on the first attribute session of new processes on a
+ * 1 GiB member: 1.04-1.09 ms with the mapping's faults, 0.85-0.91 ms without. A mapping kept from an earlier
+ * store of the file (MMZIP_KEEP_MAPPING) has the pages that store touched present, and is read as it is:
+ * reading a kept one with pread cost repeated sessions 0.03-0.05 ms each.
+ */
+#define MZ_COPY_PREAD_BELOW (64u << 10)
+
+/* 1 if [src, src + len) is the archive's own bytes, in the new mapping of a store open for writing, and was
+ * read from the file into dst. */
+static int copied_by_pread(const mz_store *s, void *dst, const void *src, size_t len) {
+    const uint8_t *p = src, *base = s->map.base;
+    if (!s->writable || s->map.warm || len >= MZ_COPY_PREAD_BELOW || !base || p < base) return 0;
+    uint64_t off = (uint64_t)(p - base);
+    if (off > s->map.mapped || len > s->map.mapped - off) return 0; /* a draft in the writable alias, say */
+    return mz_pread_full(s->fd, dst, len, off) == 0; /* short: past the end of the file; the mapping decides */
+}
+
 void mmzip_copy(mmzip_t *h, void *dst, const void *src, size_t len) {
+    if (h && copied_by_pread(h->s, dst, src, len)) return;
     (void)mz_copy_split(-1, src, dst, len, 0, h ? h->s->opts.copy_threads : 1); /* only a pread can fail */
 }

@@ -669,11 +669,24 @@ int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *r
     st = mz_resolve_data(s, e);
     if (st) goto fail;
     /* The local header must keep its sizes in a ZIP64 field (as mmzip writes it), so that a publish can
-     * rewrite them where they are, whatever the new size. */
-    const uint8_t *lh = s->map.base + e->lfh_off;
+     * rewrite them where they are, whatever the new size. Read with pread, like all an edit compares or
+     * saves (see unchanged() and copy.c's MZ_COPY_PREAD_BELOW). */
+    uint8_t *lh = malloc(MZ_LFH_FIXED + nlen + MZ_LFH_ZIP64_EXTRA);
+    if (!lh) {
+        st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+        goto fail;
+    }
+    if (mz_pread_full(s->fd, lh, MZ_LFH_FIXED + nlen + MZ_LFH_ZIP64_EXTRA, e->lfh_off) != 0) {
+        st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read the local header of '%s'", s->path, key);
+        free(lh);
+        goto fail;
+    }
     uint16_t lnl = mz_get16(lh + 26), lxl = mz_get16(lh + 28);
-    if (lnl != nlen || lxl < MZ_LFH_ZIP64_EXTRA || mz_get16(lh + 30 + nlen) != MZ_EXTRA_ZIP64 ||
-        mz_get16(lh + 32 + nlen) != 16 || mz_get32(lh + 18) != 0xFFFFFFFFu || mz_get32(lh + 22) != 0xFFFFFFFFu) {
+    int zip64_sizes = lnl == nlen && lxl >= MZ_LFH_ZIP64_EXTRA && mz_get16(lh + 30 + nlen) == MZ_EXTRA_ZIP64 &&
+                      mz_get16(lh + 32 + nlen) == 16 && mz_get32(lh + 18) == 0xFFFFFFFFu &&
+                      mz_get32(lh + 22) == 0xFFFFFFFFu;
+    free(lh);
+    if (!zip64_sizes) {
         st = mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%s' has a local header without a ZIP64 size field (it was "
                      "not written by mmzip): it cannot be edited in place until it is rewritten", s->path, key);
         goto fail;
@@ -902,7 +915,11 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
         st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
         goto out;
     }
-    memcpy(lh, s->map.base + ed->lfh_off, (size_t)ed->lfh_len);
+    if (mz_pread_full(s->fd, lh, (size_t)ed->lfh_len, ed->lfh_off) != 0) {
+        st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read the local header of '%s'", s->path, key);
+        free(lh);
+        goto out;
+    }
     mz_put32(lh + 14, crc);
     mz_put64(lh + MZ_LFH_FIXED + nlen + 4, size);
     mz_put64(lh + MZ_LFH_FIXED + nlen + 12, size);

@@ -287,6 +287,8 @@ typedef struct mz_mapping {
     uint64_t stale_overlay; /* mz_map_init only: bytes of another file's overlay left in a reused reservation */
     uint32_t path_hash;    /* mz_hash of the path the file was opened by (a kept reservation's key, mapping.c;
                             * the stale-temporary scan's, recovery.c) */
+    int warm;              /* the overlay was kept from an earlier store of this file: its touched pages are
+                            * present, where a new one's first touches cost faults and page tables (copy.c) */
 } mz_mapping;
 
 extern size_t mz_page_size;

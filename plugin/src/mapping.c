@@ -208,6 +208,7 @@ int mz_map_init(mz_mapping *m, int fd, uint64_t file_size, uint64_t reserve, uns
     }
     if (m->file_ino) adopt_reservation(m, reserve, (how & MZ_MAP_AT_LEAST) != 0);
     else if ((m->base = reserve_va(reserve))) m->reserved = reserve;
+    m->warm = m->mapped > 0;
     if (!m->base)
         return mz_fail_errno(MMZIP_ENOMEM, errno, "%s: cannot reserve %llu bytes of address space", name,
                              (unsigned long long)reserve);

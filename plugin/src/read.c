@@ -38,7 +38,12 @@ int mz_resolve_data(mz_store *s, mz_entry *e) {
     if (e->lfh_off + MZ_LFH_FIXED > s->file_size)
         return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': local header at %llu is past the end of the file",
                        s->path, ENAME(e), (unsigned long long)e->lfh_off);
+    /* A writer with a new mapping reads it with pread: see copy.c (MZ_COPY_PREAD_BELOW). */
+    uint8_t head[MZ_LFH_FIXED + 256];
     const uint8_t *h = s->map.base + e->lfh_off;
+    if (s->writable && !s->map.warm && e->name_len <= sizeof head - MZ_LFH_FIXED &&
+        mz_pread_full(s->fd, head, MZ_LFH_FIXED + e->name_len, e->lfh_off) == 0)
+        h = head;
     uint32_t sig = mz_get32(h);
     uint16_t nlen = mz_get16(h + 26), xlen = mz_get16(h + 28), method = mz_get16(h + 8);
     /* A cleared signature marks a superseded first entry (commit.c: neutralize_dead_start); it is still
@@ -62,10 +67,15 @@ int mz_resolve_data(mz_store *s, mz_entry *e) {
     return MMZIP_OK;
 }
 
+/* Read with pread: every open asks this of its last entry, and it would be the open's only touch of the
+ * mapping (copy.c, MZ_COPY_PREAD_BELOW). An extra field too long for the buffer is read where it lies. */
 int mz_written_by_mmzip(mz_store *s, const mz_entry *e) {
+    uint8_t head[MZ_LFH_FIXED], extra[1024];
     const uint8_t *h = s->map.base + e->lfh_off;
+    if (mz_pread_full(s->fd, head, sizeof head, e->lfh_off) == 0) h = head;
     uint16_t nlen = mz_get16(h + 26), xlen = mz_get16(h + 28);
-    const uint8_t *x = h + MZ_LFH_FIXED + nlen;
+    const uint8_t *x = s->map.base + e->lfh_off + MZ_LFH_FIXED + nlen;
+    if (xlen <= sizeof extra && mz_pread_full(s->fd, extra, xlen, e->lfh_off + MZ_LFH_FIXED + nlen) == 0) x = extra;
     for (uint32_t k = 0; k + 4 <= xlen;) {
         uint16_t id = mz_get16(x + k), len = mz_get16(x + k + 2);
         if (id == MZ_EXTRA_ALIGN) return 1;

@@ -202,6 +202,96 @@ static void test_read_into_untouched_memory(void) {
 
 /* Large reads and copies are split over helper threads: every split gives the same bytes, and the helpers,
  * not the caller, take the page faults of their pieces. */
+/* 1 if the page holding p is mapped in this process's page tables (bit 63 of its /proc/self/pagemap entry). */
+static int page_present(const void *p) {
+    const long pg = sysconf(_SC_PAGESIZE);
+    int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    uint64_t entry = 0;
+    CHECK(fd >= 0 && pread(fd, &entry, sizeof entry, (off_t)((uintptr_t)p / (uintptr_t)pg * sizeof entry)) ==
+                         (ssize_t)sizeof entry);
+    if (fd >= 0) close(fd);
+    return (int)(entry >> 63);
+}
+
+/* mmzip_copy in a store open for writing reads copies under 64 KiB from the file, leaving the mapping
+ * untouched (its pages not made present), and gets the bytes an in-place edit just wrote; larger copies, and
+ * every copy of a read-only store, go through the mapping. */
+static void test_copy_in_a_writer_reads_the_file(void) {
+    const char *p = path_of("copy_writer.zip");
+    const size_t size = 1u << 20;
+    uint8_t *src = malloc(size), dst[300], *big = malloc(128u << 10);
+    CHECK(src && big);
+    fill(src, size, 5);
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    OK(mmzip_put(h, "e", src, size, 4096));
+    OK(mmzip_put(h, "tail", "t", 1, 0));
+    OK(mmzip_close(h));
+
+    OK(mmzip_open(p, "r+", NULL, &h));
+    const void *view;
+    uint64_t len;
+    OK(mmzip_get(h, "e", &view, &len));
+    const uint8_t *v = view;
+    CHECK(!page_present(v + (256u << 10)));
+    mmzip_copy(h, dst, v + (256u << 10) + 10, 200);
+    CHECK(memcmp(dst, src + (256u << 10) + 10, 200) == 0);
+    CHECK(!page_present(v + (256u << 10)));
+
+    const void *ev;
+    uint64_t room;
+    OK(mmzip_edit_begin(h, "e", &ev, &room));
+    CHECK(ev == view);
+    uint8_t now[300];
+    memset(now, 0xE7, sizeof now);
+    OK(mmzip_edit_write(h, "e", (512u << 10) + 3, now, sizeof now));
+    mmzip_copy(h, dst, v + (512u << 10), sizeof dst);
+    CHECK(memcmp(dst, src + (512u << 10), 3) == 0 && memcmp(dst + 3, now, sizeof dst - 3) == 0);
+    CHECK(!page_present(v + (512u << 10)));
+    OK(mmzip_edit_publish(h, "e", size));
+    OK(mmzip_edit_end(h, "e"));
+
+    mmzip_copy(h, big, v + (768u << 10), 128u << 10); /* not small: through the mapping */
+    CHECK(memcmp(big, src + (768u << 10), 128u << 10) == 0);
+    CHECK(page_present(v + (768u << 10)));
+    OK(mmzip_close(h));
+
+    OK(mmzip_open(p, "r", NULL, &h));
+    OK(mmzip_get(h, "e", &view, &len));
+    v = view;
+    mmzip_copy(h, dst, v + (128u << 10), 200); /* a reader copies through the mapping */
+    CHECK(memcmp(dst, src + (128u << 10), 200) == 0);
+    CHECK(page_present(v + (128u << 10)));
+    OK(mmzip_close(h));
+
+    /* A mapping kept for the next writer of the file is read through: its pages are made already. */
+    const char *q = path_of("copy_writer_kept.zip");
+    mmzip_options keep;
+    mmzip_options_init(&keep);
+    keep.flags |= MMZIP_KEEP_MAPPING;
+    OK(mmzip_open(q, "w", NULL, &h));
+    OK(mmzip_put(h, "e", src, size, 4096));
+    OK(mmzip_close(h));
+    OK(mmzip_open(q, "r+", &keep, &h));
+    OK(mmzip_get(h, "e", &view, &len));
+    v = view;
+    mmzip_copy(h, dst, v + (256u << 10), 200);
+    CHECK(memcmp(dst, src + (256u << 10), 200) == 0);
+    CHECK(!page_present(v + (256u << 10))); /* new: read from the file */
+    OK(mmzip_close(h));
+    OK(mmzip_open(q, "r+", &keep, &h));
+    OK(mmzip_get(h, "e", &view, &len));
+    CHECK(view == v);
+    mmzip_copy(h, dst, v + (256u << 10), 200);
+    CHECK(memcmp(dst, src + (256u << 10), 200) == 0);
+    CHECK(page_present(v + (256u << 10))); /* kept: through the mapping */
+    OK(mmzip_close(h));
+    OK(mmzip_open(p, "r", NULL, &h)); /* another archive: the kept mapping goes */
+    OK(mmzip_close(h));
+    free(src);
+    free(big);
+}
+
 static void test_large_read_split(void) {
     const char *p = path_of("split.zip");
     const size_t big = (6u << 20) + 4321;
@@ -1200,6 +1290,7 @@ int main(void) {
     RUN(test_modes);
     RUN(test_put_get_list);
     RUN(test_read_into_untouched_memory);
+    RUN(test_copy_in_a_writer_reads_the_file);
     RUN(test_large_read_split);
     RUN(test_list_prefix);
     RUN(test_list_without_data_offsets);
