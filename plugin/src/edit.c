@@ -373,16 +373,18 @@ static int journal_reset(mz_store *s, struct mz_edit *ed) {
     return MMZIP_OK;
 }
 
-/* Appends the committed bytes [off, off+len) of the archive (absolute) to the journal. */
-static int journal_save(mz_store *s, struct mz_edit *ed, uint64_t off, uint64_t len) {
+/* Appends the committed bytes [off, off+len) of the archive (absolute) to the journal: `bytes` if the caller
+ * has just read them, else read here. */
+static int journal_save(mz_store *s, struct mz_edit *ed, uint64_t off, uint64_t len, const uint8_t *bytes) {
     uint8_t *rec = malloc(MZ_UNDO_REC_HEAD + len);
     if (!rec) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
     mz_put32(rec, MZ_UNDO_REC_MAGIC);
     mz_put64(rec + 4, ed->nonce);
     mz_put64(rec + 12, off);
     mz_put32(rec + 20, (uint32_t)len);
+    if (bytes) memcpy(rec + MZ_UNDO_REC_HEAD, bytes, (size_t)len);
     /* Read, not copied from the mapping: see unchanged(). */
-    if (mz_pread_full(s->fd, rec + MZ_UNDO_REC_HEAD, (size_t)len, off) != 0) {
+    else if (mz_pread_full(s->fd, rec + MZ_UNDO_REC_HEAD, (size_t)len, off) != 0) {
         free(rec);
         return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read the committed bytes to save", s->path);
     }
@@ -810,11 +812,18 @@ static int unchanged(mz_store *s, const struct mz_edit *ed, uint64_t offset, con
            file_equals(s->fd, ed->data_off + offset + in_file, rest, n);
 }
 
+/* A write up to this size inside the committed bytes (HDF5's metadata: a superblock, an object header) reads
+ * the blocks it touches once, for the comparison and for the journal: one pread, where the general path
+ * makes a SEEK_DATA, a pread and a pread per block to journal. */
+#define MZ_SMALL_EDIT (64u << 10)
+
 int mmzip_edit_write(mmzip_t *h, const char *key, uint64_t offset, const void *data, size_t len) {
     int st;
     struct mz_edit *ed = lock_edit(h, key, "mmzip_edit_write", &st);
     if (!ed) return st;
     mz_store *s = h->s;
+    uint8_t *old = NULL; /* the committed blocks of a small write, from old_lo */
+    uint64_t old_lo = 0;
     if (len == 0) goto out;
     if (!data || offset > UINT64_MAX - len) {
         st = mz_fail(MMZIP_EINVAL, "%s: mmzip_edit_write: bad range", s->path);
@@ -824,7 +833,24 @@ int mmzip_edit_write(mmzip_t *h, const char *key, uint64_t offset, const void *d
     if (st) goto out;
     uint64_t end = offset + len;
     /* Unchanged bytes (HDF5 rewrites much metadata as it was) cost nothing but their CRC. */
-    int same = unchanged(s, ed, offset, data, len);
+    int same;
+    if (end <= ed->base_size && len <= MZ_SMALL_EDIT) {
+        old_lo = offset / MZ_UNDO_BLOCK * MZ_UNDO_BLOCK;
+        uint64_t old_hi = (end + MZ_UNDO_BLOCK - 1) / MZ_UNDO_BLOCK * MZ_UNDO_BLOCK;
+        if (old_hi > ed->base_size) old_hi = ed->base_size;
+        if (!(old = malloc((size_t)(old_hi - old_lo)))) {
+            st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+            goto out;
+        }
+        if (mz_pread_full(s->fd, old, (size_t)(old_hi - old_lo), ed->data_off + old_lo) != 0) {
+            st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read entry '%s' at %llu", s->path, key,
+                               (unsigned long long)offset);
+            goto out;
+        }
+        same = memcmp(old + (offset - old_lo), data, len) == 0;
+    } else {
+        same = unchanged(s, ed, offset, data, len);
+    }
     if (!same && offset < ed->base_size) {
         uint64_t b0 = offset / MZ_UNDO_BLOCK, b1 = ((end < ed->base_size ? end : ed->base_size) - 1) / MZ_UNDO_BLOCK;
         int saved_any = 0;
@@ -837,7 +863,7 @@ int mmzip_edit_write(mmzip_t *h, const char *key, uint64_t offset, const void *d
             while (r <= b1 && !(ed->saved[r >> 3] & (1u << (r & 7))) && r - b < 1024) r++;
             uint64_t lo = b * MZ_UNDO_BLOCK, hi = r * MZ_UNDO_BLOCK;
             if (hi > ed->base_size) hi = ed->base_size;
-            st = journal_save(s, ed, ed->data_off + lo, hi - lo);
+            st = journal_save(s, ed, ed->data_off + lo, hi - lo, old ? old + (lo - old_lo) : NULL);
             if (st) goto out;
             for (uint64_t k = b; k < r; k++) ed->saved[k >> 3] |= (uint8_t)(1u << (k & 7));
             saved_any = 1;
@@ -857,6 +883,7 @@ int mmzip_edit_write(mmzip_t *h, const char *key, uint64_t offset, const void *d
     }
     grown_record(ed, offset, data, len);
 out:
+    free(old);
     pthread_mutex_unlock(&s->wmu);
     return st;
 }
@@ -924,7 +951,7 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     mz_put64(lh + MZ_LFH_FIXED + nlen + 4, size);
     mz_put64(lh + MZ_LFH_FIXED + nlen + 12, size);
     if (!ed->lfh_saved) {
-        st = journal_save(s, ed, ed->lfh_off, ed->lfh_len);
+        st = journal_save(s, ed, ed->lfh_off, ed->lfh_len, NULL);
         if (!st) st = jsync(s, ed->jfd, "edit.sync_journal_header");
         if (st) {
             free(lh);
