@@ -15,7 +15,8 @@
  *     out of the way (mz_ensure_room, the relocation every append already uses).
  *   - Publishing writes the new CRC and sizes into the local header (journaled first) and commits a directory
  *     whose record of the entry carries them: that commit's truncate is the commit point. The journal is then
- *     reset to the new version (truncated, then a new header with a new nonce).
+ *     reset to the new version (truncated, then a new header with a new nonce) before the next change, or
+ *     removed as it is if the edit ends first (journal_fresh).
  *   - Recovery (at every writable open, before anything else) finds a journal whose entry still has, in the
  *     committed directory, exactly the size and CRC the journal restores: the edit never published, and its
  *     records are written back. A journal that restores another version is stale (the crash came between the
@@ -79,6 +80,7 @@ struct mz_edit {
         uint32_t crc;
     } grown[MZ_GROWN_MAX];
     unsigned n_grown;
+    int journal_stale;                   /* see journal_fresh */
 };
 
 static char *journal_path(const char *path) {
@@ -350,7 +352,7 @@ static void encode_header(uint8_t *h, const struct mz_edit *ed) {
  * record of an older version can ever be taken for one of this version, whatever order the header and the
  * truncate reach the disk in), then cut after it. Not cut to zero first: ext4 (auto_da_alloc) flushes a file
  * truncated to zero when it is closed, which cost milliseconds per session. */
-static int journal_reset(mz_store *s, struct mz_edit *ed) {
+static int journal_file_reset(mz_store *s, struct mz_edit *ed) {
     ed->nonce = fresh_nonce();
     uint8_t h[MZ_UNDO_HEADER];
     encode_header(h, ed);
@@ -360,6 +362,12 @@ static int journal_reset(mz_store *s, struct mz_edit *ed) {
     if (ftruncate(ed->jfd, MZ_UNDO_HEADER) != 0)
         return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot reset the undo journal", s->path);
     mz_io_trace_journal(s, MZ_OP_JTRUNCATE, MZ_UNDO_HEADER, "edit.journal_reset");
+    ed->journal_stale = 0;
+    return MMZIP_OK;
+}
+
+/* What the edit knows of the journal, for a journal that holds nothing of the current committed version. */
+static int journal_forget(mz_store *s, struct mz_edit *ed) {
     ed->jend = MZ_UNDO_HEADER;
     ed->lfh_saved = 0;
     ed->dirty = 0;
@@ -371,6 +379,19 @@ static int journal_reset(mz_store *s, struct mz_edit *ed) {
     ed->saved = bits;
     ed->nblocks = nb;
     return MMZIP_OK;
+}
+
+static int journal_reset(mz_store *s, struct mz_edit *ed) {
+    int st = journal_file_reset(s, ed);
+    return st ? st : journal_forget(s, ed);
+}
+
+/* A publish leaves the journal as it was, stale: it restores a version the directory no longer names, which
+ * recovery deletes without applying (the state a crash between the commit point and a reset always left).
+ * It is reset before the next change, and an edit that ends instead - a session that publishes at its
+ * close - just removes it: a write and a truncate of the journal saved per session. */
+static int journal_fresh(mz_store *s, struct mz_edit *ed) {
+    return ed->journal_stale ? journal_file_reset(s, ed) : MMZIP_OK;
 }
 
 /* Appends the committed bytes [off, off+len) of the archive (absolute) to the journal: `bytes` if the caller
@@ -770,7 +791,8 @@ int mmzip_edit_grow(mmzip_t *h, const char *key, uint64_t capacity) {
     int st;
     struct mz_edit *ed = lock_edit(h, key, "mmzip_edit_grow", &st);
     if (!ed) return st;
-    st = grow_locked(h->s, ed, capacity);
+    st = journal_fresh(h->s, ed);
+    if (!st) st = grow_locked(h->s, ed, capacity);
     pthread_mutex_unlock(&h->s->wmu);
     return st;
 }
@@ -829,7 +851,8 @@ int mmzip_edit_write(mmzip_t *h, const char *key, uint64_t offset, const void *d
         st = mz_fail(MMZIP_EINVAL, "%s: mmzip_edit_write: bad range", s->path);
         goto out;
     }
-    st = grow_locked(s, ed, offset + len);
+    st = journal_fresh(s, ed);
+    if (!st) st = grow_locked(s, ed, offset + len);
     if (st) goto out;
     uint64_t end = offset + len;
     /* Unchanged bytes (HDF5 rewrites much metadata as it was) cost nothing but their CRC. */
@@ -912,11 +935,13 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     if (!ed) return st;
     mz_store *s = h->s;
     size_t nlen = strlen(key);
+    if (!ed->dirty && size == ed->base_size) goto out;
+    st = journal_fresh(s, ed);
+    if (st) goto out;
     if (ed->data_off + size > ed->room_end) {
         st = grow_locked(s, ed, size);
         if (st) goto out;
     }
-    if (!ed->dirty && size == ed->base_size) goto out;
     uint32_t crc;
     st = edited_crc(s, ed, size, &crc);
     if (st) goto out;
@@ -998,7 +1023,8 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     ed->reach_end = ed->data_off + size + room;
     if (!ed->last && ed->room_end > ed->reach_end) ed->room_end = ed->reach_end;
     if (ed->last) ed->room_end = s->data_end > ed->data_off + size ? s->data_end : ed->data_off + size;
-    st = journal_reset(s, ed);
+    ed->journal_stale = 1;
+    st = journal_forget(s, ed);
 out:
     pthread_mutex_unlock(&s->wmu);
     return st;

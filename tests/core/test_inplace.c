@@ -345,6 +345,58 @@ static void test_growth_crc_from_writes(void) {
     test_growth_crc_from_writes_in(0);
 }
 
+/* After a publish the journal is stale until the next change resets it (or the end removes it). A writer
+ * killed right after a publish leaves the published version; one killed after writing again, before the next
+ * publish, leaves the first published version too: the write must have reset the journal to it first (a
+ * stale journal would be deleted without being applied, and the second write would stay, with a wrong CRC). */
+static void test_killed_after_publish(int write_again) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/after_publish_%d.zip", dir, write_again);
+    uint8_t want[10000], later[3000];
+    for (size_t i = 0; i < sizeof want; i++) want[i] = (uint8_t)(i * 7);
+    mmzip_t *h;
+    OK(mmzip_open(p, "w", NULL, &h));
+    OK(mmzip_put(h, "a", want, sizeof want, 64));
+    OK(mmzip_put(h, "b", "bbbb", 4, 0));
+    OK(mmzip_close(h));
+    memset(want + 1000, 0x11, 2000);
+    memset(later, 0x22, sizeof later);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        mmzip_t *c;
+        const void *v;
+        uint64_t room;
+        if (mmzip_open(p, "r+", NULL, &c) || mmzip_edit_begin(c, "a", &v, &room) ||
+            mmzip_edit_write(c, "a", 1000, want + 1000, 2000) || mmzip_edit_publish(c, "a", sizeof want))
+            _exit(1);
+        if (write_again && (mmzip_edit_write(c, "a", 500, later, sizeof later) ||
+                            mmzip_edit_write(c, "a", 9000, later, 1000)))
+            _exit(2);
+        raise(SIGKILL);
+        _exit(3);
+    }
+    int ws;
+    waitpid(pid, &ws, 0);
+    CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+    char journal[700];
+    snprintf(journal, sizeof journal, "%s.mmzip-undo", p);
+    CHECK(access(journal, F_OK) == 0); /* left by the kill */
+    OK(mmzip_recover(p, NULL));
+    CHECK(access(journal, F_OK) != 0);
+    CHECK_EQ_U64(check_archive(p), MMZIP_OK);
+    OK(mmzip_open(p, "r", NULL, &h));
+    const void *r;
+    uint64_t rn;
+    OK(mmzip_get(h, "a", &r, &rn));
+    CHECK(rn == sizeof want && memcmp(r, want, sizeof want) == 0);
+    mmzip_close(h);
+    CHECK_EQ_U64(stored_crc(p, "a"), crc32_ref(want, sizeof want));
+}
+
+static void test_killed_after_publish_only(void) { test_killed_after_publish(0); }
+static void test_killed_after_publish_and_write(void) { test_killed_after_publish(1); }
+
 static void test_killed_recover(void) { test_killed_between_write_and_commit(0); }
 static void test_killed_open(void) { test_killed_between_write_and_commit(1); }
 
@@ -359,6 +411,8 @@ int main(void) {
     RUN(test_killed_open);
     RUN(test_edit_zeros_over_killed_growth);
     RUN(test_growth_crc_from_writes);
+    RUN(test_killed_after_publish_only);
+    RUN(test_killed_after_publish_and_write);
     int r = ctest_result();
     if (!r) {
         char cmd[600];
