@@ -47,6 +47,13 @@ static uint32_t stored_crc(const char *path, const char *key) {
     return info.crc32;
 }
 
+/* Waits for a child that was to die of SIGKILL in the middle of its work, and checks that it did. */
+static void check_killed(pid_t pid) {
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+}
+
 static const char *make(const char *name) {
     const char *p = ctest_path_in(dir, name);
     mmzip_t *h;
@@ -155,9 +162,7 @@ static void test_killed_between_write_and_commit(int how) {
         raise(SIGKILL);
         _exit(4);
     }
-    int ws;
-    waitpid(pid, &ws, 0);
-    CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+    check_killed(pid);
     uint8_t want[10000];
     for (size_t i = 0; i < sizeof want; i++) want[i] = (uint8_t)(i * 7);
     memset(want, 0x5A, 6000);
@@ -218,9 +223,7 @@ static void test_edit_zeros_over_killed_growth(void) {
         kill(getpid(), SIGKILL);
         _exit(2);
     }
-    int status;
-    waitpid(pid, &status, 0);
-    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    check_killed(pid);
 
     OK(mmzip_open(p, "r+", NULL, &h)); /* recovers */
     mmzip_entry_info info;
@@ -376,9 +379,7 @@ static void test_killed_after_publish(int write_again) {
         raise(SIGKILL);
         _exit(3);
     }
-    int ws;
-    waitpid(pid, &ws, 0);
-    CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+    check_killed(pid);
     char journal[700];
     snprintf(journal, sizeof journal, "%s.mmzip-undo", p);
     CHECK(access(journal, F_OK) == 0); /* left by the kill */
