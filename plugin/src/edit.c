@@ -972,11 +972,8 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
         free(lh);
         goto out;
     }
-    mz_put32(lh + 14, crc);
-    mz_put64(lh + MZ_LFH_FIXED + nlen + 4, size);
-    mz_put64(lh + MZ_LFH_FIXED + nlen + 12, size);
-    if (!ed->lfh_saved) {
-        st = journal_save(s, ed, ed->lfh_off, ed->lfh_len, NULL);
+    if (!ed->lfh_saved) { /* the header as committed, just read */
+        st = journal_save(s, ed, ed->lfh_off, ed->lfh_len, lh);
         if (!st) st = jsync(s, ed->jfd, "edit.sync_journal_header");
         if (st) {
             free(lh);
@@ -984,6 +981,9 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
         }
         ed->lfh_saved = 1;
     }
+    mz_put32(lh + 14, crc);
+    mz_put64(lh + MZ_LFH_FIXED + nlen + 4, size);
+    mz_put64(lh + MZ_LFH_FIXED + nlen + 12, size);
     st = mz_io_write(s, lh, (size_t)ed->lfh_len, ed->lfh_off, "edit.header");
     free(lh);
     if (st) goto out;
