@@ -60,6 +60,7 @@
 struct mz_edit {
     char *key;
     uint64_t lfh_off, data_off, lfh_len; /* lfh_len: the header bytes a publish rewrites (fixed + name + ZIP64) */
+    uint8_t *lfh;                        /* those bytes as committed: read at the begin, then what publishes wrote */
     uint64_t base_size;                  /* the committed version that the journal restores */
     uint32_t base_crc;
     uint64_t nonce;
@@ -654,6 +655,7 @@ static void edit_free(struct mz_edit *ed) {
     if (ed->jfd >= 0) close(ed->jfd);
     if (ed->lock_fd >= 0) close(ed->lock_fd);
     free(ed->jpath);
+    free(ed->lfh);
     free(ed->saved);
     free(ed->key);
     free(ed);
@@ -727,14 +729,20 @@ int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *r
     int zip64_sizes = lnl == nlen && lxl >= MZ_LFH_ZIP64_EXTRA && mz_get16(lh + 30 + nlen) == MZ_EXTRA_ZIP64 &&
                       mz_get16(lh + 32 + nlen) == 16 && mz_get32(lh + 18) == 0xFFFFFFFFu &&
                       mz_get32(lh + 22) == 0xFFFFFFFFu;
-    free(lh);
     if (!zip64_sizes) {
+        free(lh);
         st = mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%s' has a local header without a ZIP64 size field (it was "
                      "not written by mmzip): it cannot be edited in place until it is rewritten", s->path, key);
         goto fail;
     }
     ed = calloc(1, sizeof *ed);
-    if (!ed || !(ed->key = strdup(key)) || !(ed->jpath = journal_path(s->path))) {
+    if (!ed) {
+        free(lh);
+        st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+        goto fail;
+    }
+    ed->lfh = lh; /* only this process writes it while the edit holds the writer lock */
+    if (!(ed->key = strdup(key)) || !(ed->jpath = journal_path(s->path))) {
         st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
         goto fail;
     }
@@ -961,6 +969,7 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     if (!ed) return st;
     mz_store *s = h->s;
     size_t nlen = strlen(key);
+    uint8_t *lh = NULL;
     if (!ed->dirty && size == ed->base_size) goto out;
     st = journal_fresh(s, ed);
     if (st) goto out;
@@ -987,31 +996,24 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
         for (uint64_t i = size; room && i < ed->base_size; i++)
             if (cut[i]) room = 0;
     }
-    /* The local header: its CRC and ZIP64 sizes change, where they are. */
-    uint8_t *lh = malloc((size_t)ed->lfh_len);
+    /* The local header: its CRC and ZIP64 sizes change, where they are. Until the commit point the file holds
+     * ed->lfh, or (a publish that failed after writing it) the journal does. */
+    lh = malloc((size_t)ed->lfh_len);
     if (!lh) {
         st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
         goto out;
     }
-    if (mz_pread_full(s->fd, lh, (size_t)ed->lfh_len, ed->lfh_off) != 0) {
-        st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read the local header of '%s'", s->path, key);
-        free(lh);
-        goto out;
-    }
-    if (!ed->lfh_saved) { /* the header as committed, just read */
+    memcpy(lh, ed->lfh, (size_t)ed->lfh_len);
+    if (!ed->lfh_saved) { /* the header as committed */
         st = journal_save(s, ed, ed->lfh_off, ed->lfh_len, lh);
         if (!st) st = jsync(s, ed->jfd, "edit.sync_journal_header");
-        if (st) {
-            free(lh);
-            goto out;
-        }
+        if (st) goto out;
         ed->lfh_saved = 1;
     }
     mz_put32(lh + 14, crc);
     mz_put64(lh + MZ_LFH_FIXED + nlen + 4, size);
     mz_put64(lh + MZ_LFH_FIXED + nlen + 12, size);
     st = mz_io_write(s, lh, (size_t)ed->lfh_len, ed->lfh_off, "edit.header");
-    free(lh);
     if (st) goto out;
     /* The directory record: a pending version of the entry at the same place replaces the committed one. */
     uint32_t head = mz_lookup_head(s, key, nlen);
@@ -1042,6 +1044,9 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     s->bytes_since_commit += size;
     st = mz_commit_locked(s, 0);
     if (st) goto out;
+    free(ed->lfh);
+    ed->lfh = lh;
+    lh = NULL;
     mz_crashpoint("edit.published");
     ed->base_size = size;
     ed->base_crc = crc;
@@ -1052,6 +1057,7 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     ed->journal_stale = 1;
     st = journal_forget(s, ed);
 out:
+    free(lh);
     pthread_mutex_unlock(&s->wmu);
     return st;
 }

@@ -31,7 +31,7 @@ int scenario_steps(const char *name) {
     if (strcmp(name, "basic") == 0) return 12;
     if (strcmp(name, "loop") == 0) return LOOP_STEPS;
     if (strcmp(name, "reservations") == 0) return 6;
-    if (strcmp(name, "edits") == 0) return 13;
+    if (strcmp(name, "edits") == 0) return 15;
     return -1;
 }
 
@@ -182,6 +182,9 @@ static void edits_step(int k, step *s) {
     case 11: edit(s, "r", 2, 120000, 1); break;           /* into its room, not the last entry */
     case 12: s->batched = 1; edit(s, "r", 3, 190000, 0); put(s, "d", 1, 100); break; /* abandoned */
     case 13: edit(s, "r", 4, 150000, 1); break;
+    /* Two publishes in one edit, a step each. */
+    case 14: edit(s, "m", 4, 90000, 1); s->act[s->n - 1].kind = ACT_EDIT_OPEN; break;
+    case 15: edit(s, "m", 5, 90000, 1); s->act[s->n - 1].kind = ACT_EDIT_MORE; break;
     }
 }
 
@@ -313,20 +316,22 @@ static int grow_reservation(mmzip_t *h, const action *a) {
 
 /* Writes the version's bytes over the entry in 7000-byte pieces (HDF5 writes metadata in such pieces). */
 static int edit_entry(mmzip_t *h, const action *a) {
-    const void *view;
+    static const void *view; /* of the edit an ACT_EDIT_OPEN left open */
     uint64_t room;
     mmzip_entry_info before;
     int st = mmzip_stat(h, a->key, &before);
     if (st) return st;
-    st = mmzip_edit_begin(h, a->key, &view, &room);
-    if (st) return st;
-    /* Room after an entry that is not the last reads as zeros, whatever an abandoned or killed edit wrote. */
-    if (room != UINT64_MAX)
-        for (uint64_t i = before.size; i < room; i++)
-            if (((const uint8_t *)view)[i] != 0) {
-                mmzip_edit_end(h, a->key);
-                return MMZIP_ECORRUPT;
-            }
+    if (a->kind != ACT_EDIT_MORE) {
+        st = mmzip_edit_begin(h, a->key, &view, &room);
+        if (st) return st;
+        /* Room after an entry that is not the last reads as zeros, whatever an abandoned or killed edit wrote. */
+        if (room != UINT64_MAX)
+            for (uint64_t i = before.size; i < room; i++)
+                if (((const uint8_t *)view)[i] != 0) {
+                    mmzip_edit_end(h, a->key);
+                    return MMZIP_ECORRUPT;
+                }
+    }
     uint8_t *buf = malloc(a->len ? a->len : 1);
     scenario_content(a->key, a->version, buf, a->len);
     for (uint32_t off = 0; off < a->len && st == MMZIP_OK; off += 7000) {
@@ -335,7 +340,8 @@ static int edit_entry(mmzip_t *h, const action *a) {
     }
     if (st == MMZIP_OK && memcmp(view, buf, a->len) != 0) st = MMZIP_ECORRUPT; /* the view shows the edit */
     free(buf);
-    if (st == MMZIP_OK && a->kind == ACT_EDIT) st = mmzip_edit_publish(h, a->key, a->len);
+    if (st == MMZIP_OK && a->kind != ACT_EDIT_ABANDON) st = mmzip_edit_publish(h, a->key, a->len);
+    if (st == MMZIP_OK && a->kind == ACT_EDIT_OPEN) return MMZIP_OK;
     int st2 = mmzip_edit_end(h, a->key);
     return st ? st : st2;
 }
@@ -364,7 +370,8 @@ int scenario_apply(mmzip_t *h, const char *name, int k) {
             }
         } else if (a->kind == ACT_GROW) {
             st = grow_reservation(h, a);
-        } else if (a->kind == ACT_EDIT || a->kind == ACT_EDIT_ABANDON) {
+        } else if (a->kind == ACT_EDIT || a->kind == ACT_EDIT_ABANDON || a->kind == ACT_EDIT_OPEN ||
+                   a->kind == ACT_EDIT_MORE) {
             st = edit_entry(h, a);
         } else if (a->kind == ACT_UNRESERVE) {
             st = mmzip_unreserve(h, a->key);

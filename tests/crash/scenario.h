@@ -17,10 +17,13 @@
  * abandons an open reservation. */
 /* ACT_EDIT edits a committed entry in place (mmzip_edit_*) into the version's bytes and publishes it;
  * ACT_EDIT_ABANDON does the same writes but ends the edit unpublished (the entry keeps its version). */
+/* ACT_EDIT_OPEN is ACT_EDIT that leaves the edit open after its publish; ACT_EDIT_MORE writes the next version
+ * in that same edit, publishes it and ends it: the HDF5 driver publishes at every flush of one session, and
+ * a second publish must journal the local header as the first one left it. */
 /* ACT_RESERVE_ROOM is ACT_RESERVE through mmzip_reserve_room: what the patch leaves of the capacity stays the
  * entry's room (the HDF5 driver's move of a member that outgrew its place); edits grow into it. */
 typedef enum { ACT_PUT, ACT_REMOVE, ACT_RESERVE, ACT_RESERVE_OPEN, ACT_PATCH, ACT_GROW, ACT_UNRESERVE, ACT_EDIT,
-               ACT_EDIT_ABANDON, ACT_RESERVE_ROOM } act_kind;
+               ACT_EDIT_ABANDON, ACT_RESERVE_ROOM, ACT_EDIT_OPEN, ACT_EDIT_MORE } act_kind;
 
 typedef struct {
     act_kind kind;
