@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/stat.h>
 
 /* ---------------------------------------------------------------------------------------------------- */
 /* ZIP records                                                                                           */
@@ -293,9 +294,11 @@ typedef struct mz_mapping {
 
 extern size_t mz_page_size;
 /* mz_map_init's how: keep the overlay past mz_map_free (MMZIP_KEEP_MAPPING); reserve may be exceeded (a
- * read-only store's reservation is a guess, a writer's is max_file_size). */
+ * read-only store's reservation is a guess, a writer's is max_file_size). fd_stat: fd's fstat if the caller
+ * has just made it, or NULL. */
 enum { MZ_MAP_KEEP = 1, MZ_MAP_AT_LEAST = 2 };
-int mz_map_init(mz_mapping *m, int fd, uint64_t file_size, uint64_t reserve, unsigned how, const char *name);
+int mz_map_init(mz_mapping *m, int fd, const struct stat *fd_stat, uint64_t file_size, uint64_t reserve,
+                unsigned how, const char *name);
 int mz_map_cover(mz_mapping *m, int fd, uint64_t file_size, const char *name);
 int mz_map_writable(mz_mapping *m, int fd, uint64_t off, uint64_t len, uint8_t **view, const char *name);
 int mz_map_seal(mz_mapping *m, uint64_t off, uint64_t len);
@@ -553,7 +556,9 @@ int mz_plan_recovery(mz_store *s, mz_recovery_plan *p, mmzip_report_fn report, v
 
 /* store.c */
 pid_t mz_current_pid(void); /* getpid(), cached; reset in a forked child */
-int mz_load_state(mz_store *s, int allow_scan_back, mz_trailer *t_out);
+/* Reads the archive's state. fd_stat: the descriptor's fstat, if nobody can have changed the file since it was
+ * made (the caller holds the writer lock), else NULL: a reader's size is taken under the commit lock. */
+int mz_load_state(mz_store *s, int allow_scan_back, const struct stat *fd_stat, mz_trailer *t_out);
 int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd);
 void mz_store_describe_layout(mz_store *s);
 

@@ -143,18 +143,21 @@ static void *reserve_va(uint64_t len) {
     /* Aligned to 2 MiB: the kernel maps a file's large page-cache folios (Linux 6.x) with one fault per folio,
      * or as one huge entry, only where the mapping's addresses line up with the file offsets' 2 MiB
      * boundaries. Unaligned, a zero-copy reader of large entries took about twice as many page faults as
-     * Python's own mmap of the same file (which the kernel aligns), and was 2-3x slower reading 64 MiB. */
+     * Python's own mmap of the same file (which the kernel aligns), and was 2-3x slower reading 64 MiB.
+     * Linux 6.7 and later align a large anonymous mapping by themselves: then one call is enough. (No
+     * MADV_NOHUGEPAGE here: the file overlays that replace the reservation are new mappings, which would
+     * not inherit it.) */
     const uint64_t huge = 2u << 20;
+    uint8_t *raw = mmap(NULL, (size_t)len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    if (((uintptr_t)raw & (huge - 1)) == 0) return raw;
+    munmap(raw, (size_t)len);
     uint64_t span = len + huge;
-    uint8_t *raw = mmap(NULL, (size_t)span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    raw = mmap(NULL, (size_t)span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (raw == MAP_FAILED) return NULL;
     uint8_t *p = (uint8_t *)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
     if (p > raw) munmap(raw, (size_t)(p - raw));
     if (raw + span > p + len) munmap(p + len, (size_t)(raw + span - (p + len)));
-#ifdef MADV_NOHUGEPAGE
-    /* A transparent huge page would turn a one-byte touch of a small entry into a 2 MiB fault. */
-    madvise(p, (size_t)len, MADV_NOHUGEPAGE);
-#endif
     return p;
 }
 
@@ -194,15 +197,17 @@ static int settle_stale_overlay(mz_mapping *m) {
     return make_inaccessible(m->base + from, to - from) == 0 ? MMZIP_OK : MMZIP_ENOMEM;
 }
 
-int mz_map_init(mz_mapping *m, int fd, uint64_t file_size, uint64_t reserve, unsigned how, const char *name) {
+int mz_map_init(mz_mapping *m, int fd, const struct stat *fd_stat, uint64_t file_size, uint64_t reserve,
+                unsigned how, const char *name) {
     memset(m, 0, sizeof *m);
     m->map_fd = -1;
     if (reserve < file_size) reserve = file_size;
     reserve = round_up(reserve ? reserve : page(), page());
     struct stat st;
-    if (fstat(fd, &st) == 0) {
-        m->file_dev = (uint64_t)st.st_dev;
-        m->file_ino = (uint64_t)st.st_ino;
+    if (fd_stat || fstat(fd, &st) == 0) {
+        if (!fd_stat) fd_stat = &st;
+        m->file_dev = (uint64_t)fd_stat->st_dev;
+        m->file_ino = (uint64_t)fd_stat->st_ino;
         m->path_hash = name ? mz_hash(name, strlen(name)) : 0;
         m->keep = (how & MZ_MAP_KEEP) != 0;
     }
@@ -213,16 +218,19 @@ int mz_map_init(mz_mapping *m, int fd, uint64_t file_size, uint64_t reserve, uns
         return mz_fail_errno(MMZIP_ENOMEM, errno, "%s: cannot reserve %llu bytes of address space", name,
                              (unsigned long long)reserve);
     if (m->keep && m->map_fd < 0) {
-        /* A new open file description of this very inode, even if the path was renamed meanwhile. Without
-         * /proc the overlay maps through fd and is not kept. */
+        /* A new open file description of this very inode: by its name (a path walk through /proc costs
+         * twice as much), or, if the name went to another file meanwhile, through /proc. Without either
+         * the overlay maps through fd and is not kept. */
         char self[64];
         snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-        m->map_fd = open(self, O_RDONLY | O_CLOEXEC);
-        struct stat mst;
-        if (m->map_fd >= 0 && (fstat(m->map_fd, &mst) != 0 || (uint64_t)mst.st_dev != m->file_dev ||
-                               (uint64_t)mst.st_ino != m->file_ino)) {
-            close(m->map_fd);
-            m->map_fd = -1;
+        for (int via_proc = name == NULL; via_proc < 2 && m->map_fd < 0; via_proc++) {
+            m->map_fd = open(via_proc ? self : name, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO put there */
+            struct stat mst;
+            if (m->map_fd >= 0 && (fstat(m->map_fd, &mst) != 0 || (uint64_t)mst.st_dev != m->file_dev ||
+                                   (uint64_t)mst.st_ino != m->file_ino)) {
+                close(m->map_fd);
+                m->map_fd = -1;
+            }
         }
     }
     return mz_map_cover(m, fd, file_size, name);

@@ -199,10 +199,10 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     return MMZIP_OK;
 }
 
-int mz_load_state(mz_store *s, int allow_scan_back, mz_trailer *t_out) {
+int mz_load_state(mz_store *s, int allow_scan_back, const struct stat *fd_stat, mz_trailer *t_out) {
     struct stat st;
-    if (fstat(s->fd, &st) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
-    s->file_size = (uint64_t)st.st_size;
+    if (!fd_stat && fstat(s->fd, &st) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
+    s->file_size = (uint64_t)(fd_stat ? fd_stat : &st)->st_size;
     int r = mz_map_cover(&s->map, s->fd, s->file_size, s->path);
     if (r) return r;
     mz_source src = {mz_read_fd, (void *)(intptr_t)s->fd, s->file_size, s->path, s->fd};
@@ -275,8 +275,8 @@ static mz_store *store_new(const char *path, const mmzip_options *o, int writabl
 static int release(mmzip_t *h, int commit);
 
 /* Opens the descriptor of a writer and takes its lock, making sure the path still names what we locked
- * (a pack may have renamed a new file over it while we waited). */
-static int open_locked(mz_store *s, int flags, int *fd_out) {
+ * (a pack may have renamed a new file over it while we waited). *st_out: the descriptor's fstat. */
+static int open_locked(mz_store *s, int flags, int *fd_out, struct stat *st_out) {
     for (int attempt = 0; attempt < 8; attempt++) {
         int fd = open(s->path, flags | O_CLOEXEC, 0644);
         if (fd < 0) {
@@ -296,8 +296,9 @@ static int open_locked(mz_store *s, int flags, int *fd_out) {
                 return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot take the writer lock", s->path);
             }
         }
-        struct stat a, b;
-        if (fstat(fd, &a) == 0 && stat(s->path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        struct stat b;
+        if (fstat(fd, st_out) == 0 && stat(s->path, &b) == 0 && st_out->st_dev == b.st_dev &&
+            st_out->st_ino == b.st_ino) {
             *fd_out = fd;
             return MMZIP_OK;
         }
@@ -309,7 +310,8 @@ static int open_locked(mz_store *s, int flags, int *fd_out) {
 static int open_unpublished(mz_store *s, int path_exists) {
     if (path_exists) {
         /* Keep other writers off the archive we are about to replace. */
-        int r = open_locked(s, O_RDWR, &s->old_fd);
+        struct stat st;
+        int r = open_locked(s, O_RDWR, &s->old_fd, &st);
         if (r) return r;
     }
     char *dir = dir_of(s->path);
@@ -347,10 +349,10 @@ static int store_open(mz_store *s, char mode, int path_exists) {
         if (fstat(s->fd, &st) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
         uint64_t reserve = (uint64_t)st.st_size * 2;
         if (reserve < (64u << 20)) reserve = 64u << 20;
-        r = mz_map_init(&s->map, s->fd, 0, reserve, keep | MZ_MAP_AT_LEAST, s->path);
+        r = mz_map_init(&s->map, s->fd, &st, 0, reserve, keep | MZ_MAP_AT_LEAST, s->path);
         if (r) return r;
         mz_lock_commit(s->fd, 0);
-        r = mz_load_state(s, 1, NULL);
+        r = mz_load_state(s, 1, NULL, NULL);
         mz_unlock_commit(s->fd);
         return r;
     }
@@ -360,7 +362,7 @@ static int store_open(mz_store *s, char mode, int path_exists) {
         s->publish_replace = mode == 'w';
         r = open_unpublished(s, path_exists);
         if (r) return r;
-        r = mz_map_init(&s->map, s->fd, 0, s->opts.max_file_size, keep, s->path);
+        r = mz_map_init(&s->map, s->fd, NULL, 0, s->opts.max_file_size, keep, s->path);
         if (!r) r = mz_write_empty(s);
         if (r || (s->opts.flags & MMZIP_PUBLISH_ON_COMMIT)) return r;
         r = mz_publish(s);
@@ -371,14 +373,13 @@ static int store_open(mz_store *s, char mode, int path_exists) {
         s->fd = -1;
         s->unpublished = 0;
     }
-    r = open_locked(s, O_RDWR, &s->fd);
-    if (r) return r;
     struct stat st;
-    if (fstat(s->fd, &st) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
+    r = open_locked(s, O_RDWR, &s->fd, &st);
+    if (r) return r;
     if ((uint64_t)st.st_size > s->opts.max_file_size)
         return mz_fail(MMZIP_ETOOBIG, "%s: the archive (%llu bytes) is larger than max_file_size (%llu)", s->path,
                        (unsigned long long)st.st_size, (unsigned long long)s->opts.max_file_size);
-    r = mz_map_init(&s->map, s->fd, 0, s->opts.max_file_size, keep, s->path);
+    r = mz_map_init(&s->map, s->fd, &st, 0, s->opts.max_file_size, keep, s->path);
     if (r) return r;
     if (st.st_size == 0) {
         /* Left by a crash of another program, or by an older mmzip: "w+" may start afresh in it. */
@@ -386,7 +387,7 @@ static int store_open(mz_store *s, char mode, int path_exists) {
         return mz_fail(MMZIP_ENOTZIP, "%s: the file is empty (an archive whose creation was interrupted?); "
                        "open it with mode \"w+\" to start a new archive", s->path);
     }
-    r = mz_load_state(s, 1, NULL);
+    r = mz_load_state(s, 1, &st, NULL); /* we hold the writer lock: the size is still st's */
     if (r) return r;
     return mz_recover_locked(s);
 }
@@ -462,7 +463,10 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
         return r;
     }
     struct stat fst;
-    if (fstat(s->fd, &fst) == 0) {
+    if (s->map.file_ino) { /* mz_map_init's fstat of s->fd */
+        s->dev = (dev_t)s->map.file_dev;
+        s->ino = (ino_t)s->map.file_ino;
+    } else if (fstat(s->fd, &fst) == 0) {
         s->dev = fst.st_dev;
         s->ino = fst.st_ino;
     }

@@ -804,6 +804,19 @@ static void test_alignment(void) {
     FAILS_WITH(mmzip_put(h, "bad", "x", 1, 48), MMZIP_EINVAL, "alignment 48");
     FAILS_WITH(mmzip_put(h, "bad", "x", 1, 1u << 16), MMZIP_EINVAL, "power of two");
     OK(mmzip_close(h));
+    /* The mapping starts on a 2 MiB boundary, so that file offsets and addresses share their 2 MiB
+     * alignment (large page-cache folios are mapped whole only then: mapping.c, reserve_va). */
+    const char *modes[] = {"r", "r+"};
+    for (int m = 0; m < 2; m++) {
+        OK(mmzip_open(p, modes[m], NULL, &h));
+        const void *d;
+        uint64_t n;
+        mmzip_entry_info info;
+        OK(mmzip_get(h, "e4", &d, &n));
+        OK(mmzip_stat(h, "e4", &info));
+        CHECK_EQ_U64(((uintptr_t)d - info.data_offset) % (2u << 20), 0);
+        OK(mmzip_close(h));
+    }
     o.alignment = 3;
     FAILS_WITH(mmzip_open(path_of("bad-align.zip"), "w", &o, &h), MMZIP_EINVAL, "alignment 3");
 }
