@@ -74,6 +74,7 @@ struct mz_edit {
     uint8_t *saved;                      /* one bit per MZ_UNDO_BLOCK of the committed version */
     uint64_t nblocks;
     int lfh_saved;
+    int locked;                          /* the entry's lock, taken on the store's descriptor */
     int lock_fd;
     int dirty;                           /* overwritten or grown since the last publish */
     struct mz_grown {                    /* CRCs of bytes written past base_size (see grown_record) */
@@ -114,7 +115,7 @@ static int entry_lock(int fd, short type, uint64_t lfh_off) {
 static uint64_t fresh_nonce(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 16);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)mz_current_pid() << 16);
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdull;
     x ^= x >> 33;
@@ -370,14 +371,15 @@ static void encode_header(uint8_t *h, const struct mz_edit *ed) {
  * record of an older version can ever be taken for one of this version, whatever order the header and the
  * truncate reach the disk in), then cut after it. Not cut to zero first: ext4 (auto_da_alloc) flushes a file
  * truncated to zero when it is closed, which cost milliseconds per session. */
-static int journal_file_reset(mz_store *s, struct mz_edit *ed) {
+static int journal_file_reset(mz_store *s, struct mz_edit *ed, int empty) {
     ed->nonce = fresh_nonce();
     uint8_t h[MZ_UNDO_HEADER];
     encode_header(h, ed);
     int st = jwrite(s, ed->jfd, h, sizeof h, 0, "edit.journal_header");
     if (st) return st;
     mz_crashpoint("edit.journal_reset");
-    if (ftruncate(ed->jfd, MZ_UNDO_HEADER) != 0)
+    /* A file just created empty is the header's length already (the trace still says so). */
+    if (!empty && ftruncate(ed->jfd, MZ_UNDO_HEADER) != 0)
         return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot reset the undo journal", s->path);
     mz_io_trace_journal(s, MZ_OP_JTRUNCATE, MZ_UNDO_HEADER, "edit.journal_reset");
     ed->journal_stale = 0;
@@ -402,7 +404,7 @@ static int journal_forget(mz_store *s, struct mz_edit *ed) {
 }
 
 static int journal_reset(mz_store *s, struct mz_edit *ed) {
-    int st = journal_file_reset(s, ed);
+    int st = journal_file_reset(s, ed, 0);
     return st ? st : journal_forget(s, ed);
 }
 
@@ -411,7 +413,7 @@ static int journal_reset(mz_store *s, struct mz_edit *ed) {
  * It is reset before the next change, and an edit that ends instead - a session that publishes at its
  * close - just removes it: a write and a truncate of the journal saved per session. */
 static int journal_fresh(mz_store *s, struct mz_edit *ed) {
-    return ed->journal_stale ? journal_file_reset(s, ed) : MMZIP_OK;
+    return ed->journal_stale ? journal_file_reset(s, ed, 0) : MMZIP_OK;
 }
 
 /* Appends the committed bytes [off, off+len) of the archive (absolute) to the journal: `bytes` if the caller
@@ -653,7 +655,7 @@ static struct mz_edit *lock_edit(mmzip_t *h, const char *key, const char *fn, in
 static void edit_free(struct mz_edit *ed) {
     if (!ed) return;
     if (ed->jfd >= 0) close(ed->jfd);
-    if (ed->lock_fd >= 0) close(ed->lock_fd);
+    if (ed->locked) (void)entry_lock(ed->lock_fd, F_UNLCK, ed->lfh_off);
     free(ed->jpath);
     free(ed->lfh);
     free(ed->saved);
@@ -755,23 +757,30 @@ int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *r
     ed->room_end = room_limit(s, e, &ed->last);
     ed->reach_end = e->data_off + e->csize + mz_room_of(s, e);
     ed->high = e->usize;
-    ed->lock_fd = open(s->path, O_RDWR | O_CLOEXEC);
-    if (ed->lock_fd < 0) {
-        st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot open it to lock '%s'", s->path, key);
-        goto fail;
-    }
-    if (entry_lock(ed->lock_fd, F_WRLCK, ed->lfh_off) == 1) {
+    /* On the store's own descriptor: a hold opens one of its own (mmzip_hold), so that even a hold in this
+     * process conflicts with the edit. */
+    ed->lock_fd = s->fd;
+    int locked = entry_lock(ed->lock_fd, F_WRLCK, ed->lfh_off);
+    if (locked == 1) {
         st = mz_fail(MMZIP_EBUSY, "%s: entry '%s' is held by a reader (mmzip_hold) in this or another process; "
                      "it cannot be edited in place while read", s->path, key);
         goto fail;
     }
+    ed->locked = locked == 0;
     mz_crashpoint("edit.journal_create");
-    ed->jfd = open(ed->jpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    /* Normally there is no journal (recovery at the open removed any): a new one needs no truncate. */
+    int fresh = 1;
+    ed->jfd = open(ed->jpath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (ed->jfd < 0 && errno == EEXIST) {
+        fresh = 0;
+        ed->jfd = open(ed->jpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    }
     if (ed->jfd < 0) {
         st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot create the undo journal %s", s->path, ed->jpath);
         goto fail;
     }
-    st = journal_reset(s, ed);
+    st = journal_file_reset(s, ed, fresh);
+    if (!st) st = journal_forget(s, ed);
     if (!st) st = jsync(s, ed->jfd, "edit.sync_journal_create");
     if (!st && (s->opts.flags & MMZIP_DURABLE) && mz_fsync_dir_of(ed->jpath) != 0)
         st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the directory of %s", s->path, ed->jpath);

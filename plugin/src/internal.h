@@ -310,6 +310,10 @@ void mz_map_free(mz_mapping *m);
 
 int mz_pread_full(int fd, void *buf, size_t len, uint64_t off);
 int mz_read_fd(void *ctx, void *buf, size_t len, uint64_t off); /* mz_read_fn over (int)(intptr_t)ctx */
+/* The end records, a small directory and the slack's last block lie in the last page of an archive: an open
+ * reads it once (the end-record search reads that much first anyway) instead of five times. */
+#define MZ_TAIL_CACHE 4096u
+#define MZ_NEAR_CACHE 512u
 /* fsync() of the directory holding path, so that a rename or link into it is durable. 0 or -1. */
 int mz_fsync_dir_of(const char *path);
 
@@ -437,7 +441,25 @@ typedef struct mz_store {
     uint32_t n_inplaces;
     int cd_changed;                /* committed records were patched (CRC refresh): the next commit writes */
     uint64_t edits_recovered;      /* CRCs refreshed at open for edits a dead writer left uncommitted */
+
+    /* What the open has read of the file (mz_read_at): its last bytes, and the last small piece read
+     * elsewhere (local headers lie together at the start of a small archive). Valid from the load until
+     * the open returns or anything is written, whichever comes first. */
+    struct mz_open_cache {
+        int on;
+        uint8_t tail[MZ_TAIL_CACHE], near[MZ_NEAR_CACHE];
+        uint64_t tail_off, near_off;
+        uint32_t tail_len, near_len;
+    } open_cache;
 } mz_store;
+
+/* Reads [off, off + len) of the archive: while the open cache is on, from it where it covers them, and a
+ * small piece it misses is read with what follows it (MZ_NEAR_CACHE bytes) and kept; else with pread. 0, or
+ * -1 with errno. */
+int mz_read_at(mz_store *s, void *buf, size_t len, uint64_t off);
+/* Turns the open cache on with the file's last bytes (s->file_size must be set); turns it off. */
+void mz_open_cache_start(mz_store *s);
+void mz_open_cache_stop(mz_store *s);
 
 /* Called, with rw held for writing, after every change of the table that lookups can see: moves the counter
  * mmzip_generation() exposes, so that bindings caching lookups drop them. */

@@ -58,6 +58,45 @@ int mz_read_fd(void *ctx, void *buf, size_t len, uint64_t off) {
     return mz_pread_full((int)(intptr_t)ctx, buf, len, off);
 }
 
+static int in_window(uint64_t w_off, uint32_t w_len, uint64_t off, size_t len) {
+    return w_len && off >= w_off && len <= w_len && off - w_off <= w_len - len;
+}
+
+int mz_read_at(mz_store *s, void *buf, size_t len, uint64_t off) {
+    struct mz_open_cache *c = &s->open_cache;
+    if (c->on) {
+        if (in_window(c->tail_off, c->tail_len, off, len)) {
+            memcpy(buf, c->tail + (off - c->tail_off), len);
+            return 0;
+        }
+        if (in_window(c->near_off, c->near_len, off, len)) {
+            memcpy(buf, c->near + (off - c->near_off), len);
+            return 0;
+        }
+        if (len <= MZ_NEAR_CACHE / 2 && off < s->file_size && s->file_size - off >= len) {
+            uint32_t n = s->file_size - off < MZ_NEAR_CACHE ? (uint32_t)(s->file_size - off) : MZ_NEAR_CACHE;
+            c->near_len = 0;
+            if (mz_pread_full(s->fd, c->near, n, off) != 0) return -1;
+            c->near_off = off;
+            c->near_len = n;
+            memcpy(buf, c->near, len);
+            return 0;
+        }
+    }
+    return mz_pread_full(s->fd, buf, len, off);
+}
+
+void mz_open_cache_start(mz_store *s) {
+    struct mz_open_cache *c = &s->open_cache;
+    uint32_t n = s->file_size < MZ_TAIL_CACHE ? (uint32_t)s->file_size : MZ_TAIL_CACHE;
+    c->on = 1;
+    c->near_len = c->tail_len = 0;
+    c->tail_off = s->file_size - n;
+    if (n && mz_pread_full(s->fd, c->tail, n, c->tail_off) == 0) c->tail_len = n;
+}
+
+void mz_open_cache_stop(mz_store *s) { s->open_cache.on = 0; }
+
 #ifdef MMZIP_TESTING
 static mmzip_io_trace_fn trace_fn;
 static void *trace_ctx;
@@ -139,6 +178,7 @@ int mz_io_write(mz_store *s, const void *buf, size_t len, uint64_t off, const ch
 }
 
 int mz_io_writev(mz_store *s, const mmzip_iovec *iov, int n, uint64_t off, const char *what) {
+    mz_open_cache_stop(s);
     uint64_t total = 0;
     for (int i = 0; i < n; i++) total += iov[i].len;
 #ifdef MMZIP_TESTING
@@ -252,6 +292,7 @@ void mz_io_trace_mapped(mz_store *s, uint64_t off, uint64_t len, const char *wha
 
 int mz_io_zero(mz_store *s, uint64_t off, uint64_t len, const char *what) {
     if (len == 0) return MMZIP_OK;
+    mz_open_cache_stop(s);
 #ifdef FALLOC_FL_PUNCH_HOLE
     /* Punching a hole zeroes without writing (and frees the blocks). */
     if (fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0) {
@@ -271,6 +312,7 @@ int mz_io_zero(mz_store *s, uint64_t off, uint64_t len, const char *what) {
 }
 
 int mz_io_truncate(mz_store *s, uint64_t size, const char *what) {
+    mz_open_cache_stop(s);
 #ifdef MMZIP_TESTING
     if (crash_check(what)) die();
 #endif

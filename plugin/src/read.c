@@ -42,7 +42,7 @@ int mz_resolve_data(mz_store *s, mz_entry *e) {
     uint8_t head[MZ_LFH_FIXED + 256];
     const uint8_t *h = s->map.base + e->lfh_off;
     if (s->writable && !s->map.warm && e->name_len <= sizeof head - MZ_LFH_FIXED &&
-        mz_pread_full(s->fd, head, MZ_LFH_FIXED + e->name_len, e->lfh_off) == 0)
+        mz_read_at(s, head, MZ_LFH_FIXED + e->name_len, e->lfh_off) == 0)
         h = head;
     uint32_t sig = mz_get32(h);
     uint16_t nlen = mz_get16(h + 26), xlen = mz_get16(h + 28), method = mz_get16(h + 8);
@@ -72,10 +72,10 @@ int mz_resolve_data(mz_store *s, mz_entry *e) {
 int mz_written_by_mmzip(mz_store *s, const mz_entry *e) {
     uint8_t head[MZ_LFH_FIXED], extra[1024];
     const uint8_t *h = s->map.base + e->lfh_off;
-    if (mz_pread_full(s->fd, head, sizeof head, e->lfh_off) == 0) h = head;
+    if (mz_read_at(s, head, sizeof head, e->lfh_off) == 0) h = head;
     uint16_t nlen = mz_get16(h + 26), xlen = mz_get16(h + 28);
     const uint8_t *x = s->map.base + e->lfh_off + MZ_LFH_FIXED + nlen;
-    if (xlen <= sizeof extra && mz_pread_full(s->fd, extra, xlen, e->lfh_off + MZ_LFH_FIXED + nlen) == 0) x = extra;
+    if (xlen <= sizeof extra && mz_read_at(s, extra, xlen, e->lfh_off + MZ_LFH_FIXED + nlen) == 0) x = extra;
     for (uint32_t k = 0; k + 4 <= xlen;) {
         uint16_t id = mz_get16(x + k), len = mz_get16(x + k + 2);
         if (id == MZ_EXTRA_ALIGN) return 1;

@@ -40,7 +40,7 @@ static int end_records_ours(mz_store *s) {
     /* Read, not looked at through the mapping: nothing else touches this page of it at open, and a first
      * touch (a page fault, page tables for a new 2 MiB of the file) costs twenty reads on some VMs. */
     uint8_t rec[MZ_TRAILER_FIXED];
-    if (mz_pread_full(s->fd, rec, sizeof rec, z) != 0) return 0;
+    if (mz_read_at(s, rec, sizeof rec, z) != 0) return 0;
     const uint8_t *p = rec, *e = p + MZ_Z64_EOCD_FIXED + MZ_Z64_LOC_FIXED;
     return mz_get32(p) == MZ_SIG_Z64_EOCD && mz_get64(p + 4) == MZ_Z64_EOCD_FIXED - 12 &&
            mz_get16(p + 12) == MZ_VERSION_MADE_BY && mz_get16(p + 14) == MZ_VERSION_NEEDED &&

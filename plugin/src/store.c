@@ -111,12 +111,12 @@ static int compute_layout(mz_store *s) {
  * last commit (entries of a batch that never committed, or the directory a relocation moved away) and the
  * next writable open compacts it away.
  */
-static int zeros_at(int fd, uint64_t lo, uint64_t hi) {
+static int zeros_at(mz_store *s, uint64_t lo, uint64_t hi) {
     static const uint8_t zero[65536];
     uint8_t buf[65536];
     while (lo < hi) {
         size_t n = hi - lo < sizeof buf ? (size_t)(hi - lo) : sizeof buf;
-        if (mz_pread_full(fd, buf, n, lo) != 0 || memcmp(buf, zero, n) != 0) return 0;
+        if (mz_read_at(s, buf, n, lo) != 0 || memcmp(buf, zero, n) != 0) return 0;
         lo += n;
     }
     return 1;
@@ -125,25 +125,26 @@ static int zeros_at(int fd, uint64_t lo, uint64_t hi) {
 /* 0 if [lo, hi) holds a nonzero byte; 2 if it is a hole (no whole block of it holds data), so that later
  * opens find that out with one SEEK_DATA again; 1 if it reads as zeros but had to be read to know (blocks
  * written with zeros, an archive copied without its holes): a commit should punch it. */
-static int slack_is_hole(int fd, uint64_t lo, uint64_t hi) {
+static int slack_is_hole(mz_store *s, uint64_t lo, uint64_t hi) {
     const uint64_t blk = 4096;
+    int fd = s->fd;
     uint64_t a = (lo + blk - 1) / blk * blk, b = hi / blk * blk;
-    if (a >= b) return zeros_at(fd, lo, hi) ? 2 : 0;
+    if (a >= b) return zeros_at(s, lo, hi) ? 2 : 0;
     /* The partial blocks at both ends are read (a torn header may lie there); the whole blocks between
      * are a hole, or are read too. */
-    if (!zeros_at(fd, lo, a) || !zeros_at(fd, b, hi)) return 0;
+    if (!zeros_at(s, lo, a) || !zeros_at(s, b, hi)) return 0;
     /* Only the extents that hold data are read: a slack whose first blocks were allocated (a reservation
      * rounded up) is otherwise a hole, and reading all of it cost every open of a fresh archive. */
     int read_any = 0;
     for (uint64_t off = a; off < b;) {
         off_t d = lseek(fd, (off_t)off, SEEK_DATA);
         if (d < 0 && errno == ENXIO) break;
-        if (d < 0) return zeros_at(fd, off, b); /* no SEEK_DATA: read the rest */
+        if (d < 0) return zeros_at(s, off, b); /* no SEEK_DATA: read the rest */
         if ((uint64_t)d >= b) break;
         off_t h = lseek(fd, d, SEEK_HOLE);
         uint64_t end = h < 0 || (uint64_t)h > b ? b : (uint64_t)h;
         if (end <= (uint64_t)d) end = b;
-        if (!zeros_at(fd, (uint64_t)d, end)) return 0;
+        if (!zeros_at(s, (uint64_t)d, end)) return 0;
         read_any = 1;
         off = end;
     }
@@ -179,7 +180,7 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     s->cd_adjacent = s->cd_pos + s->cd_size == records;
     s->concat = t->concat;
     s->end_follows_cd = s->cd_adjacent && t->end == s->file_size && t->concat == 0;
-    int hole = s->cd_pos < s->data_end ? 0 : s->cd_pos == s->data_end ? 2 : slack_is_hole(s->fd, s->data_end, s->cd_pos);
+    int hole = s->cd_pos < s->data_end ? 0 : s->cd_pos == s->data_end ? 2 : slack_is_hole(s, s->data_end, s->cd_pos);
     s->slack_hole = hole != 0;
     s->clean = s->end_follows_cd && s->slack_hole;
     /* An archive without entries is clean only compact: ZIP64 end records with no entries above slack are a
@@ -199,13 +200,16 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     return MMZIP_OK;
 }
 
+static int read_store(void *ctx, void *buf, size_t len, uint64_t off) { return mz_read_at(ctx, buf, len, off); }
+
 int mz_load_state(mz_store *s, int allow_scan_back, const struct stat *fd_stat, mz_trailer *t_out) {
     struct stat st;
     if (!fd_stat && fstat(s->fd, &st) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
     s->file_size = (uint64_t)(fd_stat ? fd_stat : &st)->st_size;
     int r = mz_map_cover(&s->map, s->fd, s->file_size, s->path);
     if (r) return r;
-    mz_source src = {mz_read_fd, (void *)(intptr_t)s->fd, s->file_size, s->path, s->fd};
+    mz_open_cache_start(s);
+    mz_source src = {read_store, s, s->file_size, s->path, s->fd};
     mz_trailer t;
     mz_cd cd;
     r = mz_locate(&src, allow_scan_back, &t, &cd);
@@ -456,6 +460,7 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
         return mz_fail(MMZIP_ENOMEM, "%s: out of memory", path);
     }
     r = store_open(s, m, exists);
+    mz_open_cache_stop(s);
     if (r) {
         pthread_mutex_unlock(&registry_mu);
         store_free(s);

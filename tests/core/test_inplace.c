@@ -424,6 +424,50 @@ static void test_crc_delta_of_overwrites(void) {
     CHECK_EQ_U64(stored_crc(p, "a"), crc32_ref(model, SIZE));
 }
 
+/* An edit and a hold of the same entry exclude each other, in this process and across processes, and the
+ * end of an edit lets holds in again (the edit's lock is on the store's descriptor, which stays open). */
+static void test_hold_and_edit_exclude(void) {
+    const char *p = make("hold.zip");
+    mmzip_t *h;
+    mmzip_hold_t *hold = NULL, *other = NULL;
+    const void *v;
+    uint64_t room;
+    OK(mmzip_open(p, "r+", NULL, &h));
+    OK(mmzip_hold(h, "a", &hold));
+    FAILS_WITH(mmzip_edit_begin(h, "a", &v, &room), MMZIP_EBUSY, "held by a reader");
+    mmzip_release(hold);
+    OK(mmzip_edit_begin(h, "a", &v, &room));
+    FAILS_WITH(mmzip_hold(h, "a", &hold), MMZIP_EBUSY, "being written in place");
+    OK(mmzip_hold(h, "b", &other)); /* another entry */
+    mmzip_release(other);
+    int ready[2], done[2];
+    CHECK(pipe(ready) == 0 && pipe(done) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) { /* a reader in another process: refused during the edit, let in after it */
+        mmzip_t *r;
+        mmzip_hold_t *rh = NULL;
+        char c = 0;
+        if (mmzip_open(p, "r", NULL, &r) != MMZIP_OK) _exit(1);
+        int during = mmzip_hold(r, "a", &rh);
+        if (write(ready[1], "x", 1) != 1 || read(done[0], &c, 1) != 1) _exit(2);
+        int after = mmzip_hold(r, "a", &rh);
+        mmzip_release(rh);
+        mmzip_close(r);
+        _exit(during == MMZIP_EBUSY && after == MMZIP_OK ? 0 : 3);
+    }
+    char c;
+    CHECK(read(ready[0], &c, 1) == 1);
+    OK(mmzip_edit_end(h, "a"));
+    CHECK(write(done[1], "x", 1) == 1);
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    OK(mmzip_hold(h, "a", &hold));
+    mmzip_release(hold);
+    OK(mmzip_close(h));
+}
+
 /* After a publish the journal is stale until the next change resets it (or the end removes it). A writer
  * killed right after a publish leaves the published version; one killed after writing again, before the next
  * publish, leaves the first published version too: the write must have reset the journal to it first (a
@@ -489,6 +533,7 @@ int main(void) {
     RUN(test_edit_zeros_over_killed_growth);
     RUN(test_growth_crc_from_writes);
     RUN(test_crc_delta_of_overwrites);
+    RUN(test_hold_and_edit_exclude);
     RUN(test_killed_after_publish_only);
     RUN(test_killed_after_publish_and_write);
     int r = ctest_result();
