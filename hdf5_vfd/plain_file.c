@@ -52,10 +52,10 @@ int h5mz_plain_is_hdf5(const char *path) {
     uint8_t sig[8];
     int yes = 0, maybe_zip = 0;
     /* Every open through the driver asks (HDF5 opens each file twice): a file that starts like a ZIP
-     * record is answered at once. An HDF5 file starts with its signature or a user block, which would have
-     * to begin with "PK" by chance. */
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read_at(fd, sig, 4, 0) == 0 &&
-        !(sig[0] == 'P' && sig[1] == 'K' && sig[2] < 9 && sig[3] < 9)) {
+     * record is answered at once, with one read. An HDF5 file starts with its signature or a user block,
+     * which would have to begin with "PK" by chance. */
+    int zip_start = read_at(fd, sig, 4, 0) == 0 && sig[0] == 'P' && sig[1] == 'K' && sig[2] < 9 && sig[3] < 9;
+    if (!zip_start && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
         for (uint64_t off = 0; !yes && off + sizeof sig <= (uint64_t)st.st_size; off = off ? off * 2 : 512)
             yes = read_at(fd, sig, sizeof sig, off) == 0 && memcmp(sig, h5mz_hdf5_signature, sizeof sig) == 0;
         /* An archive holds members whose data starts at 512 or 4096, and one whose first entry is dead need
