@@ -293,6 +293,15 @@ MMZIP_API int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf
 MMZIP_API void mmzip_copy(mmzip_t *h, void *dst, const void *src, size_t len);
 
 /*
+ * mmzip_release_kept() gives back what the process keeps of closed stores for the next open: the address
+ * reservation of the last store closed and, if it was opened with MMZIP_KEEP_MAPPING, its mapping of the
+ * archive and the descriptor that mapping holds. Afterwards the process holds nothing of any closed archive
+ * (a deleted one's space is freed, a file system can be unmounted), and the next open maps its file anew,
+ * as the first open of a new process does. Stores still open are not affected. Thread-safe; cannot fail.
+ */
+MMZIP_API void mmzip_release_kept(void);
+
+/*
  * Calls fn once per visible entry whose name starts with prefix (NULL or "" for all), in name order.
  * info->name is valid only during the call. A non-zero return from fn stops the walk and is returned.
  * fn must not call write functions on the same store.

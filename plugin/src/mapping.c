@@ -139,6 +139,14 @@ static void release_reservation(mz_mapping *m) {
     drop_kept(&evict);
 }
 
+void mmzip_release_kept(void) {
+    pthread_mutex_lock(&kept_mu);
+    struct kept_reservation k = kept;
+    kept = (struct kept_reservation){NULL, 0, 0, 0, 0, -1, 0, 0};
+    pthread_mutex_unlock(&kept_mu);
+    drop_kept(&k);
+}
+
 static void *reserve_va(uint64_t len) {
     /* Aligned to 2 MiB: the kernel maps a file's large page-cache folios (Linux 6.x) with one fault per folio,
      * or as one huge entry, only where the mapping's addresses line up with the file offsets' 2 MiB

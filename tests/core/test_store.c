@@ -698,6 +698,17 @@ static void test_mapping_kept_on_request(void) {
     OK(mmzip_close(h));
     CHECK_EQ_U64(open_descriptors(), fds_before + 1);
 
+    /* Given back on request, and taken up again by the next open. */
+    mmzip_release_kept();
+    CHECK(!file_is_mapped(pa));
+    CHECK_EQ_U64(open_descriptors(), fds_before);
+    OK(mmzip_open(pa, "r", &keep, &h));
+    OK(mmzip_get(h, "k", &d, &n));
+    CHECK(n == 9 && memcmp(d, "archive a", 9) == 0);
+    OK(mmzip_close(h));
+    CHECK(file_is_mapped(pa));
+    CHECK_EQ_U64(open_descriptors(), fds_before + 1);
+
     /* Another archive: the kept mapping is dropped with its descriptor. */
     OK(mmzip_open(pb, "r", &keep, &h));
     CHECK(!file_is_mapped(pa));

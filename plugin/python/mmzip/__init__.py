@@ -187,6 +187,13 @@ _lib = _core.lib
 _check = _core.check
 
 
+def release_kept():
+    """Gives back what the process keeps of closed archives for the next open (mmzip_release_kept): the
+    mapping and the descriptor the HDF5 driver keeps between sessions, and an address reservation. The next
+    open maps its archive anew, as in a new process."""
+    _lib().mmzip_release_kept()
+
+
 class Archive:
     """An open archive. ``mode`` is "r", "r+", "w+" or "w" as in mmzip_open(). Use as a context manager.
 

@@ -136,6 +136,7 @@ PROTOTYPES = {
     "mmzip_get_info": (_int, [_vp, _P(Info)]),
     "mmzip_last_error": (_cp, []),
     "mmzip_version": (_cp, []),
+    "mmzip_release_kept": (None, []),
 }
 
 _lib = None
