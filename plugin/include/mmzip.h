@@ -595,8 +595,10 @@ MMZIP_API int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx);
  * left after its end records are removed and a relocated directory moved back behind the data. Only what
  * mmzip's own protocol leaves, recognized by the records only mmzip writes, is touched: anything else (a
  * wrong CRC, a missing local header, bytes after foreign end records, gaps around a foreign directory) is
- * kept byte for byte, and mmzip_check reports it. Equivalent to a writable open followed by close.
- * *discarded (if not NULL) gets the number of bytes removed.
+ * kept byte for byte, and mmzip_check reports it. Equivalent to a writable open followed by close, and it
+ * also removes the temporary files of packs and creations killed before they renamed them
+ * (<path>.mmzip-pack-<pid>, <path>.mmzip-new-<pid>, of processes that are gone), which a writable open
+ * leaves. *discarded (if not NULL) gets the number of bytes removed.
  */
 MMZIP_API int mmzip_recover(const char *path, uint64_t *discarded);
 
@@ -604,8 +606,8 @@ MMZIP_API int mmzip_recover(const char *path, uint64_t *discarded);
  * Rewrites the archive with only its live entries, compact and aligned, reclaiming the space of replaced
  * and removed entries. Writes to out_path if not NULL; otherwise to a temporary file beside path that is
  * fsynced and renamed over it, so that a crash leaves either the old or the new archive (and, if it came
- * between naming the temporary file and the rename, that file, which the first writable open of the archive
- * in a process removes). Holds
+ * between naming the temporary file and the rename, that file, which the next mmzip_pack or mmzip_recover of
+ * the archive removes). Holds
  * the writer lock throughout. Readers that have the old file open keep reading it.
  */
 MMZIP_API int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts);

@@ -286,8 +286,7 @@ typedef struct mz_mapping {
     int map_fd;            /* the unlocked descriptor the overlay maps through (keep), or -1: the caller's */
     int keep;              /* MMZIP_KEEP_MAPPING: the overlay outlives the store, for the next of this file */
     uint64_t stale_overlay; /* mz_map_init only: bytes of another file's overlay left in a reused reservation */
-    uint32_t path_hash;    /* mz_hash of the path the file was opened by (a kept reservation's key, mapping.c;
-                            * the stale-temporary scan's, recovery.c) */
+    uint32_t path_hash;    /* mz_hash of the path the file was opened by (a kept reservation's key, mapping.c) */
     int warm;              /* the overlay was kept from an earlier store of this file: its touched pages are
                             * present, where a new one's first touches cost faults and page tables (copy.c) */
 } mz_mapping;
@@ -575,6 +574,8 @@ typedef struct mz_recovery_plan {
     uint64_t hold;         /* a foreign anomaly is kept: new entries go after this offset (0: none) */
 } mz_recovery_plan;
 int mz_plan_recovery(mz_store *s, mz_recovery_plan *p, mmzip_report_fn report, void *ctx);
+/* Removes <archive>.mmzip-pack-<pid> and <archive>.mmzip-new-<pid> of processes that are gone (recovery.c). */
+void mz_remove_stale_temps(const char *archive_path);
 
 /* store.c */
 pid_t mz_current_pid(void); /* getpid(), cached; reset in a forked child */

@@ -13,8 +13,10 @@
  *      or plain damage) - is a foreign anomaly: reported, kept byte for byte, and new entries are appended
  *      after the end of the file so that every entry other readers could read is still there.
  *   4. Beside the archive, the named temporary file of a pack or a creation killed between naming it and
- *      renaming it over the archive (<archive>.mmzip-pack-<pid>, <archive>.mmzip-new-<pid>). It is removed
- *      once its process is gone.
+ *      renaming it over the archive (<archive>.mmzip-pack-<pid>, <archive>.mmzip-new-<pid>). mmzip_recover
+ *      and mmzip_pack remove those whose process is gone, and so does a creation that has to name its own
+ *      (mz_remove_stale_temps); a writable open does not look (a directory listing at every process's first
+ *      open: 5 system calls, 3 ms beside 20 000 files, for files that cost disk space, never correctness).
  * Recovery is itself crash-safe: it is made of the same steps as a commit.
  */
 #include "internal.h"
@@ -202,7 +204,7 @@ static pid_t temp_owner(const char *name, const char *base, size_t base_len, con
 
 /* Best effort: a leftover costs disk space, never correctness, so failures are ignored. A file whose pid
  * is alive (or reused) is left alone: it may be a pack or creation still at work. */
-static void remove_stale_temps(const char *archive_path) {
+void mz_remove_stale_temps(const char *archive_path) {
     char dir[PATH_MAX];
     if (snprintf(dir, sizeof dir, "%s", archive_path) >= (int)sizeof dir) return;
     char *slash = strrchr(dir, '/');
@@ -223,37 +225,7 @@ static void remove_stale_temps(const char *archive_path) {
     closedir(d);
 }
 
-/*
- * 1 the first time this process asks for the file (device, inode, and the path it was opened by) among the
- * last few it asked for. The scan for stale temporary files reads the archive's whole directory: 3 ms per
- * writable open beside 20 000 other files, which a program that edits an HDF5 member in short sessions paid
- * at every session. Temporary files are left only by a pack or a creation killed on a file system without
- * O_TMPFILE, and cost disk space, not correctness: once per process and archive is enough. The path is part
- * of the key because a deleted archive's inode number is soon given to a new file.
- */
-static int first_scan_of(const mz_store *s) {
-    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static struct { uint64_t dev, ino; uint32_t path_hash; } seen[16];
-    static unsigned next;
-    uint32_t path_hash = s->map.path_hash;
-    int first = 1;
-    pthread_mutex_lock(&mu);
-    for (unsigned i = 0; i < sizeof seen / sizeof seen[0] && first; i++)
-        if (seen[i].ino && seen[i].dev == s->map.file_dev && seen[i].ino == s->map.file_ino &&
-            seen[i].path_hash == path_hash)
-            first = 0;
-    if (first && s->map.file_ino) {
-        seen[next].dev = s->map.file_dev;
-        seen[next].ino = s->map.file_ino;
-        seen[next].path_hash = path_hash;
-        next = (next + 1) % (sizeof seen / sizeof seen[0]);
-    }
-    pthread_mutex_unlock(&mu);
-    return first;
-}
-
 int mz_recover_locked(mz_store *s) {
-    if (first_scan_of(s)) remove_stale_temps(s->path);
     /* An entry edited in place by a writer that died is put back first: the rest sees committed bytes. */
     int st = mz_edit_recover(s);
     if (st) return st;
@@ -310,6 +282,7 @@ int mz_recover_locked(mz_store *s) {
 int mmzip_recover(const char *path, uint64_t *discarded) {
     mmzip_t *h;
     if (discarded) *discarded = 0;
+    mz_remove_stale_temps(path);
     int st = mmzip_open(path, "r+", NULL, &h);
     if (st) return st;
     mz_store *s = h->s;

@@ -324,7 +324,9 @@ static int open_unpublished(mz_store *s, int path_exists) {
     s->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
 #endif
     if (s->fd < 0) {
-        /* No O_TMPFILE here: a named temporary file, removed if we close without committing. */
+        /* No O_TMPFILE here: a named temporary file, removed if we close without committing. Those of
+         * creations killed before are removed first: here is where they are left. */
+        mz_remove_stale_temps(s->path);
         char tmp[PATH_MAX];
         snprintf(tmp, sizeof tmp, "%s.mmzip-new-%ld", s->path, (long)getpid());
         s->fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

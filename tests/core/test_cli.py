@@ -207,10 +207,11 @@ def dead_pid():
     return p.pid
 
 
-def test_stale_temporary_files_removed_by_a_new_writer():
-    """A pack or a creation killed on a file system without O_TMPFILE leaves <archive>.mmzip-pack-<pid> (or
-    -new-<pid>); the first writable open of the archive in a process removes those of dead processes
-    (test_store.c: test_stale_temps_once_per_process shows later opens in the same process do not look)."""
+def test_stale_temporary_files_removed_by_recover_and_pack():
+    """A pack killed between naming its file and the rename, or a creation killed on a file system without
+    O_TMPFILE, leaves <archive>.mmzip-pack-<pid> (or -new-<pid>). `mmzip recover` and `mmzip pack` remove
+    those of dead processes; a writer does not look for them (test_store.c:
+    test_stale_temps_removed_by_maintenance)."""
     with TempDir() as d:
         arc = os.path.join(d, "a.zip")
         src = os.path.join(d, "x.txt")
@@ -221,7 +222,14 @@ def test_stale_temporary_files_removed_by_a_new_writer():
         for p in stale:
             open(p, "w").close()
         mmzip("put", arc, "y.txt", src)
-        check_equal([p for p in stale if os.path.exists(p)], [], "dead processes' files after a new writer")
+        check_equal([p for p in stale if os.path.exists(p)], stale, "dead processes' files after a writer")
+        mmzip("recover", arc)
+        check_equal([p for p in stale if os.path.exists(p)], [], "dead processes' files after recover")
+        for p in stale:
+            open(p, "w").close()
+        mmzip("pack", arc)
+        check_equal([p for p in stale if os.path.exists(p)], [], "dead processes' files after pack")
+        check_equal(mmzip("cat", arc, "y.txt").stdout, "x\n", "the archive after pack")
 
 
 def test_run_without_command():
@@ -234,5 +242,5 @@ def test_run_without_command():
 if __name__ == "__main__":
     main([test_help_and_usage, test_put_cat_ls, test_put_dir_is_one_commit, test_check_finds_corruption,
           test_recover_reports, test_pack_and_info, test_busy_exit_code, test_put_leaves_the_slack_a_hole,
-          test_stale_temporary_files_removed_by_a_new_writer,
+          test_stale_temporary_files_removed_by_recover_and_pack,
           test_run_without_command])
