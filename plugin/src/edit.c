@@ -74,8 +74,7 @@ struct mz_edit {
     uint8_t *saved;                      /* one bit per MZ_UNDO_BLOCK of the committed version */
     uint64_t nblocks;
     int lfh_saved;
-    int locked;                          /* the entry's lock, taken on the store's descriptor */
-    int lock_fd;
+    int locked;                          /* the entry's lock is taken, on the store's descriptor */
     int dirty;                           /* overwritten or grown since the last publish */
     struct mz_grown {                    /* CRCs of bytes written past base_size (see grown_record) */
         uint64_t off, len;               /* relative to data_off; sorted, disjoint */
@@ -279,6 +278,51 @@ static int growth_crc(mz_store *s, const struct mz_edit *ed, uint64_t from, uint
     return pos < to ? crc_of_file(s, ed->data_off + pos, to - pos, crc) : MMZIP_OK;
 }
 
+/* Applies to *crc the change of the committed bytes that the journal's old blocks show against the file: what
+ * a publish reads when some write did not note its change (crc_delta_known == 0). */
+static int journal_crc_change(mz_store *s, const struct mz_edit *ed, uint32_t *crc) {
+    uint64_t n0 = ed->base_size;
+    uint8_t head[MZ_UNDO_REC_HEAD];
+    uint8_t *old = NULL, *cur = NULL;
+    size_t cap = 0;
+    int st = MMZIP_OK;
+    for (uint64_t pos = MZ_UNDO_HEADER; pos + MZ_UNDO_REC_HEAD <= ed->jend;) {
+        if (mz_pread_full(ed->jfd, head, sizeof head, pos) != 0) {
+            st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read back the undo journal", s->path);
+            break;
+        }
+        uint64_t off = mz_get64(head + 12);
+        uint32_t len = mz_get32(head + 20);
+        pos += MZ_UNDO_REC_HEAD + len;
+        if (off < ed->data_off) continue; /* the local header */
+        if (len > cap) {
+            free(old);
+            free(cur);
+            old = malloc(len);
+            cur = malloc(len);
+            cap = len;
+            if (!old || !cur) {
+                st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+                break;
+            }
+        }
+        if (mz_pread_full(ed->jfd, old, len, pos - len) != 0) {
+            st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read back the undo journal", s->path);
+            break;
+        }
+        uint64_t at = off - ed->data_off;
+        if (mz_pread_full(s->fd, cur, len, off) != 0) { /* see crc_of_file */
+            st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read the edited bytes back", s->path);
+            break;
+        }
+        for (uint32_t i = 0; i < len; i++) old[i] ^= cur[i];
+        *crc ^= crc0_shifted(old, len, n0 - at - len);
+    }
+    free(old);
+    free(cur);
+    return st;
+}
+
 /* The entry's CRC after the edit: from its committed CRC and the changes noted as they were written
  * (crc_delta), or, if some were not, from the journal's old blocks against the file; then the appended
  * bytes. A full computation if it shrank. */
@@ -288,55 +332,12 @@ static int edited_crc(mz_store *s, struct mz_edit *ed, uint64_t size, uint32_t *
         *out = mz_crc32(0, now, (size_t)size);
         return MMZIP_OK;
     }
-    uint64_t n0 = ed->base_size;
     uint32_t crc = ed->base_crc;
-    uint8_t head[MZ_UNDO_REC_HEAD];
-    uint8_t *old = NULL, *cur = NULL;
-    size_t cap = 0;
     int st = MMZIP_OK;
-    if (ed->crc_delta_known) {
-        crc ^= ed->crc_delta;
-    } else {
-        for (uint64_t pos = MZ_UNDO_HEADER; pos + MZ_UNDO_REC_HEAD <= ed->jend;) {
-            if (mz_pread_full(ed->jfd, head, sizeof head, pos) != 0) {
-                st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read back the undo journal", s->path);
-                break;
-            }
-            uint64_t off = mz_get64(head + 12);
-            uint32_t len = mz_get32(head + 20);
-            pos += MZ_UNDO_REC_HEAD + len;
-            if (off < ed->data_off) continue; /* the local header */
-            if (len > cap) {
-                free(old);
-                free(cur);
-                old = malloc(len);
-                cur = malloc(len);
-                cap = len;
-                if (!old || !cur) {
-                    st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
-                    break;
-                }
-            }
-            if (mz_pread_full(ed->jfd, old, len, pos - len) != 0) {
-                st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read back the undo journal", s->path);
-                break;
-            }
-            uint64_t at = off - ed->data_off;
-            if (mz_pread_full(s->fd, cur, len, off) != 0) { /* see crc_of_file */
-                st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read the edited bytes back", s->path);
-                break;
-            }
-            for (uint32_t i = 0; i < len; i++) old[i] ^= cur[i];
-            crc ^= crc0_shifted(old, len, n0 - at - len);
-        }
-    }
-    free(old);
-    free(cur);
+    if (ed->crc_delta_known) crc ^= ed->crc_delta;
+    else st = journal_crc_change(s, ed, &crc);
+    if (!st && size > ed->base_size) st = growth_crc(s, ed, ed->base_size, size, &crc);
     if (st) return st;
-    if (size > n0) {
-        st = growth_crc(s, ed, n0, size, &crc);
-        if (st) return st;
-    }
     *out = crc;
     return MMZIP_OK;
 }
@@ -403,8 +404,8 @@ static int journal_forget(mz_store *s, struct mz_edit *ed) {
     return MMZIP_OK;
 }
 
-static int journal_reset(mz_store *s, struct mz_edit *ed) {
-    int st = journal_file_reset(s, ed, 0);
+static int journal_reset(mz_store *s, struct mz_edit *ed, int empty) {
+    int st = journal_file_reset(s, ed, empty);
     return st ? st : journal_forget(s, ed);
 }
 
@@ -652,10 +653,10 @@ static struct mz_edit *lock_edit(mmzip_t *h, const char *key, const char *fn, in
     return ed;
 }
 
-static void edit_free(struct mz_edit *ed) {
+static void edit_free(mz_store *s, struct mz_edit *ed) {
     if (!ed) return;
     if (ed->jfd >= 0) close(ed->jfd);
-    if (ed->locked) (void)entry_lock(ed->lock_fd, F_UNLCK, ed->lfh_off);
+    if (ed->locked) (void)entry_lock(s->fd, F_UNLCK, ed->lfh_off);
     free(ed->jpath);
     free(ed->lfh);
     free(ed->saved);
@@ -748,7 +749,7 @@ int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *r
         st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
         goto fail;
     }
-    ed->jfd = ed->lock_fd = -1;
+    ed->jfd = -1;
     ed->lfh_off = e->lfh_off;
     ed->data_off = e->data_off;
     ed->lfh_len = MZ_LFH_FIXED + nlen + MZ_LFH_ZIP64_EXTRA;
@@ -759,8 +760,7 @@ int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *r
     ed->high = e->usize;
     /* On the store's own descriptor: a hold opens one of its own (mmzip_hold), so that even a hold in this
      * process conflicts with the edit. */
-    ed->lock_fd = s->fd;
-    int locked = entry_lock(ed->lock_fd, F_WRLCK, ed->lfh_off);
+    int locked = entry_lock(s->fd, F_WRLCK, ed->lfh_off);
     if (locked == 1) {
         st = mz_fail(MMZIP_EBUSY, "%s: entry '%s' is held by a reader (mmzip_hold) in this or another process; "
                      "it cannot be edited in place while read", s->path, key);
@@ -779,8 +779,7 @@ int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *r
         st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot create the undo journal %s", s->path, ed->jpath);
         goto fail;
     }
-    st = journal_file_reset(s, ed, fresh);
-    if (!st) st = journal_forget(s, ed);
+    st = journal_reset(s, ed, fresh);
     if (!st) st = jsync(s, ed->jfd, "edit.sync_journal_create");
     if (!st && (s->opts.flags & MMZIP_DURABLE) && mz_fsync_dir_of(ed->jpath) != 0)
         st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the directory of %s", s->path, ed->jpath);
@@ -795,7 +794,7 @@ int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *r
     pthread_mutex_unlock(&s->wmu);
     return MMZIP_OK;
 fail:
-    edit_free(ed);
+    edit_free(s, ed);
     pthread_mutex_unlock(&s->wmu);
     return st;
 }
@@ -969,7 +968,7 @@ static int undo_locked(mz_store *s, struct mz_edit *ed) {
     }
     ed->high = ed->base_size;
     ed->dirty = 0;
-    return journal_reset(s, ed);
+    return journal_reset(s, ed, 0);
 }
 
 int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
@@ -1088,7 +1087,7 @@ int mz_edit_end_locked(mz_store *s) {
     ed->jfd = -1;
     st = journal_remove(s, ed->jpath);
     s->edit = NULL;
-    edit_free(ed);
+    edit_free(s, ed);
     return st;
 }
 
@@ -1102,6 +1101,6 @@ int mmzip_edit_end(mmzip_t *h, const char *key) {
 }
 
 void mz_edit_free(mz_store *s) {
-    edit_free(s->edit);
+    edit_free(s, s->edit);
     s->edit = NULL;
 }
