@@ -1,44 +1,51 @@
-/* cmd_recover.c - mmzip recover: repair an archive to its last commit. */
+/* cmd_recover.c - mmzip recover: repair an archive to its last commit, saying what was done. */
 #include "cli.h"
+
+typedef struct {
+    unsigned done, kept;
+} tally;
+
+static void say(const mmzip_recovery_action *a, void *ctx) {
+    tally *t = ctx;
+    if (a->kind == MMZIP_RECOVERY_KEPT) t->kept++;
+    else t->done++;
+    printf("%s\n", a->message);
+}
 
 static int run(int argc, char **argv) {
     if (argc != 2) return cli_usage(&cmd_recover, argc < 2 ? "missing ARCHIVE" : "too many arguments");
     const char *archive = argv[1];
-    mmzip_t *h;
-    /* A writable open is what repairs; its report says what it found. */
-    int st = mmzip_open(archive, "r+", NULL, &h);
+    tally t = {0, 0};
+    int changed = 0;
+    int st = mmzip_recover_ex(archive, say, &t, &changed);
     if (st) return cli_fail("recover", st);
-    mmzip_info info;
-    mmzip_get_info(h, &info);
-    st = mmzip_close(h);
-    if (st) return cli_fail("recover", st);
-    uint64_t moved = 0;
-    st = mmzip_recover(archive, &moved);
-    if (st) return cli_fail("recover", st);
-    unsigned long long discarded = info.recovered_bytes + moved;
-    char b[32];
-    if (discarded == 0) {
-        printf("%s: nothing to recover; the archive ends with its last commit\n", archive);
-    } else {
-        printf("%s: recovered to its last commit (%llu entries); discarded %s of an interrupted mmzip write\n",
-               archive, (unsigned long long)info.entries, cli_bytes(discarded, b, sizeof b));
-    }
-    if (info.append_from || info.torn_tail)
-        printf("%s: kept as found, not mmzip's to repair: %s%s%s; 'mmzip check' describes it, and new entries "
-               "are appended after it\n", archive,
-               info.append_from ? "bytes around the foreign end records or directory" : "",
-               info.append_from && info.torn_tail ? ", and " : "",
-               info.torn_tail ? "entries whose local header is missing or disagrees with the directory" : "");
+    if (!changed && t.done == 0)
+        printf("%s: nothing to recover; the archive was not changed%s\n", archive,
+               t.kept ? " (what is kept above is not mmzip's to repair; new entries are appended after it)" : "");
+    else if (changed && t.done == 0) /* every change is noted; this would be a gap in the notes */
+        printf("%s: the archive was rewritten to its last commit\n", archive);
     return EXIT_OK;
 }
 
 const command cmd_recover = {
-    "recover", "repair an archive left by a killed writer to its last commit",
+    "recover", "repair an archive left by a killed writer to its last commit, saying what was done",
     "usage: mmzip recover ARCHIVE\n\n"
-    "Repairs ARCHIVE to its last commit: bytes an interrupted mmzip commit left after the last end records\n"
-    "are cut off, and a directory the writer had moved is put back behind the last entry. Only what\n"
-    "mmzip's own protocol leaves behind is repaired, recognized by the records only mmzip writes; anything\n"
-    "else (a wrong CRC-32, a missing local header, bytes after another writer's end records, gaps around its\n"
-    "directory) is kept byte for byte, so that every entry other readers read is still there. Committed\n"
-    "entries are never touched. Every writable open does the same; 'mmzip check' shows it as a dry run.\n",
+    "Repairs ARCHIVE to its last commit and prints one line per thing done, naming the entry concerned:\n"
+    "  - an entry being edited in place (an HDF5 member written through the mmzip driver) when its writer\n"
+    "    was killed is restored to its last commit from the undo journal ARCHIVE.mmzip-undo (the line gives\n"
+    "    the bytes written back), and the journal removed;\n"
+    "  - an entry being modified in place through a writable view (mmzip.open(..., 'r+') arrays) when its\n"
+    "    writer was killed is kept as that writer left it (its values may hold only part of the writer's\n"
+    "    changes: there is no undo for those), its CRC-32 recomputed, its '.mmzip/edit/' marker removed;\n"
+    "  - bytes an interrupted mmzip commit left after the last end records are cut off (with their count);\n"
+    "  - a directory that is not behind the last entry (the writer had moved it) is written back there; the\n"
+    "    line says by how much the file shrank (bytes no committed entry refers to);\n"
+    "  - temporary files of packs and creations killed before their rename are removed.\n"
+    "Only what mmzip's own protocol leaves behind is repaired, recognized by the records only mmzip writes;\n"
+    "anything else (a wrong CRC-32 without a marker, a missing local header, bytes after another writer's\n"
+    "end records, gaps around its directory) is kept byte for byte and said to be kept, so that every entry\n"
+    "other readers read is still there. If nothing had to be done, it prints\n"
+    "  ARCHIVE: nothing to recover; the archive was not changed\n"
+    "and the file is byte for byte as it was. Every writable open repairs the same way (silently);\n"
+    "'mmzip check' shows what recover would do, as its 'recover:' lines.\n",
     run};

@@ -565,7 +565,13 @@ typedef struct mmzip_info {
     uint64_t reserved_bytes;   /* room kept after entries for their in-place growth (an HDF5 member moved to
                                 * make room is given as much again, so that it moves O(log n) times over n
                                 * sessions of growth): neither live nor dead, a hole on disk; pack reclaims it */
-    uint64_t spare[7];         /* zero; fields added later take their place, so that the struct's size (which
+    uint64_t journal_restored; /* writable handles: bytes of committed data the open wrote back from an undo
+                                * journal (an in-place edit, mmzip_edit_*, whose writer died: the entry is at
+                                * its last commit again); 0 if none */
+    uint64_t edits_unfinished; /* entries with an unfinished in-place edit of another handle or process, as
+                                * mmzip_unfinished_edits() lists them (read-only handles: those a writable
+                                * open would repair, unless their writer is still at work) */
+    uint64_t spare[5];         /* zero; fields added later take their place, so that the struct's size (which
                                 * callers in other languages mirror) no longer changes */
 } mmzip_info;
 
@@ -581,9 +587,12 @@ MMZIP_API int mmzip_get_info(mmzip_t *h, mmzip_info *info);
  *   "interop: "  something mmzip reads but some other ZIP reader refuses or reads differently (end records
  *                not right after the directory, bytes after them, a 16-bit entry count that wrapped, a
  *                comment running past the end, names that cannot be looked up, duplicates...);
- *   "recover: "  what `mmzip recover` (or any writable open) would do to this file, without doing it: cut an
- *                interrupted mmzip write, move the directory back, or keep a foreign anomaly and append
- *                after it. On a writable handle the open has already done it, so there is none.
+ *   "recover: "  what `mmzip recover` (or any writable open) would do to this file, without doing it: write an
+ *                undo journal back (naming the entry and the bytes), keep an entry modified in place and
+ *                recompute its CRC (naming it), cut an interrupted mmzip write, move the directory back, or
+ *                keep a foreign anomaly and append after it; "recover: nothing to do" if none of these. Every
+ *                "error:" that recovery would fix has its "recover:" line. On a writable handle the open has
+ *                already done it, so there is none.
  * An archive with no "error:" is valid for mmzip; one with no "error:" and no "interop:" is valid for every
  * ZIP reader mmzip is tested against (Python zipfile, Info-ZIP unzip, 7-Zip, libzip).
  */
@@ -601,6 +610,89 @@ MMZIP_API int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx);
  * leaves. *discarded (if not NULL) gets the number of bytes removed.
  */
 MMZIP_API int mmzip_recover(const char *path, uint64_t *discarded);
+
+/*
+ * mmzip_recover, saying what it did: fn (if not NULL) is called once per thing done or deliberately kept, in
+ * the order done, and *changed (if not NULL) gets 1 if the archive file's bytes or size may have changed, 0 if
+ * it is byte for byte as it was (then no action other than MMZIP_RECOVERY_KEPT and MMZIP_RECOVERY_TEMP_FILE is
+ * reported). What an action's fields mean, by kind:
+ *
+ *   MMZIP_RECOVERY_JOURNAL      entry: the entry an undo journal restored to its last committed version (an
+ *                               in-place edit, mmzip_edit_*, whose writer died before publishing); bytes: the
+ *                               committed bytes written back; offset: the entry's local header.
+ *   MMZIP_RECOVERY_JOURNAL_GONE the undo journal was removed with nothing to write back (its edit had published,
+ *                               or changed nothing before the kill); entry: the entry it named, or NULL.
+ *   MMZIP_RECOVERY_INPLACE      entry: an entry modified in place (mmzip_inplace) by a writer that died: its
+ *                               bytes are kept as that writer left them (possibly only part of its changes),
+ *                               its CRC-32 recomputed over them and its marker removed; bytes: its size;
+ *                               offset: 1 if the CRC had to change, 0 if it was right already.
+ *   MMZIP_RECOVERY_CUT          bytes after the last commit's end records (an interrupted mmzip write) were
+ *                               removed: bytes: how many; offset: where the file now ends.
+ *   MMZIP_RECOVERY_DIRECTORY    the directory was rewritten behind the last entry (at offset); bytes: by how
+ *                               much the file shrank (removed entries' bytes, an interrupted relocation or
+ *                               free slack, never a committed entry's).
+ *   MMZIP_RECOVERY_DEAD_HEADER  the signature of a superseded local header at offset was cleared, so that
+ *                               readers that scan local headers skip that dead entry (bytes: 4).
+ *   MMZIP_RECOVERY_TEMP_FILE    entry: a temporary file of a killed pack or creation beside the archive, removed.
+ *   MMZIP_RECOVERY_KEPT         something not mmzip's to repair, kept byte for byte (bytes after foreign end
+ *                               records, gaps around a foreign directory, an entry whose local header is
+ *                               missing: entry names it); new entries are appended after offset (0: n/a).
+ *
+ * message is one sentence naming the archive, and the entry if any, that says what was done and why. The
+ * action and its strings are valid during the call only. Returns as mmzip_recover; fn is called for what was
+ * done before a failure too.
+ */
+typedef enum mmzip_recovery_kind {
+    MMZIP_RECOVERY_JOURNAL = 1,
+    MMZIP_RECOVERY_JOURNAL_GONE = 2,
+    MMZIP_RECOVERY_INPLACE = 3,
+    MMZIP_RECOVERY_CUT = 4,
+    MMZIP_RECOVERY_DIRECTORY = 5,
+    MMZIP_RECOVERY_DEAD_HEADER = 6,
+    MMZIP_RECOVERY_TEMP_FILE = 7,
+    MMZIP_RECOVERY_KEPT = 8
+} mmzip_recovery_kind;
+
+typedef struct mmzip_recovery_action {
+    int kind;              /* mmzip_recovery_kind */
+    const char *entry;     /* NUL-terminated, or NULL */
+    uint64_t bytes;
+    uint64_t offset;
+    const char *message;
+} mmzip_recovery_action;
+
+typedef void (*mmzip_recovery_fn)(const mmzip_recovery_action *action, void *ctx);
+MMZIP_API int mmzip_recover_ex(const char *path, mmzip_recovery_fn fn, void *ctx, int *changed);
+
+/*
+ * Entries with an unfinished in-place edit that does not belong to this handle's store: what a killed writer
+ * leaves for recovery (or what a writer in another process is doing now). Calls fn once per such entry and
+ * returns how many there are (fn may be NULL to count), or a negative status. For each:
+ *
+ *   kind MMZIP_UNFINISHED_UNDO     an undo journal beside the archive (<archive>.mmzip-undo) restores the
+ *                                  entry's committed version (mmzip_edit_*): until then mmzip_get and
+ *                                  mmzip_hold refuse the entry (MMZIP_EBUSY), since its bytes may be half
+ *                                  written; mmzip_list and mmzip_stat give its committed size and CRC.
+ *   kind MMZIP_UNFINISHED_INPLACE  a marker ".mmzip/edit/<key>" of mmzip_inplace: the entry's bytes are what
+ *                                  the writer wrote so far, its CRC-32 is stale (checks report a mismatch);
+ *                                  readers get the bytes as they are.
+ *   writer_alive                   1 if a writer holds the entry (UNDO) or the archive (INPLACE) now: the edit
+ *                                  is in progress, and recovery will not happen until that writer is gone.
+ *   journal_bytes                  UNDO: the size of the undo journal; 0 otherwise.
+ *
+ * A writable handle's open has repaired what killed writers left, so it lists nothing (its own edits are not
+ * listed). The strings are valid during the call only. A non-zero return from fn stops the walk and is
+ * returned.
+ */
+enum { MMZIP_UNFINISHED_UNDO = 1, MMZIP_UNFINISHED_INPLACE = 2 };
+typedef struct mmzip_unfinished_edit {
+    const char *key;       /* NUL-terminated */
+    int kind;
+    int writer_alive;
+    uint64_t journal_bytes;
+} mmzip_unfinished_edit;
+typedef int (*mmzip_unfinished_fn)(const mmzip_unfinished_edit *edit, void *ctx);
+MMZIP_API int mmzip_unfinished_edits(mmzip_t *h, mmzip_unfinished_fn fn, void *ctx);
 
 /*
  * Rewrites the archive with only its live entries, compact and aligned, reclaiming the space of replaced

@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 typedef struct {
     mmzip_report_fn report;
@@ -159,6 +161,61 @@ static void check_interop(checker *c, mz_store *s) {
     }
 }
 
+static void recover_say(checker *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void recover_say(checker *c, const char *fmt, ...) {
+    char msg[1300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    recover_line(msg, c);
+}
+
+/* The dry run of what recovery does first: unfinished in-place edits (edit.c's undo journal, inplace.c's
+ * markers), each named, so that the CRC mismatch they cause has its "recover:" line. */
+static void check_unfinished(checker *c, mz_store *s) {
+    mz_entry *e;
+    uint64_t jbytes;
+    int live;
+    char jpath[4200];
+    snprintf(jpath, sizeof jpath, "%s.mmzip-undo", s->path);
+    if (mz_edit_pending(s, &e, &jbytes, &live) && e) {
+        if (live)
+            recover_say(c, "none for entry '%.*s' while its editor is at work: it is being edited in place now "
+                        "(undo journal %s); its readers wait until that writer closes it", (int)e->name_len,
+                        mz_name(s, e), jpath);
+        else
+            recover_say(c, "restore entry '%.*s' to its last commit (%llu bytes, crc %08x) from the undo journal %s "
+                        "(%llu bytes), left by an in-place edit whose writer was killed before it published",
+                        (int)e->name_len, mz_name(s, e), (unsigned long long)e->usize, e->crc, jpath,
+                        (unsigned long long)jbytes);
+    } else if (access(jpath, F_OK) == 0) {
+        recover_say(c, "remove the undo journal %s, which restores nothing (its edit published, or changed no "
+                    "committed byte, before its writer died); the archive itself is not changed", jpath);
+    }
+    int writer = -1;
+    for (uint32_t i = 0; i < s->n_committed; i++) {
+        mz_entry *me = &s->e[i];
+        if (me->name_len <= MZ_EDIT_PREFIX_LEN || memcmp(mz_name(s, me), MZ_EDIT_PREFIX, MZ_EDIT_PREFIX_LEN) != 0 ||
+            (me->mark & MZ_MARK_SHADOWED))
+            continue;
+        e = mz_inplace_target(s, me);
+        if (writer < 0) writer = mz_writer_lock_held(s->fd) == 1;
+        if (!e)
+            recover_say(c, "remove the in-place edit marker '%.*s', whose entry is no longer there",
+                        (int)me->name_len, mz_name(s, me));
+        else if (writer)
+            recover_say(c, "none for entry '%.*s' while its writer is at work: it is being modified in place now "
+                        "(marker '%.*s'), and that writer's next commit refreshes its CRC-32", (int)e->name_len,
+                        mz_name(s, e), (int)me->name_len, mz_name(s, me));
+        else
+            recover_say(c, "keep entry '%.*s' as the writer that was modifying it in place (marker '%.*s') left it "
+                        "when it was killed - its values may hold only part of that writer's changes - recompute "
+                        "its CRC-32 over those bytes, and remove the marker", (int)e->name_len, mz_name(s, e),
+                        (int)me->name_len, mz_name(s, me));
+    }
+}
+
 int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {
     if (!h) return mz_fail(MMZIP_EINVAL, "mmzip_check: NULL handle");
     mz_store *s = h->s;
@@ -180,6 +237,7 @@ int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {
     if (!s->writable) {
         /* The dry run: what a writable open (or mmzip recover) would do to the file as it is. */
         mz_recovery_plan plan;
+        check_unfinished(&c, s);
         if (mz_plan_recovery(s, &plan, recover_line, &c) == MMZIP_OK) {
             if (!c.recover_lines) note(&c, "recover: nothing to do");
             /* Bytes after the last commit's end records: readable (the scan-back finds the commit) but not

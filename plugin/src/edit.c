@@ -56,6 +56,7 @@
 /* Extents of the growth whose CRC an edit keeps. HDF5 appends in order, so they merge into a few; a session
  * that scatters more than this reads the rest back at its publish. */
 #define MZ_GROWN_MAX 64u
+#define ENAME(e) (int)(e)->name_len, mz_name(s, (e))
 
 struct mz_edit {
     char *key;
@@ -460,7 +461,7 @@ static int read_head(int fd, journal_head *jh) {
 /* Writes every whole record of the journal back into the archive, in order, and flushes. Records past the
  * first torn or foreign one were never followed by the overwrite they protect. */
 static int journal_apply(mz_store *s, int fd, const journal_head *jh, uint64_t lo, uint64_t hi,
-                         const char *what) {
+                         const char *what, uint64_t *written) {
     struct stat stt;
     if (fstat(fd, &stt) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat the undo journal", s->path);
     uint64_t end = (uint64_t)stt.st_size, pos = MZ_UNDO_HEADER;
@@ -482,6 +483,7 @@ static int journal_apply(mz_store *s, int fd, const journal_head *jh, uint64_t l
         if (mz_get32(head + 24) != mz_crc32(mz_crc32(0, head + 4, 20), buf, (size_t)len)) break;
         st = mz_io_write(s, buf, (size_t)len, off, what);
         if (st) break;
+        if (written) *written += len;
         pos += MZ_UNDO_REC_HEAD + len;
     }
     free(buf);
@@ -524,17 +526,42 @@ int mz_edit_recover(mz_store *s) {
         return err == ENOENT ? MMZIP_OK : mz_fail_errno(MMZIP_EIO, err, "%s: cannot open its undo journal", s->path);
     }
     journal_head jh;
-    int st = MMZIP_OK;
-    if (read_head(fd, &jh) && journal_is_hot(s, &jh)) {
-        mz_entry *e = committed_at(s, jh.lfh_off);
-        st = journal_apply(s, fd, &jh, e->lfh_off, e->data_off + e->csize, "recover.undo");
+    int st = MMZIP_OK, whole = read_head(fd, &jh);
+    mz_entry *e = whole ? committed_at(s, jh.lfh_off) : NULL;
+    uint64_t written = 0, room = 0;
+    if (whole && journal_is_hot(s, &jh)) {
+        st = journal_apply(s, fd, &jh, e->lfh_off, e->data_off + e->csize, "recover.undo", &written);
         /* Growth into the entry's room was not journaled (nothing refers to it): it is cleared, so that
          * the room reads as zeros again for the next edit. */
-        uint64_t room = mz_room_of(s, e);
+        room = mz_room_of(s, e);
         if (!st && room) {
             mz_crashpoint("recover.clear_room");
             st = mz_io_zero(s, e->data_off + e->csize, room, "recover.clear_room");
         }
+        s->journal_restored += written;
+        if (written)
+            mz_recovery_note(s, MMZIP_RECOVERY_JOURNAL, mz_name(s, e), e->name_len, written, e->lfh_off,
+                             "%s: restored entry '%.*s' to its last commit (%llu bytes, crc %08x): wrote back %llu "
+                             "bytes of its committed data from the undo journal %s, left by an in-place edit whose "
+                             "writer was killed before it published, and removed the journal%s", s->path, ENAME(e), (unsigned long long)e->usize,
+                             e->crc, (unsigned long long)written, jpath,
+                             room ? "; the room after it, where that edit may have grown it, reads as zeros again"
+                                  : "");
+        else
+            mz_recovery_note(s, MMZIP_RECOVERY_JOURNAL_GONE, mz_name(s, e), e->name_len, 0, e->lfh_off,
+                             "%s: removed the undo journal %s of entry '%.*s': the in-place edit was killed before "
+                             "it changed a committed byte, so the entry is at its last commit as it was", s->path,
+                             jpath, ENAME(e));
+    } else if (whole && e) {
+        mz_recovery_note(s, MMZIP_RECOVERY_JOURNAL_GONE, mz_name(s, e), e->name_len, 0, e->lfh_off,
+                         "%s: removed the undo journal %s of entry '%.*s', which restores a version the directory "
+                         "no longer names: the edit had published before its writer died; nothing to undo",
+                         s->path, jpath, ENAME(e));
+    } else {
+        mz_recovery_note(s, MMZIP_RECOVERY_JOURNAL_GONE, NULL, 0, 0, 0,
+                         "%s: removed the undo journal %s, which %s: nothing to undo", s->path, jpath,
+                         whole ? "names no committed entry (the edited entry was replaced or removed since)"
+                               : "holds no whole header (an in-place edit killed while creating it)");
     }
     close(fd);
     if (!st) st = journal_remove(s, jpath);
@@ -556,6 +583,37 @@ static int journal_has_record(int fd, const journal_head *jh) {
                 mz_get32(head + 24) == mz_crc32(mz_crc32(0, head + 4, 20), buf, len);
     free(buf);
     return whole;
+}
+
+int mz_edit_lock_held(mz_store *s, uint64_t lfh_off) {
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = MZ_ENTRY_LOCK_BASE + (off_t)lfh_off;
+    fl.l_len = 1;
+    if (s->edit && s->edit->lfh_off == lfh_off) return 1;
+    return fcntl(s->fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+}
+
+int mz_edit_pending(mz_store *s, mz_entry **out, uint64_t *journal_bytes, int *live) {
+    *out = NULL;
+    *journal_bytes = 0;
+    *live = 0;
+    char *jpath = journal_path(s->path);
+    int fd = jpath ? open(jpath, O_RDONLY | O_CLOEXEC) : -1;
+    free(jpath);
+    if (fd < 0) return 0;
+    journal_head jh;
+    struct stat st;
+    int hot = read_head(fd, &jh) && journal_is_hot(s, &jh) && journal_has_record(fd, &jh);
+    if (hot) {
+        *out = committed_at(s, jh.lfh_off);
+        *journal_bytes = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+        *live = mz_edit_lock_held(s, jh.lfh_off);
+    }
+    close(fd);
+    return hot;
 }
 
 void mz_edit_mark(mz_store *s) {
@@ -957,7 +1015,7 @@ out:
 static int undo_locked(mz_store *s, struct mz_edit *ed) {
     if (!ed->dirty && !ed->lfh_saved) return MMZIP_OK;
     journal_head jh = {ed->nonce, ed->lfh_off, ed->data_off, ed->base_size, ed->base_crc};
-    int st = journal_apply(s, ed->jfd, &jh, ed->lfh_off, ed->data_off + ed->base_size, "edit.undo");
+    int st = journal_apply(s, ed->jfd, &jh, ed->lfh_off, ed->data_off + ed->base_size, "edit.undo", NULL);
     if (st) return st;
     /* Unpublished growth inside the room is cleared: the room must read as zeros for the next edit. */
     uint64_t hi = ed->data_off + ed->high < ed->reach_end ? ed->data_off + ed->high : ed->reach_end;

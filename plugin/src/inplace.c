@@ -23,8 +23,6 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#define MZ_EDIT_PREFIX ".mmzip/edit/"
-#define MZ_EDIT_PREFIX_LEN 12u
 #define MZ_EDIT_MARKER_LEN 12u /* lfh offset (8), CRC before the edit (4) */
 
 static char *marker_name(const char *key) {
@@ -231,9 +229,19 @@ int mz_inplace_recover(mmzip_t *h) {
         found = 1;
         const uint8_t *mk;
         uint64_t mn;
-        if (mz_entry_bytes(s, me, &mk, &mn) != MMZIP_OK || mn != MZ_EDIT_MARKER_LEN) continue;
+        if (mz_entry_bytes(s, me, &mk, &mn) != MMZIP_OK || mn != MZ_EDIT_MARKER_LEN) {
+            mz_recovery_note(s, MMZIP_RECOVERY_INPLACE, NULL, 0, 0, 0,
+                             "%s: removed the in-place edit marker '%.*s', which names no entry (unreadable, or not "
+                             "12 bytes)", s->path, (int)me->name_len, mz_name(s, me));
+            continue;
+        }
         mz_entry *e = committed_at(s, mz_get64(mk));
-        if (!e || e->method != 0) continue;
+        if (!e || e->method != 0) {
+            mz_recovery_note(s, MMZIP_RECOVERY_INPLACE, NULL, 0, 0, 0,
+                             "%s: removed the in-place edit marker '%.*s', whose entry was replaced or removed "
+                             "since: nothing to refresh", s->path, (int)me->name_len, mz_name(s, me));
+            continue;
+        }
         const uint8_t *p;
         uint64_t n;
         /* The entry's CRC is stale by design here: resolve its bytes without mz_entry_bytes's tail check. */
@@ -241,12 +249,25 @@ int mz_inplace_recover(mmzip_t *h) {
         if (st) break;
         p = s->map.base + e->data_off;
         n = e->usize;
-        uint32_t crc = mz_crc32(0, p, (size_t)n);
+        uint32_t crc = mz_crc32(0, p, (size_t)n), old = e->crc;
         if (crc != e->crc) {
             st = set_crc(s, e, crc);
             s->edits_recovered++;
             __atomic_fetch_and(&e->mark, (uint8_t)~(MZ_MARK_VERIFY | MZ_MARK_BAD), __ATOMIC_RELEASE);
         }
+        if (crc != old)
+            mz_recovery_note(s, MMZIP_RECOVERY_INPLACE, mz_name(s, e), e->name_len, n, 1,
+                             "%s: kept entry '%.*s' (%llu bytes) as the writer that was modifying it in place left "
+                             "it when it died: its values may hold only part of that writer's changes; its CRC-32 "
+                             "was recomputed over them (%08x, was %08x) and the marker '%.*s' removed", s->path,
+                             (int)e->name_len, mz_name(s, e), (unsigned long long)n, crc, old, (int)me->name_len,
+                             mz_name(s, me));
+        else
+            mz_recovery_note(s, MMZIP_RECOVERY_INPLACE, mz_name(s, e), e->name_len, n, 0,
+                             "%s: kept entry '%.*s' (%llu bytes) as it was: the writer that was modifying it in "
+                             "place had committed its changes (its CRC-32 matches) before it died; the marker "
+                             "'%.*s' was removed", s->path, (int)e->name_len, mz_name(s, e), (unsigned long long)n,
+                             (int)me->name_len, mz_name(s, me));
     }
     pthread_mutex_unlock(&s->wmu);
     if (st || !found) return st;
@@ -274,6 +295,15 @@ int mz_inplace_recover(mmzip_t *h) {
     free(names);
     if (!st) st = mmzip_commit(h);
     return st;
+}
+
+mz_entry *mz_inplace_target(mz_store *s, mz_entry *me) {
+    if (me->name_len <= MZ_EDIT_PREFIX_LEN || memcmp(mz_name(s, me), MZ_EDIT_PREFIX, MZ_EDIT_PREFIX_LEN) != 0 ||
+        (me->mark & (MZ_MARK_SHADOWED | MZ_MARK_BAD)) || me->method != 0 || me->usize != MZ_EDIT_MARKER_LEN ||
+        mz_resolve_data(s, me) != MMZIP_OK)
+        return NULL;
+    mz_entry *e = committed_at(s, mz_get64(s->map.base + me->data_off));
+    return e && e->method == 0 ? e : NULL;
 }
 
 void mz_inplace_free(mz_store *s) {

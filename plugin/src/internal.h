@@ -440,6 +440,14 @@ typedef struct mz_store {
     uint32_t n_inplaces;
     int cd_changed;                /* committed records were patched (CRC refresh): the next commit writes */
     uint64_t edits_recovered;      /* CRCs refreshed at open for edits a dead writer left uncommitted */
+    uint64_t journal_restored;     /* bytes an undo journal wrote back at open (edit.c) */
+
+    /* What recovery did to the file, for mmzip_recover_ex (recovery.c, mz_recovery_note), and how many writes,
+     * zeroings and truncates of the archive file this store made (io.c): recovery's "nothing changed" is
+     * believed only when none was made. */
+    struct mz_recovery_note *notes;
+    uint32_t n_notes;
+    uint64_t file_changes;
 
     /* What the open has read of the file (mz_read_at): its last bytes, and the last small piece read
      * elsewhere (local headers lie together at the start of a small archive). Valid from the load until
@@ -539,6 +547,12 @@ uint64_t mz_edit_floor(const mz_store *s);
 int mz_edit_end_locked(mz_store *s);
 /* Read-only stores: marks the entry that a hot undo journal beside the archive would restore (MZ_MARK_EDITING). */
 void mz_edit_mark(mz_store *s);
+/* The undo journal beside the archive, if it would restore an entry: 1 with *e (that committed entry),
+ * *journal_bytes (the journal's size) and *live (1 if an editor holds the entry's lock now: an edit in
+ * progress, not a killed one); 0 if there is none, or it would restore nothing. Does not write. */
+int mz_edit_pending(mz_store *s, mz_entry **e, uint64_t *journal_bytes, int *live);
+/* 1 if an editor (this process or another) holds the edit lock of the entry at lfh_off now. */
+int mz_edit_lock_held(mz_store *s, uint64_t lfh_off);
 /* Frees the edit state without touching the file (the store is going away). */
 void mz_edit_free(mz_store *s);
 
@@ -561,10 +575,31 @@ int mz_inplace_refresh_locked(mz_store *s);
 int mz_inplace_recover(mmzip_t *h);
 /* Ends every open edit (views read-only, markers removed, pending until the next commit). */
 int mz_inplace_end_all(mmzip_t *h);
+/* The entry named by the in-place edit marker me (".mmzip/edit/<key>" of a committed version), or NULL if me
+ * is not such a marker or names no committed entry. */
+mz_entry *mz_inplace_target(mz_store *s, mz_entry *me);
+#define MZ_EDIT_PREFIX ".mmzip/edit/"
+#define MZ_EDIT_PREFIX_LEN 12u
 void mz_inplace_free(mz_store *s);
+
+/* read.c: why e's bytes are not at a commit (an unfinished in-place edit, killed or in progress), as a clause
+ * for a message naming the archive and what to do; "" if they are. */
+const char *mz_unfinished_why(mz_store *s, mz_entry *e, char *buf, size_t len);
 
 /* recovery.c */
 int mz_recover_locked(mz_store *s);
+/* One thing recovery did (mmzip_recovery_action without the pointers' lifetime problems). */
+struct mz_recovery_note {
+    int kind;
+    char *entry;
+    uint64_t bytes, offset;
+    char *message;
+};
+/* Records what recovery did (kind: mmzip_recovery_kind; entry may be NULL; message a printf format). Best
+ * effort: out of memory drops the note, never the repair (file_changes still says the file changed). */
+void mz_recovery_note(mz_store *s, int kind, const char *entry, size_t entry_len, uint64_t bytes, uint64_t offset,
+                      const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+void mz_recovery_notes_free(mz_store *s);
 /* What recovery would do to the loaded state of s, decided without writing anything; report (if not NULL)
  * gets one sentence per action or kept foreign anomaly. Used by the writable open and by mmzip check. */
 typedef struct mz_recovery_plan {
@@ -575,7 +610,7 @@ typedef struct mz_recovery_plan {
 } mz_recovery_plan;
 int mz_plan_recovery(mz_store *s, mz_recovery_plan *p, mmzip_report_fn report, void *ctx);
 /* Removes <archive>.mmzip-pack-<pid> and <archive>.mmzip-new-<pid> of processes that are gone (recovery.c). */
-void mz_remove_stale_temps(const char *archive_path);
+void mz_remove_stale_temps(const char *archive_path, mmzip_recovery_fn fn, void *ctx);
 
 /* store.c */
 pid_t mz_current_pid(void); /* getpid(), cached; reset in a forked child */

@@ -179,6 +179,7 @@ int mz_io_write(mz_store *s, const void *buf, size_t len, uint64_t off, const ch
 
 int mz_io_writev(mz_store *s, const mmzip_iovec *iov, int n, uint64_t off, const char *what) {
     mz_open_cache_stop(s);
+    s->file_changes++;
     uint64_t total = 0;
     for (int i = 0; i < n; i++) total += iov[i].len;
 #ifdef MMZIP_TESTING
@@ -293,6 +294,7 @@ void mz_io_trace_mapped(mz_store *s, uint64_t off, uint64_t len, const char *wha
 int mz_io_zero(mz_store *s, uint64_t off, uint64_t len, const char *what) {
     if (len == 0) return MMZIP_OK;
     mz_open_cache_stop(s);
+    s->file_changes++;
 #ifdef FALLOC_FL_PUNCH_HOLE
     /* Punching a hole zeroes without writing (and frees the blocks). */
     if (fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0) {
@@ -313,6 +315,7 @@ int mz_io_zero(mz_store *s, uint64_t off, uint64_t len, const char *what) {
 
 int mz_io_truncate(mz_store *s, uint64_t size, const char *what) {
     mz_open_cache_stop(s);
+    s->file_changes++;
 #ifdef MMZIP_TESTING
     if (crash_check(what)) die();
 #endif

@@ -106,7 +106,7 @@ int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts
     mmzip_t *h;
     int st = mmzip_open(path, "r+", &o, &h);
     if (st) return st;
-    mz_remove_stale_temps(path); /* a killed pack's, before this one names its own */
+    mz_remove_stale_temps(path, NULL, NULL); /* a killed pack's, before this one names its own */
     mz_store *s = h->s;
     uint32_t alignment = s->opts.alignment;
     char tmp[PATH_MAX];

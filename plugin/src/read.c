@@ -115,15 +115,49 @@ uint64_t mz_room_of(mz_store *s, const mz_entry *e) {
     return next - end < e->room ? next - end : e->room;
 }
 
+/* 1 if a marker of mmzip_inplace (".mmzip/edit/<name>") names this version of e. */
+static int inplace_marked(mz_store *s, mz_entry *e) {
+    if (e->name_len > 65535 - MZ_EDIT_PREFIX_LEN) return 0;
+    char name[65536];
+    memcpy(name, MZ_EDIT_PREFIX, MZ_EDIT_PREFIX_LEN);
+    memcpy(name + MZ_EDIT_PREFIX_LEN, mz_name(s, e), e->name_len);
+    mz_entry *me = mz_lookup(s, name, MZ_EDIT_PREFIX_LEN + e->name_len, 0);
+    return me && mz_inplace_target(s, me) == e;
+}
+
+/* What an entry that awaits recovery (or is being edited now) is, for messages: "" if nothing. */
+const char *mz_unfinished_why(mz_store *s, mz_entry *e, char *buf, size_t len) {
+    buf[0] = '\0';
+    if (e->mark & MZ_MARK_EDITING) {
+        if (mz_edit_lock_held(s, e->lfh_off))
+            snprintf(buf, len, "it is being edited in place by another process or handle now; read it again once "
+                     "that writer has closed it");
+        else
+            snprintf(buf, len, "it was being edited in place when its writer was killed, and an undo journal "
+                     "(%s.mmzip-undo) holds its last committed version: run 'mmzip recover %s' (or open the "
+                     "archive writable) to restore it", s->path, s->path);
+    } else if (inplace_marked(s, e)) {
+        if (!s->writable && mz_writer_lock_held(s->fd) == 1)
+            snprintf(buf, len, "it is being modified in place by a writer now (marker '%s%.*s'); its CRC is "
+                     "refreshed at that writer's next commit", MZ_EDIT_PREFIX, ENAME(e));
+        else
+            snprintf(buf, len, "it was being modified in place (marker '%s%.*s') when its writer was killed: run "
+                     "'mmzip recover %s' (or open the archive writable), which keeps its bytes as that writer "
+                     "left them and recomputes its CRC", MZ_EDIT_PREFIX, ENAME(e), s->path);
+    }
+    return buf;
+}
+
 int mz_verify_crc(mz_store *s, mz_entry *e, const uint8_t *data, uint64_t len) {
     uint32_t c = mz_crc32(0, data, (size_t)len);
-    if (c != e->crc)
-        return mz_fail(MMZIP_ECRC, "%s: entry '%.*s': CRC-32 mismatch (directory says %08x, data gives %08x)%s",
-                       s->path, ENAME(e), e->crc, c,
-                       (e->mark & MZ_MARK_EDITING) ? "; it is being edited in place (or was, when its writer was "
-                                                     "killed): run 'mmzip recover'"
-                       : (e->mark & MZ_MARK_VERIFY) ? "; it is the last entry and looks torn by an interrupted "
-                                                    "writer: run 'mmzip recover'" : "");
+    if (c != e->crc) {
+        char why[1024];
+        if (!mz_unfinished_why(s, e, why, sizeof why)[0] && (e->mark & MZ_MARK_VERIFY))
+            snprintf(why, sizeof why, "it is the last entry and looks torn by an interrupted writer: run 'mmzip "
+                     "recover'");
+        return mz_fail(MMZIP_ECRC, "%s: entry '%.*s': CRC-32 mismatch (directory says %08x, data gives %08x)%s%s",
+                       s->path, ENAME(e), e->crc, c, why[0] ? "; " : "", why);
+    }
     return MMZIP_OK;
 }
 
@@ -236,10 +270,11 @@ int mz_verify_stored_once(mz_store *s, mz_entry *e) {
 }
 
 int mz_entry_bytes(mz_store *s, mz_entry *e, const uint8_t **data, uint64_t *size) {
-    if (__atomic_load_n(&e->mark, __ATOMIC_ACQUIRE) & MZ_MARK_EDITING)
-        return mz_fail(MMZIP_EBUSY, "%s: entry '%.*s' is being written in place (or was, when its writer was "
-                       "killed: `mmzip recover %s` restores its committed version); it cannot be read now", s->path,
-                       ENAME(e), s->path);
+    if (__atomic_load_n(&e->mark, __ATOMIC_ACQUIRE) & MZ_MARK_EDITING) {
+        char why[1024];
+        return mz_fail(MMZIP_EBUSY, "%s: entry '%.*s' cannot be read now: %s", s->path, ENAME(e),
+                       mz_unfinished_why(s, e, why, sizeof why));
+    }
     if (e->gp_flags & (MZ_FLAG_ENCRYPTED | MZ_FLAG_STRONG_ENCRYPTION) || e->method == 99)
         return mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%.*s' is encrypted; mmzip does not decrypt", s->path,
                        ENAME(e));

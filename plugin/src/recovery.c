@@ -22,6 +22,9 @@
 #include "internal.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <errno.h>
 #include <signal.h>
@@ -87,6 +90,40 @@ static void say(mmzip_report_fn report, void *ctx, const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     report(msg, ctx);
+}
+
+void mz_recovery_note(mz_store *s, int kind, const char *entry, size_t entry_len, uint64_t bytes, uint64_t offset,
+                      const char *fmt, ...) {
+    struct mz_recovery_note *g = realloc(s->notes, (s->n_notes + 1) * sizeof *g);
+    if (!g) return;
+    s->notes = g;
+    char msg[1600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    struct mz_recovery_note *n = &s->notes[s->n_notes];
+    n->kind = kind;
+    n->bytes = bytes;
+    n->offset = offset;
+    n->entry = entry ? strndup(entry, entry_len) : NULL;
+    n->message = strdup(msg);
+    if (!n->message || (entry && !n->entry)) {
+        free(n->entry);
+        free(n->message);
+        return;
+    }
+    s->n_notes++;
+}
+
+void mz_recovery_notes_free(mz_store *s) {
+    for (uint32_t i = 0; i < s->n_notes; i++) {
+        free(s->notes[i].entry);
+        free(s->notes[i].message);
+    }
+    free(s->notes);
+    s->notes = NULL;
+    s->n_notes = 0;
 }
 
 int mz_plan_recovery(mz_store *s, mz_recovery_plan *p, mmzip_report_fn report, void *ctx) {
@@ -203,8 +240,9 @@ static pid_t temp_owner(const char *name, const char *base, size_t base_len, con
 }
 
 /* Best effort: a leftover costs disk space, never correctness, so failures are ignored. A file whose pid
- * is alive (or reused) is left alone: it may be a pack or creation still at work. */
-void mz_remove_stale_temps(const char *archive_path) {
+ * is alive (or reused) is left alone: it may be a pack or creation still at work. fn (if not NULL) hears of
+ * each file removed. */
+void mz_remove_stale_temps(const char *archive_path, mmzip_recovery_fn fn, void *ctx) {
     char dir[PATH_MAX];
     if (snprintf(dir, sizeof dir, "%s", archive_path) >= (int)sizeof dir) return;
     char *slash = strrchr(dir, '/');
@@ -220,10 +258,24 @@ void mz_remove_stale_temps(const char *archive_path) {
         pid_t pid = temp_owner(de->d_name, base, base_len, ".mmzip-pack-");
         if (!pid) pid = temp_owner(de->d_name, base, base_len, ".mmzip-new-");
         if (!pid || pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
-        (void)unlinkat(dirfd(d), de->d_name, 0);
+        struct stat sb;
+        uint64_t size = fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 ? (uint64_t)sb.st_size : 0;
+        if (unlinkat(dirfd(d), de->d_name, 0) != 0 || !fn) continue;
+        char path[PATH_MAX + 256], msg[PATH_MAX + 512];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        snprintf(msg, sizeof msg, "%s: removed %s (%llu bytes), the temporary file of a %s killed before it was "
+                 "renamed over the archive (process %ld is gone); the archive never depended on it", archive_path,
+                 path, (unsigned long long)size, strstr(de->d_name + base_len, "pack") ? "pack" : "creation",
+                 (long)pid);
+        mmzip_recovery_action a = {MMZIP_RECOVERY_TEMP_FILE, path, size, 0, msg};
+        fn(&a, ctx);
     }
     closedir(d);
 }
+
+static void note_directory(mz_store *s, uint64_t before);
+static int neutralize_noted(mz_store *s);
+static void note_kept(mz_store *s, const mz_recovery_plan *plan);
 
 int mz_recover_locked(mz_store *s) {
     /* An entry edited in place by a writer that died is put back first: the rest sees committed bytes. */
@@ -233,6 +285,7 @@ int mz_recover_locked(mz_store *s) {
     st = mz_plan_recovery(s, &plan, NULL, NULL);
     if (st) return st;
     s->rolled_back = 0;
+    note_kept(s, &plan);
     if (plan.hold) {
         /* A foreign anomaly: nothing below the end of the file is ours to rewrite. The first commit writes
          * its entries, directory and end records after it. Prepended bytes still need absolute offsets. */
@@ -254,7 +307,7 @@ int mz_recover_locked(mz_store *s) {
     if (!plan.cut && !plan.move_directory) {
         if (plan.ours && s->cd_pos >= s->data_end) {
             s->clean = s->slack_hole = 1; /* a slack of zeros is one */
-            return mz_neutralize_dead_start(s);
+            return neutralize_noted(s);
         }
         return MMZIP_OK;
     }
@@ -269,20 +322,77 @@ int mz_recover_locked(mz_store *s) {
         s->file_size = trailer_end;
         s->compact = s->cd_pos == s->data_end;
         s->clean = s->slack_hole = s->end_follows_cd = 1;
-        st = mz_neutralize_dead_start(s);
+        mz_recovery_note(s, MMZIP_RECOVERY_CUT, NULL, 0, before - trailer_end, trailer_end,
+                         "%s: cut the %llu bytes after the last commit's end records at %llu (an interrupted mmzip "
+                         "write: nothing any commit refers to)", s->path, (unsigned long long)(before - trailer_end),
+                         (unsigned long long)trailer_end);
+        st = neutralize_noted(s);
         if (st) return st;
     } else {
+        uint64_t cut = plan.cut ? before - trailer_end : 0;
         st = mz_commit_locked(s, 1);
         if (st) return st;
+        if (cut)
+            mz_recovery_note(s, MMZIP_RECOVERY_CUT, NULL, 0, cut, trailer_end,
+                             "%s: removed the %llu bytes after the last commit's end records at %llu (an interrupted "
+                             "mmzip write: nothing any commit refers to)", s->path, (unsigned long long)cut,
+                             (unsigned long long)trailer_end);
+        note_directory(s, before - cut);
     }
     s->recovered_bytes = before > s->file_size ? before - s->file_size : 0;
     return MMZIP_OK;
 }
 
+/* Notes a directory written back behind the last entry by a commit that took the file from `before` bytes. */
+static void note_directory(mz_store *s, uint64_t before) {
+    uint64_t shrank = before > s->file_size ? before - s->file_size : 0;
+    if (shrank)
+        mz_recovery_note(s, MMZIP_RECOVERY_DIRECTORY, NULL, 0, shrank, s->cd_pos,
+                         "%s: wrote the directory (%llu entries) back behind the last entry, at %llu; the file shrank "
+                         "by %llu bytes that no committed entry refers to (removed or replaced entries, free slack, "
+                         "or an interrupted relocation of the directory): no data was lost", s->path,
+                         (unsigned long long)s->n_committed, (unsigned long long)s->cd_pos,
+                         (unsigned long long)shrank);
+    else
+        mz_recovery_note(s, MMZIP_RECOVERY_DIRECTORY, NULL, 0, 0, s->cd_pos,
+                         "%s: wrote the directory (%llu entries) back behind the last entry, at %llu", s->path,
+                         (unsigned long long)s->n_committed, (unsigned long long)s->cd_pos);
+}
+
+/* mz_neutralize_dead_start, noting whether it cleared a signature. */
+static int neutralize_noted(mz_store *s) {
+    uint64_t changes = s->file_changes, from = s->neutralized_to > s->prefix ? s->neutralized_to : s->prefix;
+    int st = mz_neutralize_dead_start(s);
+    if (!st && s->file_changes != changes)
+        mz_recovery_note(s, MMZIP_RECOVERY_DEAD_HEADER, NULL, 0, 4, from,
+                         "%s: cleared the signature of the dead local header(s) from %llu (entries replaced or "
+                         "removed by the last commits), so that readers that scan local headers skip them; no "
+                         "committed entry was touched", s->path, (unsigned long long)from);
+    return st;
+}
+
+/* Notes what the plan keeps as found: foreign anomalies and entries without their local header. */
+static void note_kept(mz_store *s, const mz_recovery_plan *plan) {
+    if (plan->hold)
+        mz_recovery_note(s, MMZIP_RECOVERY_KEPT, NULL, 0, 0, plan->hold,
+                         "%s: kept as found, not mmzip's to repair: bytes around the foreign end records or "
+                         "directory; new entries are appended after them (at %llu); 'mmzip check' describes them",
+                         s->path, (unsigned long long)plan->hold);
+    for (uint32_t i = 0; i < s->n_committed; i++) {
+        mz_entry *e = &s->e[i];
+        if (e->mark & MZ_MARK_BAD)
+            mz_recovery_note(s, MMZIP_RECOVERY_KEPT, mz_name(s, e), e->name_len, 0, 0,
+                             "%s: kept entry '%.*s' in the directory although its local header at %llu is missing "
+                             "or disagrees with it (not mmzip's to roll back); it is not listed, and 'mmzip check' "
+                             "reports it", s->path, (int)(e->name_len > 300 ? 300 : e->name_len), mz_name(s, e),
+                             (unsigned long long)e->lfh_off);
+    }
+}
+
 int mmzip_recover(const char *path, uint64_t *discarded) {
     mmzip_t *h;
     if (discarded) *discarded = 0;
-    mz_remove_stale_temps(path);
+    mz_remove_stale_temps(path, NULL, NULL);
     int st = mmzip_open(path, "r+", NULL, &h);
     if (st) return st;
     mz_store *s = h->s;
@@ -297,4 +407,130 @@ int mmzip_recover(const char *path, uint64_t *discarded) {
     int st2 = mmzip_close(h);
     if (discarded && before > after) *discarded = before - after;
     return st ? st : st2;
+}
+
+/* One writable open and close of mmzip_recover_ex: what the open repaired, and the directory moved back. The
+ * notes are handed to the caller (the store that holds them goes at the close); *changes counts the writes,
+ * zeroings and truncates of the archive made up to the close (which writes nothing on a store with nothing
+ * pending; the caller also compares the file's status before and after). */
+static int recover_pass(const char *path, struct mz_recovery_note **notes, uint32_t *n, uint64_t *changes) {
+    *notes = NULL;
+    *n = 0;
+    *changes = 0;
+    mmzip_t *h;
+    int st = mmzip_open(path, "r+", NULL, &h);
+    if (st) return st;
+    mz_store *s = h->s;
+    pthread_mutex_lock(&s->wmu);
+    if (!s->foreign_hold && !s->clean) {
+        uint64_t before = s->file_size;
+        st = mz_commit_locked(s, 1);
+        if (!st) note_directory(s, before);
+    }
+    pthread_mutex_unlock(&s->wmu);
+    *notes = s->notes;
+    *n = s->n_notes;
+    s->notes = NULL;
+    s->n_notes = 0;
+    *changes = s->file_changes;
+    int st2 = mmzip_close(h);
+    return st ? st : st2;
+}
+
+static void notes_free(struct mz_recovery_note *notes, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        free(notes[i].entry);
+        free(notes[i].message);
+    }
+    free(notes);
+}
+
+int mmzip_recover_ex(const char *path, mmzip_recovery_fn fn, void *ctx, int *changed) {
+    if (changed) *changed = 0;
+    if (!path) return mz_fail(MMZIP_EINVAL, "mmzip_recover_ex: NULL path");
+    mz_remove_stale_temps(path, fn, ctx);
+    struct stat b0, b1;
+    int had = stat(path, &b0) == 0;
+    struct mz_recovery_note *notes[2] = {NULL, NULL};
+    uint32_t n[2] = {0, 0};
+    uint64_t changes[2] = {0, 0};
+    /* A second pass after a first that changed the file: the commits of the repairs (an in-place edit's CRC
+     * and marker) leave the directory where a fresh open may find it away from the data, as `mmzip recover`
+     * always moved it back. */
+    int st = recover_pass(path, &notes[0], &n[0], &changes[0]);
+    if (!st && changes[0]) st = recover_pass(path, &notes[1], &n[1], &changes[1]);
+    int moved = had && stat(path, &b1) == 0 &&
+                (b0.st_size != b1.st_size || b0.st_ino != b1.st_ino || b0.st_mtim.tv_sec != b1.st_mtim.tv_sec ||
+                 b0.st_mtim.tv_nsec != b1.st_mtim.tv_nsec);
+    if (changed) *changed = changes[0] || changes[1] || moved;
+    for (int p = 0; p < 2; p++) {
+        for (uint32_t i = 0; i < n[p] && fn; i++) {
+            mmzip_recovery_action a = {notes[p][i].kind, notes[p][i].entry, notes[p][i].bytes, notes[p][i].offset,
+                                       notes[p][i].message};
+            /* The second pass finds again what the first kept as found: said once. */
+            if (p == 1 && a.kind == MMZIP_RECOVERY_KEPT) continue;
+            fn(&a, ctx);
+        }
+        notes_free(notes[p], n[p]);
+    }
+    return st;
+}
+
+int mmzip_unfinished_edits(mmzip_t *h, mmzip_unfinished_fn fn, void *ctx) {
+    if (!h) return mz_fail(MMZIP_EINVAL, "mmzip_unfinished_edits: NULL handle");
+    mz_store *s = h->s;
+    if (s->writable) return 0; /* the open repaired what killed writers left; the rest is this store's own */
+    /* Gathered under the read lock, reported after it: fn may call back into the store. */
+    typedef struct { char *key; int kind, alive; uint64_t bytes; } item;
+    item *items = NULL;
+    size_t n = 0, cap = 0;
+    int st = MMZIP_OK;
+    pthread_rwlock_rdlock(&s->rw);
+    int writer = -1; /* whether a writer holds the archive now: looked up once, if a marker asks */
+    mz_entry *je;
+    uint64_t jbytes;
+    int jlive;
+    int journal = mz_edit_pending(s, &je, &jbytes, &jlive) && je;
+    for (uint32_t i = 0; i < s->n_committed + (uint32_t)journal && !st; i++) {
+        mz_entry *e;
+        item it = {NULL, 0, 0, 0};
+        if (i == s->n_committed) {
+            e = je;
+            it.kind = MMZIP_UNFINISHED_UNDO;
+            it.alive = jlive;
+            it.bytes = jbytes;
+        } else {
+            e = mz_inplace_target(s, &s->e[i]);
+            if (!e) continue;
+            if (writer < 0) writer = mz_writer_lock_held(s->fd) == 1;
+            it.kind = MMZIP_UNFINISHED_INPLACE;
+            it.alive = writer;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 4;
+            item *g = realloc(items, cap * sizeof *g);
+            if (!g) {
+                st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+                break;
+            }
+            items = g;
+        }
+        if (!(it.key = strndup(mz_name(s, e), e->name_len))) {
+            st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+            break;
+        }
+        items[n++] = it;
+    }
+    pthread_rwlock_unlock(&s->rw);
+    int r = st ? st : (int)n;
+    for (size_t i = 0; i < n; i++) {
+        if (fn && r >= 0 && r == (int)n) {
+            mmzip_unfinished_edit u = {items[i].key, items[i].kind, items[i].alive, items[i].bytes};
+            int x = fn(&u, ctx);
+            if (x) r = x;
+        }
+        free(items[i].key);
+    }
+    free(items);
+    return r;
 }

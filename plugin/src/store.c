@@ -240,6 +240,7 @@ static void store_free(mz_store *s) {
     free(s->decoded);
     mz_edit_free(s);
     mz_inplace_free(s);
+    mz_recovery_notes_free(s);
     mz_map_free(&s->map);
     mz_table_free(s);
     if (s->fd >= 0) close(s->fd);
@@ -326,7 +327,7 @@ static int open_unpublished(mz_store *s, int path_exists) {
     if (s->fd < 0) {
         /* No O_TMPFILE here: a named temporary file, removed if we close without committing. Those of
          * creations killed before are removed first: here is where they are left. */
-        mz_remove_stale_temps(s->path);
+        mz_remove_stale_temps(s->path, NULL, NULL);
         char tmp[PATH_MAX];
         snprintf(tmp, sizeof tmp, "%s.mmzip-new-%ld", s->path, (long)getpid());
         s->fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -674,6 +675,9 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
         if (s->e[i].mark & MZ_MARK_NONAME) info->unnamed++;
     }
     info->append_from = s->foreign_hold;
+    info->journal_restored = s->journal_restored;
     pthread_rwlock_unlock(&s->rw);
+    int unfinished = mmzip_unfinished_edits(h, NULL, NULL);
+    info->edits_unfinished = unfinished > 0 ? (uint64_t)unfinished : 0;
     return MMZIP_OK;
 }
