@@ -12,6 +12,7 @@
 #include <string.h>
 
 static _Thread_local char last_message[2048];
+static _Thread_local int last_code;
 
 static void record(const char *fmt, va_list ap, const char *suffix) {
     int n = vsnprintf(last_message, sizeof last_message, fmt, ap);
@@ -21,6 +22,7 @@ static void record(const char *fmt, va_list ap, const char *suffix) {
 }
 
 int h5mz_fail(int code, const char *fmt, ...) {
+    last_code = code;
     va_list ap;
     va_start(ap, fmt);
     record(fmt, ap, NULL);
@@ -32,6 +34,7 @@ int h5mz_fail_core(int code, const char *fmt, ...) {
     /* Copy the core's message first: formatting ours must not clobber it. */
     char core[1024];
     snprintf(core, sizeof core, "%s", mmzip_last_error());
+    last_code = code;
     va_list ap;
     va_start(ap, fmt);
     record(fmt, ap, core);
@@ -40,3 +43,10 @@ int h5mz_fail_core(int code, const char *fmt, ...) {
 }
 
 const char *h5mz_last_error(void) { return last_message; }
+
+int h5mz_last_code(void) { return last_code; }
+
+void h5mz_clear_error(void) {
+    last_message[0] = '\0';
+    last_code = 0;
+}

@@ -36,6 +36,9 @@ H5MZ_HIDDEN int h5mz_fail(int code, const char *fmt, ...) __attribute__((format(
 H5MZ_HIDDEN int h5mz_fail_core(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The calling thread's last message ("" if none). */
 H5MZ_HIDDEN const char *h5mz_last_error(void);
+/* The code of the calling thread's last failure (0 if none since h5mz_clear_error). */
+H5MZ_HIDDEN int h5mz_last_code(void);
+H5MZ_HIDDEN void h5mz_clear_error(void);
 
 /* ---------------------------------------------------------------------------------------------------- */
 /* member_locator.c                                                                                       */

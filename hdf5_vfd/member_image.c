@@ -70,6 +70,46 @@ static uint64_t room_capacity_for(uint64_t need) {
 static mmzip_t *handle_of(const h5mz_member *m) { return h5mz_archive_handle(m->archive); }
 static const char *path_of(const h5mz_member *m) { return h5mz_archive_path(m->archive); }
 
+typedef struct {
+    const char *name;
+    int found, alive;
+} unfinished_probe;
+
+static int probe_unfinished(const mmzip_unfinished_edit *u, void *ctx) {
+    unfinished_probe *p = ctx;
+    if (u->kind == MMZIP_UNFINISHED_INPLACE && strcmp(u->key, p->name) == 0) {
+        p->found = 1;
+        p->alive = u->writer_alive;
+    }
+    return 0;
+}
+
+/* A member modified in place through a writable view (mmzip_inplace) by a writer that was killed, or that is
+ * at work now, holds bytes no commit vouches for (its CRC is stale): HDF5 would read a file that may be half
+ * updated. Refused, saying what to do; a writable open of the archive has repaired it already. (A member with
+ * an undo journal pending is refused by the core itself, at mmzip_get.) */
+static int refuse_unfinished_inplace(mmzip_t *h, const char *path, const char *name) {
+    size_t n = strlen(name);
+    char *marker = malloc(n + sizeof ".mmzip/edit/");
+    if (!marker) return h5mz_fail(MMZIP_ENOMEM, "%s: out of memory", path);
+    memcpy(marker, ".mmzip/edit/", sizeof ".mmzip/edit/" - 1);
+    memcpy(marker + sizeof ".mmzip/edit/" - 1, name, n + 1);
+    int marked = mmzip_exists(h, marker);
+    free(marker);
+    if (!marked) return MMZIP_OK;
+    unfinished_probe p = {name, 0, 0};
+    if (mmzip_unfinished_edits(h, probe_unfinished, &p) < 0) return h5mz_fail_core(MMZIP_EIO, "%s", path);
+    if (!p.found) return MMZIP_OK;
+    if (p.alive)
+        return h5mz_fail(MMZIP_EBUSY, "%s: member '%s' is being modified in place by a writer now (marker "
+                         "'.mmzip/edit/%s'); it can be opened once that writer has committed and closed it", path,
+                         name, name);
+    return h5mz_fail(MMZIP_EBUSY, "%s: member '%s' cannot be opened: it was being modified in place (marker "
+                     "'.mmzip/edit/%s') when its writer was killed, so its bytes may be half updated and its "
+                     "CRC-32 is stale; run 'mmzip recover %s' (or open the archive writable), which keeps its "
+                     "bytes as that writer left them and recomputes the CRC", path, name, name, path);
+}
+
 int h5mz_member_open(h5mz_member *m, h5mz_archive *archive, const char *name, unsigned how) {
     memset(m, 0, sizeof *m);
     mmzip_t *h = h5mz_archive_handle(archive);
@@ -92,6 +132,10 @@ int h5mz_member_open(h5mz_member *m, h5mz_archive *archive, const char *name, un
                          "compressed members (decoded once into memory) but cannot write them: open it "
                          "read-only, or store it uncompressed (extract it, then `mmzip put %s %s FILE`)",
                          path, name, (unsigned)info.method, path, name);
+    if (keep_bytes && !h5mz_archive_writable(archive)) {
+        st = refuse_unfinished_inplace(h, path, name);
+        if (st) return st;
+    }
     m->archive = archive;
     m->how = how;
     if (!(m->name = strdup(name))) return h5mz_fail(MMZIP_ENOMEM, "%s: out of memory", path);

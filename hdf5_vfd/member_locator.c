@@ -162,8 +162,16 @@ int h5mz_find_only_hdf5_member(mmzip_t *archive, const char *archive_path, char 
         const void *data;
         uint64_t size;
         /* A member that cannot be read (bad CRC, unsupported method) is not an HDF5 member we could open;
-         * the error surfaces if the user names it. */
-        if (mmzip_get(archive, candidates.names[i], &data, &size) != MMZIP_OK) continue;
+         * the error surfaces if the user names it. One whose in-place edit is unfinished (being edited, or
+         * awaiting recovery after its writer was killed) may well be the HDF5 member: that is said now, rather
+         * than "no HDF5 member" (or, for a tool, the raw archive opened instead). */
+        int gst = mmzip_get(archive, candidates.names[i], &data, &size);
+        if (gst == MMZIP_EBUSY) {
+            st = h5mz_fail_core(MMZIP_EBUSY, "%s: no member named, and member '%s' (perhaps the HDF5 one) is not readable now",
+                                archive_path, candidates.names[i]);
+            goto out;
+        }
+        if (gst != MMZIP_OK) continue;
         if (!h5mz_find_signature(data, size, NULL)) continue;
         if (push_name(&found, candidates.names[i], strlen(candidates.names[i])) != 0) {
             st = h5mz_fail(MMZIP_ENOMEM, "%s: out of memory listing the archive", archive_path);

@@ -94,7 +94,19 @@ static int archive_holds_hdf5(const char *path) {
     int st = h5mz_find_only_hdf5_member(h5mz_archive_handle(a), path, &member);
     free(member);
     h5mz_archive_release(a);
-    return st == MMZIP_OK || st == MMZIP_EINVAL;
+    /* EBUSY: a member that may be the HDF5 one is mid-edit or awaits recovery; the driver says so. */
+    return st == MMZIP_OK || st == MMZIP_EINVAL || st == MMZIP_EBUSY;
+}
+
+/* The tools keep HDF5's error stack to themselves, and say only "unable to open file". A member that cannot
+ * be opened because its in-place edit is unfinished (being edited, or awaiting 'mmzip recover' after its
+ * writer was killed) is said on stderr, once per message: h5dump and h5ls retry the open with every driver
+ * they know. */
+static void tell_unfinished(void) {
+    static _Thread_local char told[2048];
+    if (h5mz_last_code() != MMZIP_EBUSY || strcmp(told, h5mz_last_error()) == 0) return;
+    snprintf(told, sizeof told, "%s", h5mz_last_error());
+    fprintf(stderr, "libmmzip_h5fd: %s\n", told);
 }
 
 static int diverts(const char *name, hid_t fapl, int creating) {
@@ -127,8 +139,10 @@ __attribute__((visibility("default"))) hid_t H5Fopen(const char *name, unsigned 
     if (!diverts(name, fapl, 0)) return next(name, flags, fapl);
     hid_t own = mmzip_access_like(fapl);
     if (own < 0) return own;
+    h5mz_clear_error();
     hid_t file = next(name, flags, own);
     H5Pclose(own);
+    if (file < 0) tell_unfinished();
     return file;
 }
 
@@ -158,7 +172,11 @@ static FILE *sniff_stand_in(const char *path) {
     h5mz_archive *archive = NULL;
     const void *data;
     uint64_t size;
-    if (open_member_bytes(path, &archive, &data, &size) != MMZIP_OK) return NULL;
+    h5mz_clear_error();
+    if (open_member_bytes(path, &archive, &data, &size) != MMZIP_OK) {
+        tell_unfinished(); /* netCDF-C would go on to "No such file" or "Unknown file format" */
+        return NULL;
+    }
     FILE *f = NULL;
     const char *kind = h5mz_netcdf3_kind(data, size);
     if (kind)

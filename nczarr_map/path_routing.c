@@ -86,6 +86,8 @@ static char *route_subdataset(const char *archive, const char *target, mzn_route
         /* A member, but not HDF5 (a netCDF-3 file, text): the HDF5 side fails on it too, naming the format
          * it recognises; this says what else the address could have named. Creating over it is HDF5's. */
         if (kind == MZN_ROUTE_OPEN) mzn_subdataset_report(archive, group, &t);
+        /* One that cannot be read now (awaiting recovery) would fail on the HDF5 side as well: said once. */
+        if (kind == MZN_ROUTE_OPEN && t.unreadable) *refusal = NC_ENOTNC;
         break;
     default:
         if (kind == MZN_ROUTE_CREATE)

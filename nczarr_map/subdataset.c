@@ -52,13 +52,19 @@ static char *join(const char *a, const char *b, const char *c) {
 }
 
 /* HDF5 finds its superblock at 0, 512, 1024, 2048, ... (a user block may come first). Only those bytes are
- * read: a member may be large, and compressed. */
-static int is_hdf5(mmzip_t *archive, const char *member, uint64_t size) {
+ * read: a member may be large, and compressed. -1 if the member cannot be read now (MMZIP_EBUSY: an in-place
+ * edit is under way, or awaits recovery after its writer was killed), with the core's message in why. */
+static int is_hdf5(mmzip_t *archive, const char *member, uint64_t size, char *why, size_t why_len) {
     static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
     for (uint64_t off = 0; off <= size && size - off >= sizeof sig; off = off ? off * 2 : 512) {
         unsigned char got[sizeof sig];
         size_t n = 0;
-        if (mmzip_read(archive, member, off, got, sizeof got, &n) != MMZIP_OK || n != sizeof got) return 0;
+        int st = mmzip_read(archive, member, off, got, sizeof got, &n);
+        if (st == MMZIP_EBUSY) {
+            snprintf(why, why_len, "%s", mmzip_last_error());
+            return -1;
+        }
+        if (st != MMZIP_OK || n != sizeof got) return 0;
         if (memcmp(got, sig, sizeof sig) == 0) return 1;
     }
     return 0;
@@ -108,11 +114,16 @@ static int classify(mmzip_t *archive, const char *base, const char *path, mzn_ta
     uint64_t size = 0;
     mzj_value *doc = NULL;
     const char *node;
+    char why[400];
     if (mmzip_size(archive, member, &size) == MMZIP_OK) {
-        int hdf5 = is_hdf5(archive, member, size);
-        out->kind = hdf5 ? MZN_TARGET_HDF5_MEMBER : MZN_TARGET_OTHER_MEMBER;
-        snprintf(desc, sizeof desc, "a member '%s' of %llu bytes that %s", member, (unsigned long long)size,
-                 hdf5 ? "is an HDF5 file" : "is not an HDF5 file (no HDF5 signature)");
+        int hdf5 = is_hdf5(archive, member, size, why, sizeof why);
+        out->kind = hdf5 > 0 ? MZN_TARGET_HDF5_MEMBER : MZN_TARGET_OTHER_MEMBER;
+        out->unreadable = hdf5 < 0;
+        if (hdf5 < 0)
+            snprintf(desc, sizeof desc, "%s", why);
+        else
+            snprintf(desc, sizeof desc, "a member '%s' of %llu bytes that %s", member, (unsigned long long)size,
+                     hdf5 ? "is an HDF5 file" : "is not an HDF5 file (no HDF5 signature)");
     } else if (mmzip_exists(archive, zgroup)) {
         out->kind = MZN_TARGET_ZARR_GROUP;
         snprintf(desc, sizeof desc, "a Zarr v2 group ('%s')", zgroup);
@@ -183,9 +194,14 @@ void mzn_target_clear(mzn_target *t) {
     free(t->description);
     t->prefix = t->description = NULL;
     t->kind = MZN_TARGET_NONE;
+    t->unreadable = 0;
 }
 
 void mzn_subdataset_report(const char *archive_path, const char *path, const mzn_target *t) {
+    if (t->unreadable) { /* the core's message names the archive, the member, and what to do */
+        mzn_diag("%s#/%s: cannot open: %s", archive_path, path, t->description);
+        return;
+    }
     mzn_diag("%s#/%s: cannot open: '#/%s' must name either an HDF5 member (opened by the mmzip HDF5 driver) or "
              "a Zarr group (opened by the netCDF storage map as a dataset of its own); the archive holds %s",
              archive_path, path, path, t->description ? t->description : "nothing readable there");

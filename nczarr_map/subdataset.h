@@ -37,6 +37,8 @@ typedef struct mzn_target {
     mzn_target_kind kind;
     char *prefix;       /* entry-name prefix of the target, ending in '/' ("lung/sub/"); malloc'ed */
     char *description;  /* what the archive holds there, for messages; malloc'ed */
+    int unreadable;     /* MZN_TARGET_OTHER_MEMBER that cannot be read now (an unfinished in-place edit: the
+                         * description is the core's message, which says what to do) */
 } mzn_target;
 
 /*

@@ -28,6 +28,10 @@ int cli_fail(const char *cmd, int status);
 /* True if argv[i] is -h or --help. Prints the command's help to stdout and sets *exit_code. */
 int cli_wants_help(const command *c, int argc, char **argv, int *exit_code);
 int cli_usage(const command *c, const char *why);
+/* Prints on stderr one "mmzip CMD: warning:" line per entry of h with an unfinished in-place edit
+ * (mmzip_unfinished_edits): which entry, what is left, and what 'mmzip recover ARCHIVE' will do. Returns how
+ * many were found. */
+int cli_warn_unfinished(const char *cmd, mmzip_t *h, const char *archive);
 /* Human-readable byte count ("1.5 MiB"). */
 const char *cli_bytes(unsigned long long n, char *buf, size_t len);
 /* Progress on stderr, only when stderr is a terminal. */

@@ -8,8 +8,10 @@ static int run(int argc, char **argv) {
     if (st) return cli_fail("info", st);
     mmzip_info i;
     st = mmzip_get_info(h, &i);
-    mmzip_close(h);
-    if (st) return cli_fail("info", st);
+    if (st) {
+        mmzip_close(h);
+        return cli_fail("info", st);
+    }
     char b[32];
     printf("archive:          %s\n", argv[1]);
     printf("entries:          %llu\n", (unsigned long long)i.entries);
@@ -30,6 +32,11 @@ static int run(int argc, char **argv) {
     printf("writer_lock:      %s\n", !i.locks_supported ? "unsupported by this file system"
                                      : i.writer_locked ? "held (a writer has the archive open)"
                                                        : "free");
+    printf("unfinished_edits: %llu%s\n", (unsigned long long)i.edits_unfinished,
+           i.edits_unfinished ? " (entries whose in-place edit a killed or running writer left unfinished: see "
+                                "the warnings; 'mmzip recover' repairs those of killed writers)" : "");
+    cli_warn_unfinished("info", h, argv[1]);
+    mmzip_close(h);
     return EXIT_OK;
 }
 
@@ -40,5 +47,7 @@ const command cmd_info = {
     "removed entries, which 'mmzip pack' reclaims), reserved room (kept after members edited in place,\n"
     "such as HDF5 files, for them to grow into without moving; a hole on disk, which 'mmzip pack' also\n"
     "reclaims), free slack before the directory, directory and prefix, the smallest alignment of any\n"
-    "stored entry's data, and whether a writer currently holds the archive.\n",
+    "stored entry's data, whether a writer currently holds the archive, and how many entries have an\n"
+    "unfinished in-place edit (a warning on standard error names each and says what 'mmzip recover'\n"
+    "will do).\n",
     run};

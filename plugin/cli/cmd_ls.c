@@ -44,10 +44,13 @@ static int run(int argc, char **argv) {
     st = mmzip_list(h, prefix, print_entry, &c);
     mmzip_info info;
     if (mmzip_get_info(h, &info) == MMZIP_OK && info.torn_tail)
-        fprintf(stderr, "mmzip ls: warning: %s: %llu entr%s at the end of the directory %s no local header (an "
-                "interrupted writer) and %s not listed; 'mmzip recover' rolls them back\n", archive,
+        fprintf(stderr, "mmzip ls: warning: %s: %llu entr%s at the end of the directory %s no local header that "
+                "agrees with it (an interrupted writer, or damage) and %s not listed; mmzip keeps %s as found (not "
+                "its to roll back): 'mmzip check %s' names %s\n", archive,
                 (unsigned long long)info.torn_tail, info.torn_tail == 1 ? "y" : "ies",
-                info.torn_tail == 1 ? "has" : "have", info.torn_tail == 1 ? "is" : "are");
+                info.torn_tail == 1 ? "has" : "have", info.torn_tail == 1 ? "it is" : "they are",
+                info.torn_tail == 1 ? "it" : "them", archive, info.torn_tail == 1 ? "it" : "them");
+    cli_warn_unfinished("ls", h, archive);
     mmzip_close(h);
     if (st) return cli_fail("ls", st);
     return EXIT_OK;
@@ -58,7 +61,10 @@ const command cmd_ls = {
     "usage: mmzip ls [-1] ARCHIVE [PREFIX]\n\n"
     "Lists the entries of ARCHIVE, sorted by name, or only those whose names start with PREFIX.\n"
     "Columns: method, size, compressed size, data offset, alignment of the data offset (largest power\n"
-    "of two dividing it, up to 32768), CRC-32, name. The archive is opened read-only and not repaired.\n\n"
+    "of two dividing it, up to 32768), CRC-32, name. The archive is opened read-only and not repaired:\n"
+    "an entry whose in-place edit was interrupted by a killed writer is listed with its last committed\n"
+    "size and CRC (or, for a '.mmzip/edit/' marker, its stale CRC), and a warning on standard error names\n"
+    "it and says what 'mmzip recover ARCHIVE' will do.\n\n"
     "  -1, --names   print only the names, one per line\n"
     "  -h, --help    show this help\n",
     run};

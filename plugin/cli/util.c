@@ -53,3 +53,38 @@ void cli_progress_done(void) {
     if (progress_shown) fputs("\r\033[K", stderr);
     progress_shown = 0;
 }
+
+typedef struct {
+    const char *cmd, *archive;
+} warn_ctx;
+
+static int warn_one(const mmzip_unfinished_edit *u, void *p) {
+    warn_ctx *w = p;
+    char b[32];
+    if (u->kind == MMZIP_UNFINISHED_UNDO && u->writer_alive)
+        fprintf(stderr, "mmzip %s: note: %s: entry '%s' is being edited in place by a writer now (undo journal "
+                "%s.mmzip-undo); listings show its last commit, and its bytes can be read once that writer has "
+                "closed it\n", w->cmd, w->archive, u->key, w->archive);
+    else if (u->kind == MMZIP_UNFINISHED_UNDO)
+        fprintf(stderr, "mmzip %s: warning: %s: entry '%s' awaits recovery: it was being edited in place when its "
+                "writer was killed, and the undo journal %s.mmzip-undo (%s) holds its last committed version, "
+                "which listings show; its bytes cannot be read until 'mmzip recover %s' (or any writable open) "
+                "writes the journal back\n", w->cmd, w->archive, u->key, w->archive,
+                cli_bytes(u->journal_bytes, b, sizeof b), w->archive);
+    else if (u->writer_alive)
+        fprintf(stderr, "mmzip %s: note: %s: entry '%s' is being modified in place by a writer now (marker "
+                "'.mmzip/edit/%s'): its bytes change as it writes, and its CRC-32 is refreshed at its next "
+                "commit\n", w->cmd, w->archive, u->key, u->key);
+    else
+        fprintf(stderr, "mmzip %s: warning: %s: entry '%s' awaits recovery: it was being modified in place (marker "
+                "'.mmzip/edit/%s') when its writer was killed, so its CRC-32 is stale and its bytes are as that "
+                "writer left them; 'mmzip recover %s' (or any writable open) keeps them and recomputes the "
+                "CRC\n", w->cmd, w->archive, u->key, u->key, w->archive);
+    return 0;
+}
+
+int cli_warn_unfinished(const char *cmd, mmzip_t *h, const char *archive) {
+    warn_ctx w = {cmd, archive};
+    int n = mmzip_unfinished_edits(h, warn_one, &w);
+    return n > 0 ? n : 0;
+}

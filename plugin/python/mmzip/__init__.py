@@ -215,6 +215,23 @@ class Archive:
             opts.flags |= _core.VERIFY_CRC
             opts = ctypes.byref(opts)
         _check(_lib().mmzip_open(os.fsencode(self.path), mode.encode(), opts, ctypes.byref(self._h)))
+        # Members whose in-place edit a killed (or running) writer left unfinished: a RuntimeWarning each,
+        # naming the member and what `mmzip recover` does; a writable open has repaired them (see recovered).
+        self.unfinished = _core.warn_unfinished(self._h, self.path) if mode == "r" else []
+        self.recovered = []
+        if mode != "r":
+            info = _core.Info()
+            _check(_lib().mmzip_get_info(self._h, ctypes.byref(info)))
+            if info.journal_restored or info.edits_recovered:
+                import warnings
+                self.recovered = [info.journal_restored, info.edits_recovered]
+                warnings.warn("%s: the open repaired what a killed writer left unfinished: %s%s%s" % (
+                    self.path,
+                    "%d bytes of a member written back from its undo journal (it is at its last commit again)"
+                    % info.journal_restored if info.journal_restored else "",
+                    "; " if info.journal_restored and info.edits_recovered else "",
+                    "%d member(s) modified in place kept as left, their CRCs recomputed" % info.edits_recovered
+                    if info.edits_recovered else ""), RuntimeWarning, stacklevel=2)
 
     def verify(self, key):
         """Checks the CRC-32 of entry ``key`` (mmzip_verify); raises MmzipError (code -8) on a mismatch."""

@@ -93,13 +93,22 @@ class Info(ctypes.Structure):  # mmzip_info
                 + [(n, ctypes.c_uint64) for n in ("recovered_bytes", "rolled_back", "torn_tail", "append_from",
                                                   "unnamed", "edits_recovered", "edits_open", "free_bytes")]
                 + [("end_follows_directory", ctypes.c_int)]
-                + [("reserved_bytes", ctypes.c_uint64), ("spare", ctypes.c_uint64 * 7)])
+                + [("reserved_bytes", ctypes.c_uint64), ("journal_restored", ctypes.c_uint64),
+                   ("edits_unfinished", ctypes.c_uint64), ("spare", ctypes.c_uint64 * 5)])
+
+
+class UnfinishedEdit(ctypes.Structure):  # mmzip_unfinished_edit
+    _fields_ = [("key", ctypes.c_char_p), ("kind", ctypes.c_int), ("writer_alive", ctypes.c_int),
+                ("journal_bytes", ctypes.c_uint64)]
 
 
 # Each mirror and the C struct it stands for: what test_core_abi.py checks.
-STRUCTS = {"mmzip_options": Options, "mmzip_entry_info": EntryInfo, "mmzip_iovec": IoVec, "mmzip_info": Info}
+STRUCTS = {"mmzip_options": Options, "mmzip_entry_info": EntryInfo, "mmzip_iovec": IoVec, "mmzip_info": Info,
+           "mmzip_unfinished_edit": UnfinishedEdit}
 
 LIST_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(EntryInfo), ctypes.c_void_p)  # mmzip_list_fn
+UNFINISHED_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(UnfinishedEdit), ctypes.c_void_p)
+UNFINISHED_UNDO, UNFINISHED_INPLACE = 1, 2
 
 # -- function prototypes -----------------------------------------------------------------------------------
 
@@ -134,6 +143,7 @@ PROTOTYPES = {
     "mmzip_commit": (_int, [_vp]),
     "mmzip_rollback": (_int, [_vp]),
     "mmzip_get_info": (_int, [_vp, _P(Info)]),
+    "mmzip_unfinished_edits": (_int, [_vp, UNFINISHED_FN, _vp]),
     "mmzip_last_error": (_cp, []),
     "mmzip_version": (_cp, []),
     "mmzip_release_kept": (None, []),
@@ -175,3 +185,47 @@ def entry_name(key):
 def listed_name(info):
     """The name of an mmzip_entry_info as str (see entry_name)."""
     return ctypes.string_at(info.name, info.name_len).decode("utf-8", "surrogateescape")
+
+
+def unfinished_edits(h):
+    """The entries of handle h whose in-place edit is unfinished (mmzip_unfinished_edits): a list of
+    (name, kind, writer_alive, journal_bytes), kind UNFINISHED_UNDO or UNFINISHED_INPLACE."""
+    out = []
+
+    def cb(u, ctx):
+        e = u.contents
+        out.append((e.key.decode("utf-8", "surrogateescape"), e.kind, bool(e.writer_alive), e.journal_bytes))
+        return 0
+
+    rc = lib().mmzip_unfinished_edits(h, UNFINISHED_FN(cb), None)
+    if rc < 0:
+        raise MmzipError(rc, last_error())
+    return out
+
+
+def unfinished_message(path, name, kind, alive, journal_bytes):
+    """One sentence for an unfinished in-place edit: the archive, the member, what is left, what to do."""
+    if kind == UNFINISHED_UNDO and alive:
+        return ("%s: member '%s' is being edited in place by a writer now (undo journal %s.mmzip-undo); it can be "
+                "read once that writer has closed it" % (path, name, path))
+    if kind == UNFINISHED_UNDO:
+        return ("%s: member '%s' awaits recovery: it was being edited in place when its writer was killed, and the "
+                "undo journal %s.mmzip-undo (%d bytes) holds its last committed version; it cannot be read until "
+                "'mmzip recover %s' (or a writable open of the archive) writes the journal back"
+                % (path, name, path, journal_bytes, path))
+    if alive:
+        return ("%s: member '%s' is being modified in place by a writer now (marker '.mmzip/edit/%s'): its bytes "
+                "change as it writes, and its CRC-32 is refreshed at its next commit" % (path, name, name))
+    return ("%s: member '%s' awaits recovery: it was being modified in place (marker '.mmzip/edit/%s') when its "
+            "writer was killed, so its values are as that writer left them (perhaps only part of its changes) and "
+            "its CRC-32 is stale; 'mmzip recover %s' (or a writable open of the archive) keeps them and recomputes "
+            "the CRC" % (path, name, name, path))
+
+
+def warn_unfinished(h, path, stacklevel=3):
+    """Warns (RuntimeWarning) once per unfinished in-place edit of read-only handle h; returns the list."""
+    import warnings
+    found = unfinished_edits(h)
+    for name, kind, alive, jbytes in found:
+        warnings.warn(unfinished_message(path, name, kind, alive, jbytes), RuntimeWarning, stacklevel=stacklevel + 1)
+    return found

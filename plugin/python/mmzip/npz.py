@@ -147,6 +147,9 @@ class NpzArchive:
         self._batch_open = False
         self._markers = set()
         self.recovered_edits = 0
+        # Read-only: arrays whose in-place edit a killed writer left unfinished are named in a RuntimeWarning
+        # each, with what `mmzip recover` will do (the values read are as that writer left them).
+        self.unfinished = [] if self._writable else _c.warn_unfinished(self._h.h, self.path, stacklevel=4)
         if self._writable:
             info = _Info()
             _check(_core().mmzip_get_info(self._h.h, ctypes.byref(info)))
