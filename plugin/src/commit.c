@@ -221,7 +221,15 @@ static int settle_table(mz_store *s, uint8_t *img, uint64_t img_len) {
  * mmzip accepts a cleared signature when the name still matches (read.c); a Python zipfile opened before
  * the commit fails on that one superseded entry. Dead headers after the first live entry are left alone.
  */
-int mz_neutralize_dead_start(mz_store *s) {
+static int dead_start(mz_store *s, int dry);
+
+int mz_neutralize_dead_start(mz_store *s) { return dead_start(s, 0); }
+
+int mz_dead_start_pending(mz_store *s) { return dead_start(s, 1) == 1; }
+
+/* Walks the dead local headers before the first live entry, clearing their signatures (dry: returns 1 at the
+ * first one that still has it, writing nothing). */
+static int dead_start(mz_store *s, int dry) {
     uint64_t first_live = s->cd_pos;
     for (uint32_t i = 0; i < s->n; i++)
         if (s->e[i].lfh_off < first_live) first_live = s->e[i].lfh_off;
@@ -242,12 +250,13 @@ int mz_neutralize_dead_start(mz_store *s) {
         uint64_t next = pos + MZ_LFH_FIXED + nlen + xlen + csize;
         if (next > first_live || next <= pos) break;
         if (sig != 0) {
+            if (dry) return 1;
             static const uint8_t zero[4];
             int st = mz_io_write(s, zero, 4, pos, "commit.neutralize_dead_start");
             if (st) return st;
         }
         pos = next;
-        s->neutralized_to = pos;
+        if (!dry) s->neutralized_to = pos;
     }
     return MMZIP_OK;
 }

@@ -536,6 +536,8 @@ int mz_write_empty(mz_store *s);
 int mz_publish(mz_store *s);
 /* Clears the signature of a superseded local header at the very start of the archive (see commit.c). */
 int mz_neutralize_dead_start(mz_store *s);
+/* 1 if mz_neutralize_dead_start would clear a signature (for mmzip check's dry run). */
+int mz_dead_start_pending(mz_store *s);
 
 /* edit.c */
 /* Writes back what an in-place edit of a killed writer changed (its undo journal), then removes the journal. */

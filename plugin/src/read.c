@@ -130,10 +130,10 @@ const char *mz_unfinished_why(mz_store *s, mz_entry *e, char *buf, size_t len) {
     buf[0] = '\0';
     if (e->mark & MZ_MARK_EDITING) {
         if (mz_edit_lock_held(s, e->lfh_off))
-            snprintf(buf, len, "it is being edited in place by another process or handle now; read it again once "
+            snprintf(buf, len, "it is being written in place by another process or handle; read it again once "
                      "that writer has closed it");
         else
-            snprintf(buf, len, "it was being edited in place when its writer was killed, and an undo journal "
+            snprintf(buf, len, "it was being written in place when its writer was killed, and an undo journal "
                      "(%s.mmzip-undo) holds its last committed version: run 'mmzip recover %s' (or open the "
                      "archive writable) to restore it", s->path, s->path);
     } else if (inplace_marked(s, e)) {

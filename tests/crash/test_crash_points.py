@@ -128,7 +128,8 @@ def verify_edit_kill(archive, k, what):
     recovery (its bytes may be half-written; an undo journal beside the archive restores them)."""
     ro = run([TOOL, "verify", "edits", archive, str(k)], check=False)
     if ro.returncode != 0:
-        assert "is being written in place" in ro.stderr and "mmzip recover" in ro.stderr, (
+        killed = "was being written in place when its writer was killed"
+        assert killed in ro.stderr and "mmzip recover" in ro.stderr, (
             "%s: read-only open of the unrepaired file:\n%s%s" % (what, ro.stdout, ro.stderr))
         assert os.path.exists(archive + ".mmzip-undo"), "%s: refused without a journal" % what
     rw = run([TOOL, "recover", "edits", archive, str(k)], check=False)

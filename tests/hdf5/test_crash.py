@@ -100,7 +100,7 @@ def check_unrepaired(arc):
         out = p.stdout + p.stderr
         errors = [l for l in out.splitlines() if l.startswith("error:") or "CRC-32 mismatch" in l]
         for line in errors:
-            if "edited in place" in line:
+            if "written in place" in line:
                 refused.update(n for n in entries if ("'%s'" % n) in line)
             elif "an interrupted mmzip relocation" not in line:
                 # A kill inside a relocation of the directory (the in-place growth of the last entry makes
