@@ -1,13 +1,16 @@
 /* cmd_recover.c - mmzip recover: repair an archive to its last commit, saying what was done. */
 #include "cli.h"
 
+#include <sys/stat.h>
+
 typedef struct {
-    unsigned done, kept;
+    unsigned done, kept, temps;
 } tally;
 
 static void say(const mmzip_recovery_action *a, void *ctx) {
     tally *t = ctx;
     if (a->kind == MMZIP_RECOVERY_KEPT) t->kept++;
+    else if (a->kind == MMZIP_RECOVERY_TEMP_FILE) t->temps++; /* beside the archive, not in it */
     else t->done++;
     printf("%s\n", a->message);
 }
@@ -15,12 +18,17 @@ static void say(const mmzip_recovery_action *a, void *ctx) {
 static int run(int argc, char **argv) {
     if (argc != 2) return cli_usage(&cmd_recover, argc < 2 ? "missing ARCHIVE" : "too many arguments");
     const char *archive = argv[1];
-    tally t = {0, 0};
+    tally t = {0, 0, 0};
     int changed = 0;
+    struct stat before, after;
+    int sized = stat(archive, &before) == 0;
     int st = mmzip_recover_ex(archive, say, &t, &changed);
     if (st) return cli_fail("recover", st);
+    if (changed && sized && stat(archive, &after) == 0 && after.st_size != before.st_size)
+        printf("%s: the file is now %llu bytes (it was %llu)\n", archive, (unsigned long long)after.st_size,
+               (unsigned long long)before.st_size);
     if (!changed && t.done == 0)
-        printf("%s: nothing to recover; the archive was not changed%s\n", archive,
+        printf("%s: nothing %sto recover; the archive was not changed%s\n", archive, t.temps ? "else " : "",
                t.kept ? " (what is kept above is not mmzip's to repair; new entries are appended after it)" : "");
     else if (changed && t.done == 0) /* every change is noted; this would be a gap in the notes */
         printf("%s: the archive was rewritten to its last commit\n", archive);

@@ -1,6 +1,7 @@
 """The mmzip command: every subcommand's --help, its exit codes (0 success, 1 failure, 2 usage, 3 busy), and
 what it prints and writes, checked against Python's zipfile and the bytes put in."""
 import os
+import re
 import struct
 import subprocess
 import time
@@ -90,23 +91,38 @@ def test_check_finds_corruption():
 
 
 def test_recover_reports():
+    """recover says what it did, with the figures; "nothing to recover" only for a file it left byte for byte as
+    it was; check's recover: line says the same beforehand. (Killed writers: tests/crash/test_recover_messages.py,
+    tests/hdf5/test_recover_messages.py.)"""
     with TempDir() as d:
         a = os.path.join(d, "r.zip")
         mmzip("put", a, "k", "-", input="kept")
-        out = mmzip("recover", a).stdout
-        assert "nothing to recover" in out, out
+        before = open(a, "rb").read()
+        check_equal(mmzip("recover", a).stdout, "%s: nothing to recover; the archive was not changed\n" % a,
+                    "recover of a clean archive")
+        check_equal(open(a, "rb").read(), before, "bytes after 'nothing to recover'")
+        assert "recover: nothing to do" in mmzip("check", a).stderr
         # An interrupted commit: debris after the end records.
         size = os.path.getsize(a)
         with open(a, "ab") as f:
             f.write(b"\0" * 5000 + b"PK\x05\x06garbage")
         p = mmzip("check", a, check=False)
         check_equal(p.returncode, 1, "check of an archive with debris after its last commit")
-        assert "follow the last commit" in p.stderr, p.stderr
+        assert ("error: %s: 5011 bytes follow the last commit's end records (an interrupted mmzip write); 'mmzip "
+                "recover' removes them" % a) in p.stderr, p.stderr
+        assert ("recover: cut the 5011 bytes after the end records at %d (an interrupted mmzip write)" % size
+                in p.stderr), p.stderr
+        assert "nothing to do" not in p.stderr, p.stderr
         check_equal(mmzip("cat", a, "k").stdout, "kept", "read-only access before recovery")
-        out = mmzip("recover", a).stdout
-        assert "recovered to its last commit" in out and "discarded" in out, out
+        check_equal(mmzip("recover", a).stdout,
+                    "%s: cut the 5011 bytes after the last commit's end records at %d (an interrupted mmzip write: "
+                    "nothing any commit refers to)\n%s: the file is now %d bytes (it was %d)\n"
+                    % (a, size, a, size, size + 5011), "recover's report")
         check_equal(os.path.getsize(a), size, "size after recovery")
+        check_equal(open(a, "rb").read(), before, "bytes after recovery")
         check_equal(mmzip("cat", a, "k").stdout, "kept", "entry after recovery")
+        check_equal(mmzip("recover", a).stdout, "%s: nothing to recover; the archive was not changed\n" % a,
+                    "a second recover")
 
 
 def test_pack_and_info():
@@ -223,8 +239,15 @@ def test_stale_temporary_files_removed_by_recover_and_pack():
             open(p, "w").close()
         mmzip("put", arc, "y.txt", src)
         check_equal([p for p in stale if os.path.exists(p)], stale, "dead processes' files after a writer")
-        mmzip("recover", arc)
+        before = open(arc, "rb").read()
+        out = mmzip("recover", arc).stdout.splitlines()
         check_equal([p for p in stale if os.path.exists(p)], [], "dead processes' files after recover")
+        check_equal(open(arc, "rb").read(), before, "the archive after recover")
+        # Each file removed is said, then that the archive itself needed nothing.
+        check_equal(out[-1], "%s: nothing else to recover; the archive was not changed" % arc, "recover's last line")
+        check_equal(sorted(re.sub(r" \(0 bytes\), .*", "", l) for l in out[:-1]),
+                    sorted("%s: removed %s" % (arc, p) for p in stale), "recover's lines on the temporary files")
+        assert all("killed before it was renamed over the archive" in l for l in out[:-1]), out
         for p in stale:
             open(p, "w").close()
         mmzip("pack", arc)
