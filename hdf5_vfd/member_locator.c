@@ -167,7 +167,8 @@ int h5mz_find_only_hdf5_member(mmzip_t *archive, const char *archive_path, char 
          * than "no HDF5 member" (or, for a tool, the raw archive opened instead). */
         int gst = mmzip_get(archive, candidates.names[i], &data, &size);
         if (gst == MMZIP_EBUSY) {
-            st = h5mz_fail_core(MMZIP_EBUSY, "%s: no member named, and member '%s' (perhaps the HDF5 one) is not readable now",
+            st = h5mz_fail_core(MMZIP_EBUSY, "%s: no member named, and member '%s' (perhaps the HDF5 one) is not "
+                                "readable now",
                                 archive_path, candidates.names[i]);
             goto out;
         }

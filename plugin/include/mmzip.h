@@ -447,8 +447,10 @@ MMZIP_API int mmzip_unreserve(mmzip_t *h, const char *key);
  * zipfile.testzip, and mmzip's own check of an unverified last entry - report a CRC mismatch on that entry:
  * never a silent pass. The next writable open (so mmzip_recover and `mmzip recover`) finds the marker,
  * recomputes the CRC over the bytes as they are, commits it and removes the marker; mmzip_info().edits_recovered
- * counts the entries whose CRC it had to change. Readers in other processes see the view's writes as they
- * happen (no isolation), and the new CRC after their next mmzip_refresh.
+ * counts the entries whose CRC it had to change. Until then mmzip_unfinished_edits() on a read-only handle lists
+ * the entry (MMZIP_UNFINISHED_INPLACE), and CRC mismatches reported for it name the marker and `mmzip recover`.
+ * Readers in other processes see the view's writes as they happen (no isolation), and the new CRC after their
+ * next mmzip_refresh.
  *
  * Replacing or removing a key while it is being edited leaves the view writing into the superseded bytes.
  */
@@ -503,7 +505,10 @@ MMZIP_API int mmzip_rollback(mmzip_t *h);
  * While an edit is open, readers in other processes of the entry itself would see bytes change: they must
  * take a hold (the HDF5 driver does), or they may read a mixture. Other entries are never touched. After a
  * crash, the next writable open (or mmzip_recover) writes the journal back before anything else; until then
- * mmzip_hold() of the entry fails with MMZIP_EBUSY and says so.
+ * mmzip_get(), mmzip_read() and mmzip_hold() of the entry fail with MMZIP_EBUSY and say so (naming the journal
+ * and `mmzip recover`), mmzip_unfinished_edits() lists it, and mmzip_check() reports its CRC mismatch with a
+ * "recover:" line naming it. mmzip_info().journal_restored of the repairing handle, and mmzip_recover_ex(),
+ * say how many bytes were written back.
  */
 MMZIP_API int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *room);
 MMZIP_API int mmzip_edit_grow(mmzip_t *h, const char *key, uint64_t capacity);
@@ -600,14 +605,17 @@ typedef void (*mmzip_report_fn)(const char *message, void *ctx);
 MMZIP_API int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx);
 
 /*
- * Repairs the archive at path to its last commit without otherwise changing it: bytes a killed mmzip writer
- * left after its end records are removed and a relocated directory moved back behind the data. Only what
+ * Repairs the archive at path to its last commit without otherwise changing it: an entry whose in-place edit
+ * a killed writer left unfinished is restored from its undo journal (mmzip_edit_*) or kept as left with its
+ * CRC recomputed (mmzip_inplace), bytes a killed mmzip writer left after its end records are removed and a
+ * relocated directory moved back behind the data. Only what
  * mmzip's own protocol leaves, recognized by the records only mmzip writes, is touched: anything else (a
  * wrong CRC, a missing local header, bytes after foreign end records, gaps around a foreign directory) is
  * kept byte for byte, and mmzip_check reports it. Equivalent to a writable open followed by close, and it
  * also removes the temporary files of packs and creations killed before they renamed them
  * (<path>.mmzip-pack-<pid>, <path>.mmzip-new-<pid>, of processes that are gone), which a writable open
- * leaves. *discarded (if not NULL) gets the number of bytes removed.
+ * leaves. *discarded (if not NULL) gets the number of bytes by which the last step (the directory moved back)
+ * shrank the file; mmzip_recover_ex says what each step did.
  */
 MMZIP_API int mmzip_recover(const char *path, uint64_t *discarded);
 

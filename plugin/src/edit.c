@@ -543,8 +543,8 @@ int mz_edit_recover(mz_store *s) {
             mz_recovery_note(s, MMZIP_RECOVERY_JOURNAL, mz_name(s, e), e->name_len, written, e->lfh_off,
                              "%s: restored entry '%.*s' to its last commit (%llu bytes, crc %08x): wrote back %llu "
                              "bytes of that commit from the undo journal %s, left by an in-place edit whose writer "
-                             "was killed before it published, and removed the journal%s", s->path, ENAME(e), (unsigned long long)e->usize,
-                             e->crc, (unsigned long long)written, jpath,
+                             "was killed before it published, and removed the journal%s", s->path, ENAME(e),
+                             (unsigned long long)e->usize, e->crc, (unsigned long long)written, jpath,
                              room ? "; the room after it, where that edit may have grown it, reads as zeros again"
                                   : "");
         else

@@ -141,6 +141,8 @@ def test_journal_pending_said_everywhere():
         p = mmzip_cli("info", arc)
         assert "unfinished_edits: 1 " in p.stdout, p.stdout
         assert p.stderr.startswith(warn.replace("mmzip ls:", "mmzip info:")), p.stderr
+        p = mmzip_cli("cat", arc, "x.h5", check=False)
+        assert p.returncode != 0 and p.stdout == "" and waiting in p.stderr, (p.returncode, p.stderr)
 
         # h5py through the driver, the member named and not.
         for kw in ({"member": "x.h5"}, {}):
@@ -262,6 +264,8 @@ def test_marker_pending_said_everywhere():
                     "as that writer left them; 'mmzip recover %s' (or any writable open) keeps them and recomputes "
                     "the CRC\n" % (arc, arc), "ls's warning")
         assert "unfinished_edits: 1 " in mmzip_cli("info", arc).stdout
+        p = mmzip_cli("cat", arc, "a.npy", check=False)  # it checks the CRC before writing anything
+        assert p.returncode == 1 and p.stdout == "" and err[0][len("error: "):] in p.stderr, (p.returncode, p.stderr)
 
         try:
             h5py.File(arc, "r", driver="mmzip", member="a.npy")
@@ -311,4 +315,5 @@ def test_marker_pending_said_everywhere():
 
 
 if __name__ == "__main__":
-    main([test_journal_pending_said_everywhere, test_netcdf4_member_said_by_ncdump, test_marker_pending_said_everywhere])
+    main([test_journal_pending_said_everywhere, test_netcdf4_member_said_by_ncdump,
+          test_marker_pending_said_everywhere])
