@@ -50,11 +50,13 @@ typedef struct h5mz_target {
 } h5mz_target;
 
 /*
- * Splits name ("a.zip" or "a.zip#/dir/x.h5") and reconciles it with member_hint (from the FAPL; NULL or ""
- * if none). A leading '/' of either member spelling is dropped. Fails with MMZIP_EINVAL if both name a
- * member and they differ, or the archive part is empty.
+ * Splits name ("a.zip" or "a.zip#/dir/x.h5") by mmzip_split_name's rule (MMZIP_NAME_CREATE if creating:
+ * the file or member is to be created) and reconciles it with member_hint (from the FAPL; NULL or "" if
+ * none). A leading '/' of either member spelling is dropped. Fails with mmzip_split_name's status for a
+ * name that is ambiguous (MMZIP_EINVAL, both readings in the message) or means nothing (MMZIP_ENOENT), and
+ * with MMZIP_EINVAL if both spellings name a member and they differ.
  */
-H5MZ_HIDDEN int h5mz_target_parse(const char *name, const char *member_hint, h5mz_target *out);
+H5MZ_HIDDEN int h5mz_target_parse(const char *name, const char *member_hint, int creating, h5mz_target *out);
 H5MZ_HIDDEN void h5mz_target_free(h5mz_target *t);
 
 /* 1 if name looks like a path into an archive: it contains ".zip#/" or ends in ".zip" (ASCII case-blind). */

@@ -69,7 +69,7 @@ static void *next_definition(const char *symbol) {
  * releases *archive. */
 static int open_member_bytes(const char *name, h5mz_archive **archive, const void **data, uint64_t *size) {
     h5mz_target t;
-    int st = h5mz_target_parse(name, NULL, &t);
+    int st = h5mz_target_parse(name, NULL, 0, &t);
     if (st) return st;
     st = h5mz_archive_acquire(t.archive, 0, archive);
     if (st == MMZIP_OK && !t.member) st = h5mz_find_only_hdf5_member(h5mz_archive_handle(*archive), t.archive, &t.member);

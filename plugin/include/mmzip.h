@@ -613,6 +613,41 @@ MMZIP_API int mmzip_recover(const char *path, uint64_t *discarded);
 MMZIP_API int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts);
 
 /* ---------------------------------------------------------------------------------------------------- */
+/* Names of the form "archive#/member"                                                                   */
+
+/*
+ * The HDF5 driver, the netCDF storage map and the Python package accept "archive.zip#/path" for a member
+ * or a sub-dataset inside an archive. '#' and even "#/" are legal in file names too, so they, and the CLI,
+ * read every name by this one rule, deciding from what exists on disk:
+ *
+ *   - a name without "#/" is the file it names (no system call is made);
+ *   - a name that exists as written (lstat) is that file;
+ *   - "A#/M" is the member M of the archive A only if A is an archive: an existing regular file that is a
+ *     ZIP (it starts with a ZIP record, or has an end-of-central-directory record in its last 64 KiB + 22
+ *     bytes); with MMZIP_NAME_CREATE_ARCHIVE also a path A that does not exist, whose directory exists,
+ *     when the name as written does not exist either (an archive to be created for the member);
+ *   - with MMZIP_NAME_CREATE, the name as written is also a reading when it does not exist and its
+ *     directory does (a file to be created);
+ *   - every "#/" of the name is a candidate separator. If two readings are valid (the file as written and
+ *     an archive, or two archives), the name is ambiguous: MMZIP_EINVAL, and mmzip_last_error() names both
+ *     readings. The caller must then open or create nothing.
+ *   - if a name holding "#/" has no valid reading: MMZIP_ENOENT, the message naming the name and the
+ *     archive it looked for.
+ *
+ * On MMZIP_OK, *archive_len is the length of the file's path within name: strlen(name) for the file as
+ * written, or the offset of the "#/" that separates archive from member (the member starts at
+ * name + *archive_len + 2 and may be empty: "a.zip#/" is the archive itself). A name containing "#/"
+ * costs a few stat() calls and, per candidate archive, one open and a read of its first 4 bytes (or its last
+ * 64 KiB). No lock is taken and nothing is created. Thread-safe. MMZIP_EINVAL also for a NULL argument or
+ * an unknown flag. A route that creates only whole archives (it cannot address a member) passes
+ * MMZIP_NAME_CREATE alone: a new archive in a directory whose name ends in '#' ("d#/x.zip") is then not
+ * ambiguous; with both flags it is (the file "d#/x.zip", or the group "x.zip" of a new archive "d").
+ */
+#define MMZIP_NAME_CREATE 1u         /* the caller creates the file as written if it does not exist */
+#define MMZIP_NAME_CREATE_ARCHIVE 2u /* the caller creates an archive for "A#/M" if A does not exist */
+MMZIP_API int mmzip_split_name(const char *name, unsigned flags, size_t *archive_len);
+
+/* ---------------------------------------------------------------------------------------------------- */
 /* Errors and versions                                                                                   */
 
 /* The last error message of the calling thread ("" if none). */

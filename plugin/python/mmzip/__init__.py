@@ -83,9 +83,14 @@ def _dataset_exists(name):
             return _dataset_exists(path + "#/" + group[-1].strip("/"))
         return os.path.exists(path)
     if "#/" in name:
-        archive, member = name.split("#/", 1)
-        if not os.path.isfile(archive):
-            return False
+        # The reading every route makes of the name (mmzip_split_name): an ambiguous one is left to
+        # netCDF-C's open, which refuses it naming both readings, rather than created over.
+        try:
+            archive, member = _core.split_name(name)
+        except MmzipError as e:
+            return e.code != _core.ENOENT
+        if member is None:
+            return os.path.lexists(name)
         try:
             with Archive(archive) as a:
                 # A member (HDF5 route), or a group's entries (a Zarr sub-dataset, "a.zip#/group/sub").
@@ -197,6 +202,10 @@ def release_kept():
 class Archive:
     """An open archive. ``mode`` is "r", "r+", "w+" or "w" as in mmzip_open(). Use as a context manager.
 
+    ``path`` is the archive's file as written, even if it holds ``#`` or ``#/``; a name that the shared
+    rule for "archive#/member" (mmzip_split_name) reads as a member of another archive, or that is
+    ambiguous, raises MmzipError and opens nothing.
+
     ``a[key]`` returns a read-only memoryview of the entry (zero-copy for stored entries), valid while
     the archive is open. ``a[key] = bytes`` appends (committed at once unless inside ``with a.batch():``).
     With ``verify=True`` (MMZIP_VERIFY_CRC), ``a[key]`` checks a stored entry's CRC-32 once before its
@@ -207,7 +216,7 @@ class Archive:
 
     def __init__(self, path, mode="r", verify=False):
         self._h = ctypes.c_void_p()
-        self.path = os.fspath(path)
+        self.path = _core.whole_file(os.fspath(path), mode in ("w", "w+"), "mmzip.Archive")
         opts = None
         if verify:
             opts = _core.Options()

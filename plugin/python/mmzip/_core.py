@@ -41,6 +41,8 @@ COMMIT_EACH = 0
 COMMIT_AMORTIZED = 1
 COMMIT_MANUAL = 2
 
+NAME_CREATE = 1 << 0           # mmzip_split_name flags
+NAME_CREATE_ARCHIVE = 1 << 1
 LIST_NO_DATA_OFFSET = 1 << 0   # mmzip_list_ex flags
 NAMES_CHILDREN = 1 << 0        # mmzip_list_names flags
 
@@ -137,6 +139,7 @@ PROTOTYPES = {
     "mmzip_last_error": (_cp, []),
     "mmzip_version": (_cp, []),
     "mmzip_release_kept": (None, []),
+    "mmzip_split_name": (_int, [_cp, _uint, _P(_sz)]),
 }
 
 _lib = None
@@ -175,3 +178,30 @@ def entry_name(key):
 def listed_name(info):
     """The name of an mmzip_entry_info as str (see entry_name)."""
     return ctypes.string_at(info.name, info.name_len).decode("utf-8", "surrogateescape")
+
+
+def split_name(path, create=False, create_archive=False):
+    """What ``path`` names by the rule every route shares for "archive#/member" (mmzip_split_name in
+    mmzip.h): ``(path, None)`` for the file as written, ``(archive, member)`` for a member of an archive
+    ("" for "a.zip#/"). ``create``: the caller creates the file as written if it does not exist;
+    ``create_archive``: it creates an archive for a member if there is none. Raises MmzipError (EINVAL)
+    for an ambiguous name, naming both readings, and (ENOENT) for one that means nothing."""
+    raw = os.fsencode(path)
+    cut = ctypes.c_size_t()
+    flags = (NAME_CREATE if create else 0) | (NAME_CREATE_ARCHIVE if create_archive else 0)
+    check(lib().mmzip_split_name(raw, flags, ctypes.byref(cut)))
+    if cut.value == len(raw):
+        return path, None
+    return os.fsdecode(raw[:cut.value]), os.fsdecode(raw[cut.value + 2:])
+
+
+def whole_file(path, create, who):
+    """``path`` if the rule of split_name reads it as the file it names; MmzipError otherwise, for an API
+    (``who``) that opens whole archives only, so that it never opens or creates a file at the other
+    reading of the name."""
+    archive, member = split_name(path, create)
+    if member is not None:
+        raise MmzipError(EINVAL, "%s: '%s' names the member '%s' of the archive '%s', and %s opens a whole "
+                         "archive (open '%s' and address the member by its name)"
+                         % (who, os.fsdecode(path), member, archive, who, archive))
+    return path

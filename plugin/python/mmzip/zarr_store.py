@@ -114,18 +114,18 @@ def _file_id(path):
 _MODES = {"r": "r", "r+": "r+", "a": "w+", "w": "w", "w-": "w", "x": "w"}
 
 
-def _split_subdataset(path):
-    """``"a.zip#/g/sub"`` -> (absolute archive path, "g/sub"); a path without ``#/`` -> (absolute path, "").
-    The separator is the first ``#/`` whose left side is an existing file (an archive's own name may hold
-    ``#/``), else the first one, as the HDF5 driver and the netCDF plugin read such names."""
-    seps = [i for i in range(len(path)) if path.startswith("#/", i)]
-    cut = next((i for i in seps if os.path.isfile(path[:i])), seps[0] if seps else None)
-    if cut is None:
+def _split_subdataset(path, mode):
+    """``"a.zip#/g/sub"`` -> (absolute archive path, "g/sub"); the file as written -> (absolute path, "").
+    Which one a name holding ``#/`` means is the rule every route shares (mmzip_split_name, mmzip.h): a
+    path that exists as written is that file, ``a.zip#/g`` is a group only when ``a.zip`` is the archive
+    (or, for the creating modes, a new file in an existing directory), and an ambiguous name is refused."""
+    archive, group = _core.split_name(path, create=mode in ("a", "w", "w-", "x"), create_archive=mode == "a")
+    if group is None:
         return os.path.abspath(path), ""
-    parts = [p for p in path[cut + 2:].split("/") if p]
+    parts = [p for p in group.split("/") if p]
     if any(p in (".", "..") for p in parts):
         raise ValueError("mmzip.ZarrStore: %r: '.' and '..' are not group names" % (path,))
-    return os.path.abspath(path[:cut]), "/".join(parts)
+    return os.path.abspath(archive), "/".join(parts)
 
 
 class ZarrStore(Store):
@@ -133,7 +133,12 @@ class ZarrStore(Store):
 
     ``path`` may name a sub-dataset, ``"archive.zip#/group/sub"`` (the address the netCDF plugin and the
     HDF5 driver read too): the store is then rooted at that group, its keys relative to it; modes "r",
-    "r+" and "a" only (a sub-dataset of an append-only archive cannot be truncated).
+    "r+" and "a" only (a sub-dataset of an append-only archive cannot be truncated). A path that exists as
+    written is that file even if it holds ``#/``; ``a.zip#/g`` is a group only when ``a.zip`` is a ZIP
+    archive (or, in mode "a", a new file in an existing directory while ``a.zip#/g`` does not exist); a
+    name that fits both readings raises MmzipError naming both, and nothing is opened or created. (Mode
+    "a" on a new "d#/x.zip" in a directory "d#" is such a name; mode "w-" creates it, as it creates
+    whole archives only.)
 
     ``mode``: "r" (read-only; the archive must exist), "r+" (read/write; must exist), "a" (read/write,
     created if missing), "w" (a new, empty archive that replaces any existing one when first committed),
@@ -155,7 +160,7 @@ class ZarrStore(Store):
     def __init__(self, path, mode="r", *, durable=False, alignment=None, dimension_separator=None):
         if mode not in _MODES:
             raise ValueError("mmzip.ZarrStore: mode must be one of r, r+, a, w, w-, x, not %r" % (mode,))
-        self.path, self.group = _split_subdataset(os.fspath(path))
+        self.path, self.group = _split_subdataset(os.fspath(path), mode)
         if self.group and mode not in ("r", "r+", "a"):
             raise ValueError("mmzip.ZarrStore: mode %r would truncate %s, and the sub-dataset %r lives in an "
                              "append-only archive: use 'a' (created if missing) or 'r+'"
