@@ -621,7 +621,7 @@ MMZIP_API int mmzip_pack(const char *path, const char *out_path, const mmzip_opt
  * read every name by this one rule, deciding from what exists on disk:
  *
  *   - a name without "#/" is the file it names (no system call is made);
- *   - a name that exists as written (lstat) is that file;
+ *   - a name that exists as written (fstatat, not following a last symbolic link) is that file;
  *   - "A#/M" is the member M of the archive A only if A is an archive: an existing regular file that is a
  *     ZIP (it starts with a ZIP record, or has an end-of-central-directory record in its last 64 KiB + 22
  *     bytes); with MMZIP_NAME_CREATE_ARCHIVE also a path A that does not exist, whose directory exists,

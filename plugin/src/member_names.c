@@ -15,6 +15,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* Every look at the file system goes through fstatat, not stat or lstat: the netCDF plugin interposes
+ * those to answer for "a.zip#/group" what the archive is (file_interpose.c there), and this must see the
+ * names as they are on disk. */
+static int stat_path(const char *path, struct stat *st, int follow) {
+    return fstatat(AT_FDCWD, path, st, follow ? 0 : AT_SYMLINK_NOFOLLOW);
+}
+
 /* The end record's search window: its fixed part plus the longest comment. */
 #define TAIL_WINDOW (MZ_EOCD_FIXED + 65535u)
 
@@ -29,7 +36,7 @@ static int is_zip_signature(const unsigned char *p) {
  * a writer. */
 static int is_zip_file(const char *path) {
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)MZ_EOCD_FIXED) return 0;
+    if (stat_path(path, &st, 1) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)MZ_EOCD_FIXED) return 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
     unsigned char head[4];
@@ -48,7 +55,7 @@ static int is_zip_file(const char *path) {
 
 static int exists(const char *path) {
     struct stat st;
-    return lstat(path, &st) == 0;
+    return stat_path(path, &st, 0) == 0;
 }
 
 /* 1 if the directory path would be created in exists ("." for a name without '/'). */
@@ -59,7 +66,7 @@ static int parent_exists(const char *path) {
     char *dir = strndup(path, (size_t)(slash - path));
     if (!dir) return 0;
     struct stat st;
-    int ok = stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+    int ok = stat_path(dir, &st, 1) == 0 && S_ISDIR(st.st_mode);
     free(dir);
     return ok;
 }
