@@ -9,7 +9,7 @@
  *   - "zip" alone does not select NCZarr, so "nczarr" is added when no format token is present.
  * Paths are percent-encoded for '%', '#', '?', control bytes (what would break the URL) and bytes from
  * 0x7F up, and decoded back by mzn_url_parse(); netCDF-C passes the encoded text through unchanged, while
- * it drops the raw bytes of a non-ASCII name ("é.zip" reached the map as ".zip").
+ * the raw bytes of a non-ASCII name did not survive its way to the map (nccopy to "é.zip" wrote ".zip").
  * All functions are pure and thread-safe; returned strings are malloc'ed.
  */
 #ifndef MZN_URL_H

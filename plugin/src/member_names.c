@@ -136,7 +136,8 @@ int mmzip_split_name(const char *name, unsigned flags, size_t *archive_len) {
                        "ZIP file)", name, (int)last_cut, name);
     if (last_tried)
         return mz_fail(MMZIP_ENOENT, "'%s': cannot be created as written (its directory does not exist), and "
-                       "'%.*s' is neither a ZIP archive nor a new file in an existing directory", name,
-                       (int)last_cut, name);
-    return mz_fail(MMZIP_ENOENT, "'%s': cannot be created: its directory does not exist", name);
+                       "'%.*s' is %s", name, (int)last_cut, name,
+                       create_archive ? "neither a ZIP archive nor a new file in an existing directory"
+                                      : "not a ZIP archive");
+    return mz_fail(MMZIP_ENOENT, "'%s': no such file, and no archive before its '#/'", name);
 }
