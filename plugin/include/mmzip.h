@@ -625,7 +625,8 @@ MMZIP_API int mmzip_pack(const char *path, const char *out_path, const mmzip_opt
  *   - "A#/M" is the member M of the archive A only if A is an archive: an existing regular file that is a
  *     ZIP (it starts with a ZIP record, or has an end-of-central-directory record in its last 64 KiB + 22
  *     bytes); with MMZIP_NAME_CREATE_ARCHIVE also a path A that does not exist, whose directory exists,
- *     when the name as written does not exist either (an archive to be created for the member);
+ *     when "A#" does not exist either (an archive to be created for the member: a name that walks into an
+ *     existing directory "A#" means something in that directory, not a new A);
  *   - with MMZIP_NAME_CREATE, the name as written is also a reading when it does not exist and its
  *     directory does (a file to be created);
  *   - every "#/" of the name is a candidate separator. If two readings are valid (the file as written and
@@ -640,8 +641,11 @@ MMZIP_API int mmzip_pack(const char *path, const char *out_path, const mmzip_opt
  * costs a few stat() calls and, per candidate archive, one open and a read of its first 4 bytes (or its last
  * 64 KiB). No lock is taken and nothing is created. Thread-safe. MMZIP_EINVAL also for a NULL argument or
  * an unknown flag. A route that creates only whole archives (it cannot address a member) passes
- * MMZIP_NAME_CREATE alone: a new archive in a directory whose name ends in '#' ("d#/x.zip") is then not
- * ambiguous; with both flags it is (the file "d#/x.zip", or the group "x.zip" of a new archive "d").
+ * MMZIP_NAME_CREATE alone; one that also creates an archive for a new member passes both. Examples, with
+ * both flags: "d#/x.zip" where the directory "d#" exists is the file d#/x.zip (created if missing), never a
+ * new archive "d"; "d#/x.zip#/g" where d#/x.zip is a ZIP is its member g; "new.zip#/g" where neither
+ * new.zip nor new.zip# exists is the member g of a new archive new.zip; "a.zip#/g" where a.zip is a ZIP and
+ * a directory "a.zip#" exists is ambiguous (the file a.zip#/g, existing or to be created, or a.zip's g).
  */
 #define MMZIP_NAME_CREATE 1u         /* the caller creates the file as written if it does not exist */
 #define MMZIP_NAME_CREATE_ARCHIVE 2u /* the caller creates an archive for "A#/M" if A does not exist */

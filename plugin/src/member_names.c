@@ -58,6 +58,18 @@ static int exists(const char *path) {
     return stat_path(path, &st, 0) == 0;
 }
 
+/* 1 if "<path>#" exists: a name "<path>#/..." then walks into it, and means no new archive <path>. */
+static int hash_exists(const char *path) {
+    size_t n = strlen(path);
+    char *p = malloc(n + 2);
+    if (!p) return 1;
+    memcpy(p, path, n);
+    memcpy(p + n, "#", 2);
+    int found = exists(p);
+    free(p);
+    return found;
+}
+
 /* 1 if the directory path would be created in exists ("." for a name without '/'). */
 static int parent_exists(const char *path) {
     const char *slash = strrchr(path, '/');
@@ -112,7 +124,7 @@ int mmzip_split_name(const char *name, unsigned flags, size_t *archive_len) {
         last_tried = p;
         last_cut = cut;
         if (is_zip_file(prefix)) found[n++] = (reading){cut, 0};
-        else if (create_archive && !whole_exists && !exists(prefix) && parent_exists(prefix))
+        else if (create_archive && !whole_exists && !exists(prefix) && parent_exists(prefix) && !hash_exists(prefix))
             found[n++] = (reading){cut, 1};
     }
     free(prefix);
@@ -128,7 +140,7 @@ int mmzip_split_name(const char *name, unsigned flags, size_t *archive_len) {
         return mz_fail(MMZIP_EINVAL, "'%s' is ambiguous: it may name %s or %s; nothing was opened or created (%s)",
                        name, a, b,
                        found[0].new_file || found[1].new_file
-                           ? "choose another name, or create the archive first where only whole archives are made"
+                           ? "choose another name"
                            : "rename one of them");
     }
     if (last_tried && !create && !create_archive)

@@ -135,10 +135,8 @@ class ZarrStore(Store):
     HDF5 driver read too): the store is then rooted at that group, its keys relative to it; modes "r",
     "r+" and "a" only (a sub-dataset of an append-only archive cannot be truncated). A path that exists as
     written is that file even if it holds ``#/``; ``a.zip#/g`` is a group only when ``a.zip`` is a ZIP
-    archive (or, in mode "a", a new file in an existing directory while ``a.zip#/g`` does not exist); a
-    name that fits both readings raises MmzipError naming both, and nothing is opened or created. (Mode
-    "a" on a new "d#/x.zip" in a directory "d#" is such a name; mode "w-" creates it, as it creates
-    whole archives only.)
+    archive (or, in mode "a", a new file in an existing directory while no ``a.zip#`` exists); a
+    name that fits both readings raises MmzipError naming both, and nothing is opened or created.
 
     ``mode``: "r" (read-only; the archive must exist), "r+" (read/write; must exist), "a" (read/write,
     created if missing), "w" (a new, empty archive that replaces any existing one when first committed),
