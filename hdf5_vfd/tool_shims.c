@@ -107,6 +107,19 @@ static int diverts(const char *name, hid_t fapl, int creating) {
     return !creating && archive_holds_hdf5(name);
 }
 
+/* A name the shared rule refuses as ambiguous (mmzip_split_name: a file as written and a member both fit)
+ * fails in the driver with the reason on HDF5's error stack, which h5dump and h5ls do not print, and they
+ * retry with every driver they know: say it on stderr, once per name. */
+static void report_ambiguous_name(const char *name, int creating) {
+    static __thread char reported[4096];
+    size_t cut;
+    if (!strstr(name, "#/")) return;
+    unsigned how = creating ? MMZIP_NAME_CREATE | MMZIP_NAME_CREATE_ARCHIVE : 0;
+    if (mmzip_split_name(name, how, &cut) != MMZIP_EINVAL || strcmp(reported, name) == 0) return;
+    snprintf(reported, sizeof reported, "%s", name);
+    fprintf(stderr, "libmmzip_h5fd: %s\n", mmzip_last_error());
+}
+
 /* The caller's file access properties with the mmzip driver in place of the default one. */
 static hid_t mmzip_access_like(hid_t fapl) {
     hid_t own = fapl == H5P_DEFAULT ? H5Pcreate(H5P_FILE_ACCESS) : H5Pcopy(fapl);
@@ -125,6 +138,7 @@ __attribute__((visibility("default"))) hid_t H5Fopen(const char *name, unsigned 
     static hid_t (*next)(const char *, unsigned, hid_t);
     if (!next && !(next = (hid_t(*)(const char *, unsigned, hid_t))next_definition("H5Fopen"))) return -1;
     if (!diverts(name, fapl, 0)) return next(name, flags, fapl);
+    report_ambiguous_name(name, 0);
     hid_t own = mmzip_access_like(fapl);
     if (own < 0) return own;
     hid_t file = next(name, flags, own);
@@ -136,6 +150,7 @@ __attribute__((visibility("default"))) hid_t H5Fcreate(const char *name, unsigne
     static hid_t (*next)(const char *, unsigned, hid_t, hid_t);
     if (!next && !(next = (hid_t(*)(const char *, unsigned, hid_t, hid_t))next_definition("H5Fcreate"))) return -1;
     if (!diverts(name, fapl, 1)) return next(name, flags, fcpl, fapl);
+    report_ambiguous_name(name, 1);
     hid_t own = mmzip_access_like(fapl);
     if (own < 0) return own;
     hid_t file = next(name, flags, fcpl, own);
