@@ -159,6 +159,12 @@ char *mzn_route_path(const char *path, mzn_route_kind kind, int *refusal) {
      * archive, and a name that fits both is refused rather than guessed. Names this plugin could not serve
      * under either reading (no ".zip" before a "#/" or at the end) are netCDF-C's. */
     if (!names_zip_somewhere(path)) return NULL;
+    /* "x.zip#mode=...": a mode fragment on a name that is not itself a file, after the archive's name,
+     * which may hold '#' and "#/" too ("we#ird.zip#mode=nczarr,zip", "d#/x.zip#mode=nczarr,zip"). */
+    if (access(path, F_OK) != 0)
+        for (const char *hash = strchr(path, '#'); hash; hash = strchr(hash + 1, '#'))
+            if (hash[1] != '/' && has_zip_suffix(path, (size_t)(hash - path)) && strstr(hash + 1, "mode="))
+                return route_bare_with_fragment(path, hash, kind, refusal);
     size_t cut;
     unsigned how = kind == MZN_ROUTE_CREATE ? MMZIP_NAME_CREATE | MMZIP_NAME_CREATE_ARCHIVE : 0;
     int st = mmzip_split_name(path, how, &cut);
@@ -176,10 +182,6 @@ char *mzn_route_path(const char *path, mzn_route_kind kind, int *refusal) {
         free(archive);
         return url;
     }
-    /* "x.zip#mode=...": a fragment on a name that is not itself a file. */
-    const char *hash = strchr(path, '#');
-    if (hash && hash[1] != '/' && access(path, F_OK) != 0 && mzn_url_names_zip(path))
-        return route_bare_with_fragment(path, hash, kind, refusal);
     if (!has_zip_suffix(path, len)) return NULL;
     if (kind == MZN_ROUTE_OPEN && !holds_zarr(path)) return NULL;
     return mzn_url_for_path(path, ZIP_FRAGMENT);

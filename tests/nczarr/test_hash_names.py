@@ -39,6 +39,13 @@ def test_tools_at_each_place():
             assert "g1/temp/.zarray" in names and "temp/.zarray" in names, sorted(names)
             # The absolute spelling reads the same archive.
             assert_same_dump(ncdump(os.path.abspath(path) + "#/g1"), want, "ncdump of the absolute name")
+            # A non-ASCII group, and the "name#mode=..." form after a name holding '#'.
+            before = tree(d)
+            mmzip_run("nccopy", nc, path + "#/grü")
+            assert_only_added(before, tree(d), [], "nccopy to %s#/grü" % path)
+            assert_same_dump(ncdump(path + "#/grü"), want, "ncdump %s#/grü" % path)
+            assert "grü/temp/.zarray" in entries(path), sorted(entries(path))
+            assert_same_dump(ncdump(path + "#mode=nczarr,zip"), want, "ncdump %s#mode=nczarr,zip" % path)
         # "h#.zip#/m#.nc": a netCDF-4 member (the HDF5 route through netCDF-C), written and read back.
         before = tree(d)
         mmzip_run("nccopy", "-k", "nc4", nc, "h#.zip#/m#.nc")
