@@ -155,33 +155,45 @@ def _reader_remove(store):
 
 def _let_go_of_readers(path):
     """Makes the read-only stores of this process that read the archive at path, and hold no view, let go
-    of their handle. Returns how many did."""
+    of their handle. Returns how many did, and how many could not (views alive)."""
     fid = _file_id(path)
     with _readers_mu:
         stores = [r() for r in _readers.values()]
-    n = 0
+    let_go = kept = 0
     for s in stores:
-        if s is not None and (s.path == path or fid is not None and s._file_id() == fid) and s._let_go():
-            n += 1
-    return n
+        if s is not None and (s.path == path or fid is not None and s._file_id() == fid):
+            if s._let_go():
+                let_go += 1
+            else:
+                kept += 1
+    return let_go, kept
 
 
 def _open_handle(path, cmode, opts):
     """A _Handle; a writable open refused because this process reads the archive is tried again once the
     idle readers have let go."""
+    # Only the refusal's fields are kept, not the exception: its traceback would hold the caller's frames,
+    # and with them the handle this open makes, until the garbage collector ran.
     try:
         return _Handle(path, cmode, opts)
     except MmzipError as e:
-        if cmode == "r" or e.code != _core.EBUSY or not _let_go_of_readers(path):
+        if cmode == "r" or e.code != _core.EBUSY:
             raise
-    try:
-        return _Handle(path, cmode, opts)
-    except MmzipError as e:
-        if e.code != _core.EBUSY:
-            raise
-        raise MmzipError(e.code, "%s (stores of mmzip.ZarrStore that read it let go when they hold no view "
-                         "returned by store[key]; other handles - mmzip.Archive, h5py, netCDF - must be "
-                         "closed)" % e, e.errno, path) from None
+        let_go, kept = _let_go_of_readers(path)
+        if not let_go and not kept:
+            raise  # not our readers: another writer, or handles of another kind
+        refused = (e.code, str(e), e.errno)
+    if let_go:
+        try:
+            return _Handle(path, cmode, opts)
+        except MmzipError as e:
+            if e.code != _core.EBUSY:
+                raise
+            refused = (e.code, str(e), e.errno)
+    why = ("%d mmzip.ZarrStore reader(s) of this process still hold views returned by store[key]; " % kept
+           if kept else "")
+    raise MmzipError(refused[0], "%s (%sreaders let go when they hold no view; other handles - "
+                     "mmzip.Archive, h5py, netCDF - must be closed)" % (refused[1], why), refused[2], path)
 
 
 # Store modes -> core modes. "a" creates the archive if missing; "w" replaces it; "w-" (zarr's "x") creates
@@ -386,7 +398,7 @@ class ZarrStore(Store):
         closed store: nothing to do."""
         h = self._h
         if h is not None and h.writable:
-            _check(_c().mmzip_commit(h.h))
+            _check(_c().mmzip_commit(h.h), self.path)
 
     def refresh(self):
         """Read-only stores: moves to the newest commit of the archive. A writer always sees its own state."""
@@ -404,7 +416,7 @@ class ZarrStore(Store):
         err = None
         if h.writable:
             try:
-                _check(_c().mmzip_commit(h.h))
+                _check(_c().mmzip_commit(h.h), self.path)
             except MmzipError as e:
                 err = e
             with h.views_mu:
@@ -591,7 +603,7 @@ class ZarrStore(Store):
         h = self._writer("write %r" % (key,))
         k = self._key(key)
         data = ensure_contiguous_ndarray_like(value).view("u1")
-        _check(_c().mmzip_put(h.h, k, data.ctypes.data, data.nbytes, 0))
+        _check(_c().mmzip_put(h.h, k, data.ctypes.data, data.nbytes, 0), self.path)
 
     def __delitem__(self, key):
         h = self._writer("delete %r" % (key,))
@@ -625,6 +637,7 @@ class ZarrStore(Store):
             return [n[len(self._root):] for n in names] if self._root and not flags else names
 
     def keys(self):
+        """Every key of the store (relative to its group for a sub-dataset), in archive order."""
         return self._names("", 0)
 
     def __iter__(self):
@@ -636,11 +649,13 @@ class ZarrStore(Store):
         return int(_c().mmzip_count(self._handle().h))
 
     def listdir(self, path=None):
+        """The names directly below ``path`` (keys and sub-groups, without their own children), sorted."""
         path = normalize_storage_path(path)
         prefix = path + "/" if path else ""
         return sorted({n.rstrip("/") for n in self._names(prefix, _core.NAMES_CHILDREN)})
 
     def rmdir(self, path=None):
+        """Removes every key below ``path`` (the whole store if None); committed by the next flush/close."""
         h = self._writer("remove %r" % (path or "/",))
         path = normalize_storage_path(path)
         prefix = path + "/" if path else ""
@@ -669,4 +684,5 @@ class ZarrStore(Store):
         return size
 
     def clear(self):
+        """Removes every key of the store (``rmdir("")``)."""
         self.rmdir("")
