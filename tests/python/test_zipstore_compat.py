@@ -220,6 +220,40 @@ def test_readers_let_a_writer_in_without_gc():
         gc.enable()
 
 
+def test_first_write_from_threads():
+    """Mode "a": threads that write and read at once, from the first write on (Dask's threaded scheduler
+    writing chunks), all get the one writer: every write lands, no read sees a closed store."""
+    import threading
+    with TempDir() as d:
+        arc = os.path.join(d, "t.zip")
+        with mmzip.ZarrStore(arc, "w") as s:
+            s["base"] = b"B"
+        for round_ in range(5):
+            s = mmzip.ZarrStore(arc)
+            assert "read-only until the first write" in repr(s), repr(s)
+            start = threading.Barrier(8)
+            errors = []
+
+            def work(i):
+                try:
+                    start.wait(timeout=60)
+                    s["r%d/k%d" % (round_, i)] = b"%d" % i
+                    check_equal(bytes(s["base"]), b"B", "read beside the first writes")
+                except Exception as e:  # reported below, with the thread's number
+                    errors.append((i, repr(e)))
+
+            threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=120)
+            check_equal(errors, [], "errors of the threads")
+            s.close()
+            got = entries(arc)
+            check_equal([got["r%d/k%d" % (round_, i)][1] for i in range(8)], [b"%d" % i for i in range(8)],
+                        "every thread's write, round %d" % round_)
+
+
 def check_error(exc, classes, err, filename, what):
     for c in (mmzip.MmzipError, OSError) + classes:
         assert isinstance(exc, c), "%s: %r is not a %s" % (what, exc, c.__name__)
@@ -391,4 +425,4 @@ def test_every_public_name_documented():
 
 if __name__ == "__main__":
     main([test_default_mode_is_zipstores_and_only_reads, test_zipstore_keywords, test_readers_let_a_writer_in_without_gc,
-          test_errors_are_the_oserror_of_their_errno, test_every_public_name_documented])
+          test_first_write_from_threads, test_errors_are_the_oserror_of_their_errno, test_every_public_name_documented])

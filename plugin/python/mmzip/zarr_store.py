@@ -177,8 +177,8 @@ def _open_handle(path, cmode, opts):
     try:
         return _Handle(path, cmode, opts)
     except MmzipError as e:
-        if cmode == "r" or e.code != _core.EBUSY:
-            raise
+        if cmode == "r" or e.code != _core.EBUSY or "read-only in this process" not in str(e):
+            raise  # another writer, in this process or another
         let_go, kept = _let_go_of_readers(path)
         if not let_go and not kept:
             raise  # not our readers: another writer, or handles of another kind
@@ -287,6 +287,7 @@ class ZarrStore(Store):
         self.pickled_from_mode = None
         self._released = False    # let go of the archive for a writer of this process (_let_go)
         self._upgradable = False  # mode "a" on an existing archive, read-only until the first write
+        self._mu = threading.Lock()  # the handle being replaced (_upgrade, a reopen): other threads wait
         self._open(mode)
 
     def _open(self, mode):
@@ -332,10 +333,13 @@ class ZarrStore(Store):
     def _handle(self):
         h = self._h
         if h is None:
-            if not self._released:
-                raise ValueError("mmzip.ZarrStore: %s is closed" % self.path)
-            self._open_reader()
-            h = self._h
+            with self._mu:
+                h = self._h
+                if h is None:
+                    if not self._released:
+                        raise ValueError("mmzip.ZarrStore: %s is closed" % self.path)
+                    self._open_reader()
+                    h = self._h
         return h
 
     def _file_id(self):
@@ -382,7 +386,9 @@ class ZarrStore(Store):
 
     def _writer(self, what):
         if self._upgradable:
-            return self._upgrade(what)
+            with self._mu:
+                if self._upgradable:
+                    return self._upgrade(what)
         h = self._handle()
         if not h.writable:
             if self.pickled_from_mode:
@@ -464,6 +470,7 @@ class ZarrStore(Store):
         self._dimension_separator = state["dimension_separator"]
         self.pickled_from_mode = state["pickled_from_mode"]
         self._released = self._upgradable = False
+        self._mu = threading.Lock()
         if state["mode"] != "r":
             self.pickled_from_mode = self.pickled_from_mode or state["mode"]
         self.mode = state["mode"]
