@@ -23,8 +23,9 @@ netCDF and HDF5:
 
 The archive itself:
 
-* ``mmzip.Archive`` opens an archive directly: ``Archive("a.zip")["key"]`` is a zero-copy, read-only
-  ``memoryview`` into the shared mapping (``numpy.frombuffer`` turns it into an array without a copy).
+* ``mmzip.Archive`` opens an archive directly: in ``with mmzip.Archive("a.zip") as a:``, ``a["key"]`` is a
+  zero-copy, read-only ``memoryview`` into the shared mapping (``numpy.frombuffer`` turns it into an array
+  without a copy), valid until the archive is closed.
 * ``mmzip.release_kept()`` gives back what the process keeps of closed archives; ``mmzip.libdir()`` says
   where the libraries are.
 
