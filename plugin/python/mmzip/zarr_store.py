@@ -253,6 +253,13 @@ class ZarrStore(Store):
     A writer killed before ``flush()`` leaves the archive at its last commit.
     Readers: the store sees the commit that was last when it was opened; ``refresh()`` moves it to the
     newest one (views handed out earlier stay valid). Stores of one file in one process share their view.
+    A writer opened in this process takes the archive over from the reading stores that hold no view
+    returned by ``store[key]``: they let go and open it again at their next read, seeing the writer's
+    commits. So a reader need not be closed (nor ``ds.close()`` of xarray reach it) before a writer of this
+    process opens the archive; one that holds such a view keeps the writer out (EBUSY, saying so).
+
+    Errors are ``mmzip.MmzipError`` (an ``OSError``), and ``FileNotFoundError``, ``IsADirectoryError``,
+    ``PermissionError``, ``FileExistsError`` where the system names the cause; ``errno`` ENOSPC for a full disk.
     """
 
     _erasable = True
