@@ -93,6 +93,32 @@ def test_default_mode_is_zipstores_and_only_reads():
         s.close()
         got = entries(arc)
         check_equal((got["other"], got["mine"]), ((0, b"O"), (0, b"M")), "both writes, committed")
+        # While another process holds the writer lock, the default mode still opens and reads; its first
+        # write is refused (EBUSY), and succeeds once that writer is gone.
+        env = dict(os.environ)
+        if env.get("MMZIP_ASAN_RUNTIME"):
+            env["LD_PRELOAD"] = env["MMZIP_ASAN_RUNTIME"]
+        code = ("import sys, mmzip\nw = mmzip.ZarrStore(sys.argv[1], 'r+')\nw['held'] = b'H'\nw.flush()\n"
+                "print('ready', flush=True)\nsys.stdin.read()\nw.close()\n")
+        holder = subprocess.Popen([PYTHON, "-c", code, arc], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True, env=env)
+        try:
+            check_equal(holder.stdout.readline(), "ready\n", "the other writer is open")
+            s = mmzip.ZarrStore(arc)
+            check_equal((bytes(s["held"]), bytes(s["mine"])), (b"H", b"M"), "read beside another process's writer")
+            try:
+                s["refused"] = b"R"
+                raise AssertionError("a first write beside another process's writer was accepted")
+            except mmzip.MmzipError as e:
+                check_equal(e.errno, errno.EBUSY, "errno of the refused first write")
+                assert "open for writing by another process" in str(e), str(e)
+            check_equal(bytes(s["held"]), b"H", "still a reader after the refused write")
+        finally:
+            holder.stdin.close()
+            check_equal(holder.wait(timeout=120), 0, "the other writer's exit status")
+        s["after"] = b"A"
+        s.close()
+        check_equal(entries(arc)["after"], (0, b"A"), "the first write once the other writer is gone")
         # A store opened "a" and closed without a write changes nothing either.
         before = snapshot(arc)
         mmzip.ZarrStore(arc).close()
