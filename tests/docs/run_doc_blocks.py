@@ -10,11 +10,13 @@ the line(s) right before its opening fence:
 
 Blocks run in a fresh temporary directory (the reader's working directory), in document order:
 
-  ```sh / ```bash   A block whose lines start with "$ " is a terminal transcript: each "$ " line is one command,
-                    and the lines after it, up to the next "$ " line or the end of the block, are exactly what it
-                    prints (stdout and stderr together, as `2>&1` into a pipe gives them; no line shown means
-                    it prints nothing). Any other shell block is one bash script (`set -e -o pipefail`).
-                    PATH starts with the built `mmzip` and a `python3` that is the test suite's Python.
+  ```sh / ```bash   A block whose lines start with "$ " is a terminal transcript: each "$ " line is one command
+                    (one line: no continuation lines), and the lines after it, up to the next "$ " line or the
+                    end of the block, are exactly what it prints (stdout and stderr together, as `2>&1` into a
+                    pipe gives them; no line shown means it prints nothing); every command must succeed. Any
+                    other shell block is a bash script run with `set -e -o pipefail`. Each shell block is one
+                    bash session that starts in the working directory; the files it leaves are what the next
+                    blocks see. PATH starts with the built `mmzip` and a `python3` that is the suite's Python.
   ```python         All Python blocks of a document run in one interpreter, one after the other, sharing their
                     variables, as in one interactive session.
   ```c              Compiled against the built library (-Wall -Wextra -Werror) and run. A block without a
@@ -180,8 +182,13 @@ class Runner:
         os.symlink(os.environ["MMZIP_PYTHON"], os.path.join(bindir, "python3"))
         mmzip_dir = os.path.dirname(os.path.abspath(os.environ["MMZIP_BIN"]))
         self.env["PATH"] = os.pathsep.join([mmzip_dir, bindir, self.env.get("PATH", "/usr/bin:/bin")])
-        if self.env.get("MMZIP_ASAN_RUNTIME"):  # the sanitizer build: the runtime first, in every program
+        if self.env.get("MMZIP_ASAN_RUNTIME"):
+            # The sanitizer build: the runtime first in every program the blocks start (python3 and the
+            # netCDF tools load instrumented plugins), as the nczarr suite does; `mmzip run` puts the plugins
+            # after it. The compiler of C blocks runs without it.
             self.env["LD_PRELOAD"] = self.env["MMZIP_ASAN_RUNTIME"]
+            self.env["ASAN_OPTIONS"] = ":".join(
+                o for o in (self.env.get("ASAN_OPTIONS"), "verify_asan_link_order=0") if o)
 
     # shell
     def run_shell(self, b):
@@ -198,28 +205,40 @@ class Runner:
                     steps.append([l[2:], []])
                 else:
                     steps[-1][1].append(l)
-            for cmd, shown in steps:
+            # One bash for the block (a cd or a variable carries to the next command); after each command
+            # it prints a marker with the command's status, which splits the output.
+            script = "set -o pipefail\n"
+            for cmd, _ in steps:
+                script += cmd + "\n__doc_rc=$?; printf '\\036%d\\036\\n' \"$__doc_rc\"; " \
+                          "[ \"$__doc_rc\" -eq 0 ] || exit \"$__doc_rc\"\n"
+            status, printed = self.shell(["bash", "-c", script])
+            pieces = re.split(r"\x1e(\d+)\x1e\n", printed)
+            for n, (cmd, shown) in enumerate(steps):
                 print("  $ " + cmd, flush=True)
-                status, printed = self.shell(cmd)
-                sys.stdout.write(indent(printed))
-                if status != 0:
-                    return "%s: `%s` exited with status %d" % (where, cmd, status)
-                err = compare("%s: `%s`" % (where, cmd), "\n".join(shown), printed, b.normalise)
+                if 2 * n + 1 >= len(pieces):
+                    sys.stdout.write(indent(pieces[-1]))
+                    return "%s: the shell ended (status %d) before `%s` did" % (where, status, cmd)
+                out, rc = pieces[2 * n], int(pieces[2 * n + 1])
+                sys.stdout.write(indent(out))
+                if rc != 0:
+                    return "%s: `%s` exited with status %d" % (where, cmd, rc)
+                err = compare("%s: `%s`" % (where, cmd), "\n".join(shown), out, b.normalise)
                 if err:
                     return err
+            if status != 0 or pieces[-1]:
+                return "%s: the shell block ended with status %d after printing %r" % (where, status, pieces[-1])
             return None
         script = os.path.join(self.workdir, ".doc-block.sh")
         with open(script, "w") as f:
             f.write("set -e -o pipefail\n" + b.text)
-        status, printed = self.shell(["bash", script], argv=True)
+        status, printed = self.shell(["bash", script])
         os.unlink(script)
         sys.stdout.write(indent(printed))
         if status != 0:
             return "%s: the shell block exited with status %d" % (where, status)
         return self.check_output(b, printed)
 
-    def shell(self, cmd, argv=False):
-        args = cmd if argv else ["bash", "-o", "pipefail", "-c", cmd]
+    def shell(self, args):
         try:
             p = subprocess.run(args, cwd=self.workdir, env=self.env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TIMEOUT)
@@ -303,7 +322,7 @@ class Runner:
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TIMEOUT)
         if p.returncode != 0:
             return "%s: the C block does not compile:\n%s" % (where, p.stdout.decode("utf-8", "replace"))
-        status, printed = self.shell([exe], argv=True)
+        status, printed = self.shell([exe])
         sys.stdout.write(indent(printed))
         for f in (src, exe):
             os.unlink(f)

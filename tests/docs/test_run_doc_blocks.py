@@ -98,6 +98,10 @@ def main():
            "6 blocks run, 1 skipped, every one as the document says",
            "skipped: line 25 (cmake): needs a cluster",
            "run:     line 3 (python)", "run:     line 29 (c)", "run:     line 52 (sh)")
+    expect("a transcript is one shell session", "'''sh\n$ mkdir sub && cd sub && X=1\n$ basename $PWD; echo $X\n"
+           "sub\n1\n$ printf 'no newline'\nno newline\n'''\n", 0, "1 blocks run, 0 skipped")
+    expect("a transcript command that ends the shell", "'''sh\n$ exit 0\n$ echo after\nafter\n'''\n", 1,
+           "the shell ended (status 0) before `exit 0` did")
     expect("a shown output that differs", "'''sh\n$ echo hello\nhallo\n'''\n", 1,
            "`echo hello`: the output differs from the document's", "-hallo", "+hello")
     expect("a command that prints where the document shows nothing", "'''sh\n$ echo hello\n'''\n", 1,
