@@ -170,13 +170,17 @@ def compare(what, shown, printed, patterns):
 
 
 class Runner:
-    def __init__(self, doc, workdir):
+    def __init__(self, doc, root):
         self.doc = doc
         self.name = os.path.basename(doc)
-        self.workdir = workdir
+        # root/work is the reader's directory; the runner's own files stay out of it, in root/runner.
+        self.workdir = os.path.join(root, "work")
+        self.own = os.path.join(root, "runner")
+        os.mkdir(self.workdir)
+        os.mkdir(self.own)
         self.py = None
         self.env = dict(os.environ)
-        bindir = os.path.join(workdir, ".doc-bin")
+        bindir = os.path.join(self.own, "bin")
         os.mkdir(bindir)
         # The reader's python3 is the one with zarr, h5py and netCDF4 (Debian's, in the suite).
         os.symlink(os.environ["MMZIP_PYTHON"], os.path.join(bindir, "python3"))
@@ -228,7 +232,7 @@ class Runner:
             if status != 0 or pieces[-1]:
                 return "%s: the shell block ended with status %d after printing %r" % (where, status, pieces[-1])
             return None
-        script = os.path.join(self.workdir, ".doc-block.sh")
+        script = os.path.join(self.own, "block.sh")
         with open(script, "w") as f:
             f.write("set -e -o pipefail\n" + b.text)
         status, printed = self.shell(["bash", script])
@@ -263,7 +267,7 @@ class Runner:
             os.close(self.py_out_w)
             self.py_send = os.fdopen(self.py_in_w, "w")
             self.py_recv = os.fdopen(self.py_out_r, "r")
-        outfile = os.path.join(self.workdir, ".doc-block.out")
+        outfile = os.path.join(self.own, "block.out")
         # Line numbers in tracebacks are the document's.
         code = "\n" * b.line + b.text
         self.py_send.write(json.dumps({"code": code, "name": self.doc, "output": outfile}) + "\n")
@@ -310,8 +314,8 @@ class Runner:
             flags += ["-fsanitize=address,undefined"]
         else:
             text = "#line %d \"%s\"\n%s" % (b.line + 1, self.name, text)
-        src = os.path.join(self.workdir, ".doc-block.c")
-        exe = os.path.join(self.workdir, ".doc-block")
+        src = os.path.join(self.own, "block.c")
+        exe = os.path.join(self.own, "block")
         with open(src, "w") as f:
             f.write(text)
         include = os.path.join(os.environ["MMZIP_SOURCE_DIR"], "plugin", "include")
@@ -344,10 +348,10 @@ def main():
         for e in errors:
             print("%s: %s" % (os.path.basename(doc), e))
         sys.exit(1)
-    workdir = tempfile.mkdtemp(prefix="mmzip-doc-")
-    runner = Runner(doc, workdir)
+    root = tempfile.mkdtemp(prefix="mmzip-doc-")
+    runner = Runner(doc, root)
     ran, skipped, unreached, failure, failed_at = [], [], [], None, "at the end"
-    print("%s: %d blocks, run in %s" % (os.path.basename(doc), len(blocks), workdir), flush=True)
+    print("%s: %d blocks, run in %s" % (os.path.basename(doc), len(blocks), runner.workdir), flush=True)
     for n, b in enumerate(blocks):
         where = "line %d (%s)" % (b.line, b.lang or "no language")
         if failure:
@@ -386,9 +390,9 @@ def main():
         print("  not reached (after the failure): " + where)
     if failure:
         print("\nFAIL " + failure)
-        print("(the working directory is kept: %s)" % workdir)
+        print("(the working directory is kept: %s)" % runner.workdir)
         sys.exit(1)
-    shutil.rmtree(workdir)
+    shutil.rmtree(root)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ def run_doc(text):
         # A failing run keeps its working directory for a look; these are expected failures.
         for line in p.stdout.splitlines():
             if line.startswith("(the working directory is kept: "):
-                subprocess.run(["rm", "-rf", line[len("(the working directory is kept: "):-1]], check=True)
+                workdir = line[len("(the working directory is kept: "):-1]
+                subprocess.run(["rm", "-rf", os.path.dirname(workdir)], check=True)
         return p.returncode, p.stdout
 
 
@@ -90,12 +91,19 @@ stored                 3              3             64     64 352441c2  k
 $ date +%s
 1700000000
 '''
+
+The reader's directory holds what the blocks made, nothing of the runner's:
+
+'''sh
+$ ls -A
+c.zip
+'''
 """
 
 
 def main():
     expect("a good document", GOOD, 0,
-           "6 blocks run, 1 skipped, every one as the document says",
+           "7 blocks run, 1 skipped, every one as the document says",
            "skipped: line 25 (cmake): needs a cluster",
            "run:     line 3 (python)", "run:     line 29 (c)", "run:     line 52 (sh)")
     expect("a transcript is one shell session", "'''sh\n$ mkdir sub && cd sub && X=1\n$ basename $PWD; echo $X\n"
