@@ -36,6 +36,12 @@ H5MZ_HIDDEN int h5mz_fail(int code, const char *fmt, ...) __attribute__((format(
 H5MZ_HIDDEN int h5mz_fail_core(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The calling thread's last message ("" if none). */
 H5MZ_HIDDEN const char *h5mz_last_error(void);
+/* The message of the calling thread's last failed open of a file by the driver (vfd_open), kept apart from
+ * the last message, which later failures that are handled may replace; h5mz_clear_open_failure() forgets it
+ * before an open, so that what is there after it is that open's. */
+H5MZ_HIDDEN void h5mz_note_open_failure(void);
+H5MZ_HIDDEN const char *h5mz_open_failure(void);
+H5MZ_HIDDEN void h5mz_clear_open_failure(void);
 
 /* ---------------------------------------------------------------------------------------------------- */
 /* member_locator.c                                                                                       */

@@ -159,13 +159,20 @@ int h5mz_find_only_hdf5_member(mmzip_t *archive, const char *archive_path, char 
         st = h5mz_fail(MMZIP_ENOTFOUND, "%s: the archive holds no HDF5 member (no stored member, nor deflated "
                        "member named *.h5/*.nc/..., starts with the HDF5 signature)", archive_path);
     } else if (found.count > 1) {
-        char list[512] = "";
-        size_t used = 0;
-        for (size_t i = 0; i < found.count && used < sizeof list; i++) {
-            int w = snprintf(list + used, sizeof list - used, "%s'%s'", i ? ", " : "", found.names[i]);
-            if (w < 0) break;
+        /* The first names, whole (a name cut in the middle would be a wrong name), and how many more. */
+        char list[640] = "";
+        size_t used = 0, shown = 0;
+        for (; shown < found.count && shown < 8; shown++) {
+            size_t room = sizeof list - used;
+            int w = snprintf(list + used, room, "%s'%s'", shown ? ", " : "", found.names[shown]);
+            if (w < 0 || (size_t)w >= room - 24) {
+                list[used] = '\0';
+                break;
+            }
             used += (size_t)w;
         }
+        if (shown < found.count)
+            snprintf(list + used, sizeof list - used, "%sand %zu more", shown ? ", " : "", found.count - shown);
         st = h5mz_fail(MMZIP_EINVAL, "%s: the archive holds %zu HDF5 members (%s); name one, as in '%s#/%s'",
                        archive_path, found.count, list, archive_path, found.names[0]);
     } else {

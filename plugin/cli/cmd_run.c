@@ -107,6 +107,7 @@ const command cmd_run = {
     "plugins preloaded: the netCDF storage map, so that paths ending in .zip and URLs with\n"
     "#mode=nczarr,zip or #mode=zarr,zip open the archive in place, and the HDF5 driver, so that\n"
     "'archive.zip#/member.h5' (or an archive with a single HDF5 member) opens without extracting.\n"
+    "An archive with several HDF5 members must be named with one; the driver lists them on stderr.\n"
     "'archive.zip#/group' opens a Zarr group of the archive as a dataset of its own (an HDF5\n"
     "member at that path goes to the HDF5 driver; anything else is an error saying what is there).\n"
     "A name that exists as written is that file, even with '#/' in it ('d#/x.zip'); 'a.zip#/g'\n"

@@ -657,6 +657,14 @@ MMZIP_API int mmzip_split_name(const char *name, unsigned flags, size_t *archive
 /* The last error message of the calling thread ("" if none). */
 MMZIP_API const char *mmzip_last_error(void);
 
+/*
+ * The errno of the calling thread's last failure when it came from the operating system (EACCES, ENOSPC,
+ * EISDIR, ...; ENOENT for MMZIP_ENOENT), 0 when it did not (a corrupt archive, a missing entry) or nothing
+ * failed. Set with the message: valid until the thread's next mmzip call. For callers that raise the
+ * system's own kinds of error (the Python package's PermissionError, FileNotFoundError).
+ */
+MMZIP_API int mmzip_last_errno(void);
+
 /* A short name for a status code ("MMZIP_ECRC: CRC mismatch"). */
 MMZIP_API const char *mmzip_strerror(int status);
 

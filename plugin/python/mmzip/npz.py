@@ -194,6 +194,7 @@ class NpzArchive:
         return self._files
 
     def keys(self):
+        """The member names, as ``files``."""
         return self.files
 
     def __iter__(self):
@@ -212,6 +213,7 @@ class NpzArchive:
             return False
 
     def items(self):
+        """(name, array) pairs of every member, as ``a[name]`` gives them."""
         return [(k, self[k]) for k in self.files]
 
     # -- reading -----------------------------------------------------------------------------------
