@@ -203,16 +203,28 @@ class Archive:
     first view; compressed entries are always checked. ``a.verify(key)`` checks one entry on demand.
     Keys are str (UTF-8) or bytes; ``keys()`` gives a name that is not UTF-8 with its bytes as surrogate
     escapes (as ``os.fsdecode`` does), which finds the entry again.
+
+    Mode "w" builds the new archive in an unnamed file beside ``path`` and renames it over ``path`` at the
+    first ``commit()`` (or the end of the first ``batch()``) or at ``close()``; until then puts are not
+    committed. A writer that fails before - an exception out of the ``with`` block, a full disk, the process
+    killed - leaves the archive that was there byte for byte as it was, or no file where there was none.
+    Readers that have the old archive open keep reading it.
     """
 
     def __init__(self, path, mode="r", verify=False):
         self._h = ctypes.c_void_p()
         self.path = os.fspath(path)
+        self._unpublished = mode == "w"
         opts = None
-        if verify:
+        if verify or self._unpublished:
             opts = _core.Options()
             _lib().mmzip_options_init(ctypes.byref(opts))
-            opts.flags |= _core.VERIFY_CRC
+            if verify:
+                opts.flags |= _core.VERIFY_CRC
+            if self._unpublished:
+                # Nothing replaces the old archive before the new one is complete (see the class docstring).
+                opts.flags |= _core.PUBLISH_ON_COMMIT
+                opts.commit_policy = _core.COMMIT_MANUAL
             opts = ctypes.byref(opts)
         _check(_lib().mmzip_open(os.fsencode(self.path), mode.encode(), opts, ctypes.byref(self._h)))
 
@@ -237,8 +249,11 @@ class Archive:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *rest):
+        if exc_type is not None and self._unpublished:
+            self.discard()  # a "w" that failed before its first commit: the old archive stays
+        else:
+            self.close()
 
     def __del__(self):
         try:
@@ -290,6 +305,8 @@ class Archive:
 
     def commit(self):
         _check(_lib().mmzip_commit(self._h))
+        if self._unpublished and len(self):  # a commit with nothing pending publishes nothing
+            self._unpublished = False
 
     def refresh(self):
         _check(_lib().mmzip_refresh(self._h))

@@ -117,6 +117,22 @@ def _alignment_of(off):
     return off & -off if off else 1 << 15
 
 
+def _put_array(h, member, arr, alignment):
+    """Appends arr as the .npy member `member` through the core handle h, its data aligned to `alignment`."""
+    head, fortran = _npy_header_bytes(arr, alignment)
+    data = arr.T if fortran else arr
+    if not data.flags.c_contiguous:
+        data = np.ascontiguousarray(data)
+    hb = ctypes.create_string_buffer(head, len(head))
+    iov = (_IoVec * 2)()
+    iov[0].base, iov[0].len = ctypes.addressof(hb), len(head)
+    count = 1
+    if data.nbytes:
+        iov[1].base, iov[1].len = data.ctypes.data, data.nbytes
+        count = 2
+    _check(_core().mmzip_putv(h, _c.entry_name(member), iov, count, alignment))
+
+
 class NpzArchive:
     """An archive of arrays. Use ``mmzip.open(path, mode)``; see the module docstring and the user guide.
 
@@ -334,19 +350,7 @@ class NpzArchive:
         if member in self._edited:
             raise ValueError("%s: %s is being modified in place; commit() and drop its view before replacing it"
                              % (self.path, member))
-        head, fortran = _npy_header_bytes(arr, self.alignment)
-        data = arr.T if fortran else arr
-        if not data.flags.c_contiguous:
-            data = np.ascontiguousarray(data)
-        hb = ctypes.create_string_buffer(head, len(head))
-        iov = (_IoVec * 2)()
-        iov[0].base, iov[0].len = ctypes.addressof(hb), len(head)
-        count = 1
-        if data.nbytes:
-            iov[1].base, iov[1].len = data.ctypes.data, data.nbytes
-            count = 2
-        _check(_core().mmzip_putv(self._live(), _c.entry_name(member), iov, count,
-                                  self.alignment))
+        _put_array(self._live(), member, arr, self.alignment)
         self._cache.clear()
         self._files = None
 
@@ -459,7 +463,13 @@ def savez(file, *args, **kwds):
     """A drop-in for numpy.savez writing through mmzip: every array's data is stored (uncompressed) and
     starts on a 64-byte boundary of the file, so that mmzip.open maps it as an aligned array. Names are
     numpy's (arr_0, arr_1, ... for positional arrays) and, like numpy.savez, ".npz" is appended to a path
-    that lacks it. numpy.load, zipfile and unzip read the result. Only paths (not open files) are accepted."""
+    that lacks it. numpy.load, zipfile and unzip read the result. Only paths (not open files) are accepted.
+
+    All or nothing: every array is checked before anything is written (arrays of Python objects are refused,
+    since they would need pickling), and the new archive is built in an unnamed file beside the target that
+    is renamed over it only once it is complete. A savez that fails - a refused array, a full disk, the
+    process killed - leaves the file that was there byte for byte as it was, or no file where there was
+    none. Readers that have the old archive open keep reading it (its inode lives until they close it)."""
     if not isinstance(file, (str, bytes, os.PathLike)):
         raise TypeError("mmzip.savez writes to a path, not to %s (numpy.savez accepts file objects)"
                         % type(file).__name__)
@@ -472,6 +482,23 @@ def savez(file, *args, **kwds):
         if k in named:
             raise ValueError("Cannot use un-named variables and keyword %s" % k)
         named[k] = a
-    with NpzArchive(path, "w") as ar:
-        for k, a in named.items():
-            ar[k] = a
+    arrays = []
+    for k, a in named.items():
+        arr = np.asanyarray(a)
+        if arr.dtype.hasobject:
+            raise ValueError("%s: %s: arrays of Python objects cannot be stored without pickling; nothing was "
+                             "written" % (path, k))
+        arrays.append((k if k.endswith(".npy") else k + ".npy", arr))
+    opts = _c.Options()
+    _core().mmzip_options_init(ctypes.byref(opts))
+    opts.flags |= _c.PUBLISH_ON_COMMIT        # the file appears (or replaces the old one) at the one commit
+    opts.commit_policy = _c.COMMIT_MANUAL     # ... which is the close's
+    h = ctypes.c_void_p()
+    _check(_core().mmzip_open(os.fsencode(path), b"w", ctypes.byref(opts), ctypes.byref(h)))
+    try:
+        for member, arr in arrays:
+            _put_array(h, member, arr, _DEFAULT_ALIGN)
+    except BaseException:
+        _core().mmzip_discard(h)  # nothing published: the old archive (or no file) stays
+        raise
+    _check(_core().mmzip_close(h))
