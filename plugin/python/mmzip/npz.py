@@ -24,7 +24,7 @@ __all__ = ["open", "savez", "NpzArchive"]
 
 _MAGIC = b"\x93NUMPY"
 _DEFAULT_ALIGN = 64
-_EDIT_PREFIX = ".mmzip/edit/"  # mmzip.h: the marker entries of arrays being modified in place
+_EDIT_PREFIX = ".mmzip/edit/"  # the marker entries older versions of mmzip committed for in-place edits
 
 # The modes of AlignedBinaryFormat.jl, mapped onto mmzip_open's.
 _MODES = {
@@ -161,7 +161,6 @@ class NpzArchive:
         self._edited = {}       # member name -> weakref of the writable view handed out
         self._mapping = None    # uint8 ndarray over the whole mapped file
         self._batch_open = False
-        self._markers = set()
         self.recovered_edits = 0
         if self._writable:
             info = _Info()
@@ -187,7 +186,6 @@ class NpzArchive:
 
         _check(_core().mmzip_list_ex(self._live(), None, 1, _LIST_FN(cb), None))
         out.sort(key=lambda x: x[5])  # archive order, like numpy.load(...).files
-        self._markers = {x[0][len(_EDIT_PREFIX):] for x in out if x[0].startswith(_EDIT_PREFIX)}
         return [x[:5] for x in out if not x[0].startswith(_EDIT_PREFIX)]
 
     def _member(self, key):
@@ -309,8 +307,9 @@ class NpzArchive:
 
     def edit(self, key):
         """A writable view of a stored array, modified in place (modes r+, w+, a+). The change is published,
-        and the member's CRC refreshed, by commit() or close(). Until then the archive holds a marker entry
-        (``.mmzip/edit/<member>``) that tells recovery to refresh the CRC if this process dies first."""
+        and the member's CRC refreshed, by commit() or close(). Until close() the marker file
+        ``<archive>.mmzip-inplace`` names the member, to tell recovery to refresh the CRC if this process dies
+        first (it is not a member: numpy.load and zipfile do not see it)."""
         if not self._in_place:
             raise ValueError("%s: arrays are writable in place only in modes r+, w+ and a+ (mode %r)"
                              % (self.path, self.mode))
@@ -430,12 +429,19 @@ class NpzArchive:
                     row["status"] = "unreadable: %s" % str(e).split(": ")[-1][:40]
             if name in self._edited and self._edited[name]() is not None:
                 row["status"] = "in-place"
-            elif name in self._markers:
+            elif self._marked(name):
                 row["status"] += ", being modified in place"
             if pending:
                 row["status"] += " (pending)"
             rows.append(row)
         return rows
+
+    def _marked(self, member):
+        """Another writer is modifying member in place, or was when it died (the core's marker file)."""
+        rc = _core().mmzip_inplace_marked(self._live(), _c.entry_name(member))
+        if rc < 0:
+            _check(rc)
+        return rc == 1
 
     def __repr__(self):
         if not self._h.h:
