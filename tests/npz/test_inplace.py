@@ -4,8 +4,9 @@ import asan_preload  # noqa: E402,F401
 """In-place arrays (AlignedBinaryFormat.jl's modes): r+, w+ and a+ hand out writable views of stored arrays;
 commit() publishes the change and refreshes the CRC (zipfile, unzip -t, numpy.load agree). A real process
 killed with SIGKILL between its write and its commit leaves a well-defined archive: the bytes written, the
-stale CRC reported by every CRC check (never a silent pass), a marker entry naming the array; the next
-writable open or `mmzip recover` refreshes the CRC and drops the marker, and says so."""
+stale CRC reported by every CRC check (never a silent pass), a marker file beside the archive naming the array
+(not a member: zipfile and numpy.load do not list it); the next writable open or `mmzip recover` refreshes the
+CRC and drops the marker, and says so."""
 import os
 import re
 import shutil
