@@ -42,22 +42,40 @@ _IoVec, _Info, _EntryInfo, _LIST_FN = _c.IoVec, _c.Info, _c.EntryInfo, _c.LIST_F
 
 
 class _Handle:
-    """One mmzip handle; closed when the last object that needs it (archive, mapping, view) is gone."""
+    """One mmzip handle; closed when the last object that needs it (archive, mapping, view) is gone.
+    ``unpublished``: a new archive not yet renamed into place (mode "w"), which ``discard`` gives up instead of
+    publishing when the handle goes; ``keeper``: the handle that keeps the store once this one is closed."""
 
-    def __init__(self, path, mode):
+    def __init__(self, path, mode, publish_on_commit=False):
         self.h = ctypes.c_void_p()
-        _check(_core().mmzip_open(os.fsencode(path), mode.encode(), None, ctypes.byref(self.h)))
+        self.discard = False
+        self.keeper = None
+        opts = None
+        if publish_on_commit:
+            opts = _c.Options()
+            _core().mmzip_options_init(ctypes.byref(opts))
+            opts.flags |= _c.PUBLISH_ON_COMMIT
+            opts = ctypes.byref(opts)
+        _check(_core().mmzip_open(os.fsencode(path), mode.encode(), opts, ctypes.byref(self.h)))
 
     def close(self):
         if self.h:
             h, self.h = self.h, ctypes.c_void_p()
-            _check(_core().mmzip_close(h))
+            _check(_core().mmzip_discard(h) if self.discard else _core().mmzip_close(h))
 
     def __del__(self):
         try:
             self.close()
         except Exception:
             pass
+
+
+class _Closed:
+    """In place of the handle of an archive given up (NpzArchive.__exit__)."""
+    h = ctypes.c_void_p()
+
+    def close(self):
+        pass
 
 
 def _npy_header(mem, size, name):
@@ -151,11 +169,14 @@ class NpzArchive:
         self.alignment = alignment
         core_mode, self._in_place = _MODES[mode]
         self._writable = core_mode != "r"
-        self._h = _Handle(self.path, core_mode)
+        # Mode "w": the new archive is built unnamed and renamed over the path at the first commit (commit(),
+        # close()), so that a failure before - an exception out of the with block, a full disk, the process
+        # killed - leaves the archive that was there as it was (or no file).
+        self._h = _Handle(self.path, core_mode, publish_on_commit=core_mode == "w")
         # The views' keeper: a second read-only handle on the same store (mmzip shares one store per process,
         # so it costs no descriptor and no mapping), so that arrays still referenced after close() keep their
         # mapping, while close() commits and lets go of the writer handle.
-        self._keeper = _Handle(self.path, "r")
+        self._keeper = None if core_mode == "w" else _Handle(self.path, "r")
         self._cache = {}        # name as asked and member name -> array (views are made once, like mmnpz)
         self._files = None      # cached listing
         self._edited = {}       # member name -> weakref of the writable view handed out
@@ -252,7 +273,7 @@ class NpzArchive:
             info = _Info()
             _check(_core().mmzip_get_info(self._live(), ctypes.byref(info)))
             raw = (ctypes.c_char * max(end, info.file_size, 1)).from_address(base)
-            raw._mmzip_keep = self._keeper  # the mapping lives as long as any view of it
+            raw._mmzip_keep = self._keep()  # the mapping lives as long as any view of it
             m = np.frombuffer(memoryview(raw).cast("B").toreadonly(), dtype=np.uint8)
             self._mapping = m
         return m
@@ -288,7 +309,7 @@ class NpzArchive:
             return np.ndarray(shape, dtype=dtype, buffer=m, offset=info.data_offset + hlen, order=order)
         # Decoded (deflated) members: a view of the store's decoded copy, read-only like the rest.
         raw = (ctypes.c_char * n).from_address(p)
-        raw._mmzip_keep = self._keeper
+        raw._mmzip_keep = self._keep()
         buf = np.frombuffer(memoryview(raw).cast("B").toreadonly(), dtype=np.uint8)
         return np.ndarray(shape, dtype=dtype, buffer=buf, offset=hlen, order=order)
 
@@ -318,16 +339,17 @@ class NpzArchive:
         a = ref() if ref else None
         if a is not None:
             return a
-        if self._batch_open:  # mmzip_inplace commits its marker; the batch resumes after it
+        if self._batch_open:  # mmzip_inplace commits what is pending; the batch resumes after it
             _check(_core().mmzip_commit(self._live()))
             self._batch_open = False
+            self._committed()
         p, n = ctypes.c_void_p(), ctypes.c_uint64()
         _check(_core().mmzip_inplace(self._live(), _c.entry_name(member), ctypes.byref(p),
                                   ctypes.byref(n)))
         _check(_core().mmzip_begin(self._live()))
         self._batch_open = True
         raw = (ctypes.c_char * max(n.value, 1)).from_address(p.value)
-        raw._mmzip_keep = self._keeper
+        raw._mmzip_keep = self._keep()
         dtype, shape, fortran, hlen, _ = _npy_header(memoryview(raw).cast("B"), n.value,
                                                      "%s: %s" % (self.path, member))
         buf = np.frombuffer(raw, dtype=np.uint8, count=n.value)
@@ -364,10 +386,23 @@ class NpzArchive:
         processes see the archive as of the last commit."""
         if self._writable:
             _check(_core().mmzip_commit(self._live()))
+            self._committed()
             _check(_core().mmzip_begin(self._live()))
             self._batch_open = True
 
     flush = commit
+
+    def _keep(self):
+        """What views hold to keep the mapping: the read-only keeper once the archive is published; before, the
+        writer's handle (a new archive has no name a keeper could open)."""
+        return self._keeper if self._keeper is not None else self._h
+
+    def _committed(self):
+        """After a commit: a new archive that it published (it had entries: a commit of nothing publishes
+        nothing) gets its keeper, which the writer's handle hands on to the views made before."""
+        if self._keeper is None and _core().mmzip_count(self._live()):
+            self._keeper = _Handle(self.path, "r")
+            self._h.keeper = self._keeper
 
     def close(self):
         """Commits (writable modes) and releases the archive. Arrays taken from it stay valid while they are
@@ -380,6 +415,10 @@ class NpzArchive:
                 a.flags.writeable = False
         self._edited.clear()
         self._batch_open = False
+        if self._keeper is None and self._writable:
+            # A new archive: published by this commit, and given the keeper its views hand on to.
+            _check(_core().mmzip_commit(self._live()))
+            self._committed()
         self._h.close()  # commits, ends in-place edits (CRC refreshed, markers removed), drops the writer lock
         self._keeper = None  # arrays still hold it (through their mapping) if they are alive
         self._cache.clear()
@@ -388,7 +427,23 @@ class NpzArchive:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *rest):
+        if exc_type is not None and self._writable and self._keeper is None and self._h.h:
+            # A new archive ("w", "w+") left by an exception before anything published it: given up, and the
+            # archive it was to replace stays as it was (or no file). The arrays read back from it hold the
+            # writer's handle: it is discarded when the last of them goes (they must not be used).
+            for ref in self._edited.values():
+                a = ref()
+                if a is not None:
+                    a.flags.writeable = False
+            self._edited.clear()
+            self._cache.clear()
+            self._mapping = None
+            self._batch_open = False
+            h, self._h = self._h, _Closed()
+            h.discard = True
+            del h
+            return
         self.close()
 
     def __del__(self):
@@ -461,7 +516,10 @@ class NpzArchive:
 def open(path, mode="r", alignment=_DEFAULT_ALIGN):  # noqa: A001 - the package's name for it
     """Opens an archive of arrays (a .npz). Modes: r (read), r+ (read, append, arrays writable in place),
     w (new archive, append), w+ (new, writable in place), a (create or append), a+ (create or append,
-    writable in place). ``alignment``: the boundary (64..4096) the data of arrays written here starts on."""
+    writable in place). ``alignment``: the boundary (64..4096) the data of arrays written here starts on.
+    Modes w and w+ build the new archive unnamed and rename it over ``path`` at the first commit (``commit()``,
+    ``close()``): until then readers see the archive that was there, and an exception out of the ``with``
+    block, a full disk or the process killed leaves that archive as it was (or no file)."""
     return NpzArchive(path, mode, alignment)
 
 
