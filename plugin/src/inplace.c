@@ -199,11 +199,8 @@ int mmzip_inplace_marked(mmzip_t *h, const char *key) {
     size_t len, klen = strlen(key);
     int r = read_marks(s, path, &buf, &len), found = 0;
     free(path);
-    if (r == MMZIP_ENOENT || r == MMZIP_ESTALE) {
-        free(buf);
-        return 0;
-    }
-    if (r) return r;
+    if (r == MMZIP_ENOENT || r == MMZIP_ESTALE) len = 0; /* no marker file of this archive */
+    else if (r) return r;
     for (size_t at = MZ_MARKS_HEAD; at + MZ_MARKS_REC <= len;) {
         uint16_t n = mz_get16(buf + at + 12);
         if (n == klen && memcmp(buf + at + MZ_MARKS_REC, key, n) == 0) found = 1;

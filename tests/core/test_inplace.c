@@ -582,6 +582,43 @@ static void test_stale_marker_file_ignored(void) {
     FAILS_WITH(check_archive(p), MMZIP_ECRC, "");
 }
 
+/* An archive left by an older mmzip killed mid-edit holds a marker entry ".mmzip/edit/<key>" (12 bytes: local
+ * header offset, CRC before) instead of a marker file: a writable open still refreshes the CRC and drops it. */
+static void test_legacy_marker_entry(void) {
+    const char *p = make("legacy_marker.zip");
+    mmzip_t *h;
+    mmzip_entry_info info;
+    OK(mmzip_open(p, "r+", NULL, &h));
+    OK(mmzip_stat(h, "a", &info));
+    uint8_t marker[12];
+    for (int i = 0; i < 8; i++) marker[i] = (uint8_t)(info.header_offset >> (8 * i));
+    for (int i = 0; i < 4; i++) marker[8 + i] = (uint8_t)(info.crc32 >> (8 * i));
+    OK(mmzip_put(h, ".mmzip/edit/a", marker, sizeof marker, 0));
+    CHECK(mmzip_inplace_marked(h, "a") == 1);
+    OK(mmzip_close(h));
+    /* The edit the old writer made before dying: bytes changed under the committed CRC. */
+    FILE *f = fopen(p, "r+b");
+    CHECK(f != NULL);
+    if (f) {
+        fseek(f, (long)info.data_offset, SEEK_SET);
+        fputs("edited", f);
+        fclose(f);
+    }
+    FAILS_WITH(check_archive(p), MMZIP_ECRC, "");
+    mmzip_info mi;
+    OK(mmzip_open(p, "r+", NULL, &h));
+    OK(mmzip_get_info(h, &mi));
+    CHECK_EQ_U64(mi.edits_recovered, 1);
+    CHECK(!mmzip_exists(h, ".mmzip/edit/a"));
+    CHECK_EQ_U64(mmzip_count(h), 2);
+    OK(mmzip_close(h));
+    CHECK_EQ_U64(check_archive(p), MMZIP_OK);
+    uint8_t want[10000];
+    for (size_t i = 0; i < sizeof want; i++) want[i] = (uint8_t)(i * 7);
+    memcpy(want, "edited", 6);
+    CHECK_EQ_U64(stored_crc(p, "a"), crc32_ref(want, sizeof want));
+}
+
 int main(void) {
     const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     snprintf(dir, sizeof dir, "%s/mmzip_inplace_XXXXXX", base);
@@ -592,6 +629,7 @@ int main(void) {
     RUN(test_killed_recover);
     RUN(test_killed_open);
     RUN(test_stale_marker_file_ignored);
+    RUN(test_legacy_marker_entry);
     RUN(test_edit_zeros_over_killed_growth);
     RUN(test_growth_crc_from_writes);
     RUN(test_crc_delta_of_overwrites);
