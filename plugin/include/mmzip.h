@@ -428,18 +428,21 @@ MMZIP_API int mmzip_unreserve(mmzip_t *h, const char *key);
  *
  * mmzip_inplace sets *data to a writable view of the committed, stored (method 0) entry key, and *size to its
  * size; writes through it change the archive file directly (a shared mapping; no copy, no append). Before it
- * returns the view, it commits - with everything else pending - a marker entry ".mmzip/edit/<key>" (12 bytes:
- * the entry's local-header offset and its CRC before the edit). Calling it again for a key being edited
- * returns the same view. Refused: compressed entries and entries with a data descriptor (MMZIP_EUNSUPPORTED),
- * pending ones (MMZIP_EBUSY), marker names (MMZIP_EINVAL).
+ * returns the view, it commits everything pending, then names the entry in the marker file beside the archive,
+ * <archive>.mmzip-inplace (the entry's local-header offset, its CRC before the edit, its name; docs/format.md
+ * section 9), replaced whole by a rename (and fsynced with MMZIP_DURABLE). The marker is not an entry: other
+ * readers (numpy.load, zipfile, unzip) list only the archive's own members, during an edit and after a crash.
+ * Calling it again for a key being edited returns the same view. Refused: compressed entries and entries with
+ * a data descriptor (MMZIP_EUNSUPPORTED), pending ones (MMZIP_EBUSY), names of the marker entries older versions
+ * wrote, ".mmzip/edit/..." (MMZIP_EINVAL).
  *
  * Every commit while edits are open (mmzip_commit, the commit of a put, close) first recomputes the CRC-32 of
  * each entry being edited, writes it into the entry's local header in place and into the new directory: a
  * commit publishes bytes and a CRC that agree, as of the moment of the commit (synchronising writers of the
  * view with the commit is the caller's business). mmzip_inplace_end makes the view read-only (a later write
- * faults), removes the marker and commits, in one commit with the final CRC. mmzip_close ends every open edit
- * the same way; mmzip_discard too (in-place bytes cannot be rolled back: their CRCs are published). The view
- * stays mapped, read-only, until the store closes.
+ * faults) and commits the final CRC; then the entry leaves the marker file (which is removed with its last
+ * entry). mmzip_close ends every open edit the same way; mmzip_discard too (in-place bytes cannot be rolled back:
+ * their CRCs are published). The view stays mapped, read-only, until the store closes.
  *
  * A crash (SIGKILL, power loss after the page cache was written back) between a write and the next commit
  * leaves: the entry holding the bytes written so far (each page old or new: there is no undo), its CRC stale,
@@ -447,16 +450,24 @@ MMZIP_API int mmzip_unreserve(mmzip_t *h, const char *key);
  * zipfile.testzip, and mmzip's own check of an unverified last entry - report a CRC mismatch on that entry:
  * never a silent pass. The next writable open (so mmzip_recover and `mmzip recover`) finds the marker,
  * recomputes the CRC over the bytes as they are, commits it and removes the marker; mmzip_info().edits_recovered
- * counts the entries whose CRC it had to change. Readers in other processes see the view's writes as they
- * happen (no isolation), and the new CRC after their next mmzip_refresh.
+ * counts the entries whose CRC it had to change (a marker file left beside an archive that was replaced
+ * since - other device or inode - is removed untouched; an unreadable one fails the open with MMZIP_ECORRUPT
+ * and a message). Readers in other processes see the view's writes as they happen (no isolation), and the new
+ * CRC after their next mmzip_refresh. The marker file goes with the archive: copy or move both, or recover
+ * first (a copy without it keeps its stale CRCs, which checks report).
  *
  * Replacing or removing a key while it is being edited leaves the view writing into the superseded bytes.
  */
 MMZIP_API int mmzip_inplace(mmzip_t *h, const char *key, void **data, uint64_t *size);
 
-/* Ends the in-place edit of key (see mmzip_inplace): view read-only, marker removed, final CRC committed.
+/* Ends the in-place edit of key (see mmzip_inplace): view read-only, final CRC committed, marker removed.
  * MMZIP_EINVAL if key is not being edited. */
 MMZIP_API int mmzip_inplace_end(mmzip_t *h, const char *key);
+
+/* 1 if key is named by the archive's in-place marker (being edited by some writer, or it was when that writer
+ * died and no writable open has recovered it since), 0 if not; a negative status if the marker file cannot be
+ * read (message set). Works on any handle, read-only ones included: for telling users why a CRC is stale. */
+MMZIP_API int mmzip_inplace_marked(mmzip_t *h, const char *key);
 
 /* Starts a batch: puts are not committed until mmzip_commit(). Batches do not nest. */
 MMZIP_API int mmzip_begin(mmzip_t *h);

@@ -238,16 +238,28 @@ class Archive:
     first view; compressed entries are always checked. ``a.verify(key)`` checks one entry on demand.
     Keys are str (UTF-8) or bytes; ``keys()`` gives a name that is not UTF-8 with its bytes as surrogate
     escapes (as ``os.fsdecode`` does), which finds the entry again.
+
+    Mode "w" builds the new archive in an unnamed file beside ``path`` and renames it over ``path`` at the
+    first ``commit()`` (or the end of the first ``batch()``) or at ``close()``; until then puts are not
+    committed. A writer that fails before - an exception out of the ``with`` block, a full disk, the process
+    killed - leaves the archive that was there byte for byte as it was, or no file where there was none.
+    Readers that have the old archive open keep reading it.
     """
 
     def __init__(self, path, mode="r", verify=False):
         self._h = ctypes.c_void_p()
         self.path = _core.whole_file(os.fspath(path), mode in ("w", "w+"), "mmzip.Archive")
+        self._unpublished = mode == "w"
         opts = None
-        if verify:
+        if verify or self._unpublished:
             opts = _core.Options()
             _lib().mmzip_options_init(ctypes.byref(opts))
-            opts.flags |= _core.VERIFY_CRC
+            if verify:
+                opts.flags |= _core.VERIFY_CRC
+            if self._unpublished:
+                # Nothing replaces the old archive before the new one is complete (see the class docstring).
+                opts.flags |= _core.PUBLISH_ON_COMMIT
+                opts.commit_policy = _core.COMMIT_MANUAL
             opts = ctypes.byref(opts)
         _check(_lib().mmzip_open(os.fsencode(self.path), mode.encode(), opts, ctypes.byref(self._h)), self.path)
 
@@ -275,8 +287,11 @@ class Archive:
         """``with Archive(...) as a:`` closes the archive at the end of the block."""
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *rest):
+        if exc_type is not None and self._unpublished:
+            self.discard()  # a "w" that failed before its first commit: the old archive stays
+        else:
+            self.close()
 
     def __del__(self):
         try:
@@ -331,6 +346,8 @@ class Archive:
         """Publishes what was written since the last commit (mmzip_commit): one central-directory write,
         after which other processes see it. Puts outside ``batch()`` are committed at once anyway."""
         _check(_lib().mmzip_commit(self._h))
+        if self._unpublished and len(self):  # a commit with nothing pending publishes nothing
+            self._unpublished = False
 
     def refresh(self):
         """A reader moves to the newest commit of the archive (mmzip_refresh); views returned earlier stay

@@ -186,6 +186,7 @@ PROTOTYPES = {
     "mmzip_remove": (_int, [_vp, _cp]),
     "mmzip_inplace": (_int, [_vp, _cp, _P(_vp), _P(_u64)]),
     "mmzip_inplace_end": (_int, [_vp, _cp]),
+    "mmzip_inplace_marked": (_int, [_vp, _cp]),
     "mmzip_begin": (_int, [_vp]),
     "mmzip_commit": (_int, [_vp]),
     "mmzip_rollback": (_int, [_vp]),

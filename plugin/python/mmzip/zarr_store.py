@@ -92,6 +92,10 @@ class _Handle:
         self.places = (-1, {})
         self.fd = None            # for the compressed bytes of deflated entries (opened on first need)
         self.read_views = _ViewCount()  # buffers of views handed out by _core_view, alive
+        # A new archive not yet given its name (PUBLISH_ON_COMMIT, nothing committed), and whether the
+        # release is to give up on it (a "with" block left by an exception): see ZarrStore.__exit__.
+        self.unpublished = cmode == "w" or (cmode == "w+" and before is None)
+        self.discard = False
 
     def raw_fd(self):
         """A descriptor of the file the core mapped, or None if that cannot be made sure of (the archive was
@@ -114,7 +118,7 @@ class _Handle:
             h, self.h = self.h, ctypes.c_void_p()
             self.generation = None
             self.places = (-1, {})
-            _check(_c().mmzip_close(h))
+            _check(_c().mmzip_discard(h) if self.discard else _c().mmzip_close(h))
 
     def view_gone(self):
         with self.views_mu:
@@ -415,6 +419,8 @@ class ZarrStore(Store):
         h = self._h
         if h is not None and h.writable:
             _check(_c().mmzip_commit(h.h), self.path)
+            if h.unpublished and _c().mmzip_count(h.h):  # a commit with nothing pending publishes nothing
+                h.unpublished = False
 
     def refresh(self):
         """Read-only stores: moves to the newest commit of the archive. A writer always sees its own state."""
@@ -450,7 +456,17 @@ class ZarrStore(Store):
         """``with ZarrStore(...) as store:`` closes (commits and releases) the store at the end."""
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *rest):
+        h = self._h
+        if exc_type is not None and h is not None and h.writable and h.unpublished:
+            # A new archive ("w", or "a" of a missing file) whose writing failed before its first commit:
+            # it is given up, and the archive it was to replace stays byte for byte as it was (no file if
+            # there was none). Views handed out keep the handle until they go.
+            self._h = None
+            h.discard = True
+            h.places = (-1, {})
+            del h
+            return
         self.close()
 
     def __del__(self):
