@@ -12,7 +12,6 @@
 #include <string.h>
 
 static _Thread_local char last_message[2048];
-static _Thread_local int last_code;
 
 static void record(const char *fmt, va_list ap, const char *suffix) {
     int n = vsnprintf(last_message, sizeof last_message, fmt, ap);
@@ -22,7 +21,6 @@ static void record(const char *fmt, va_list ap, const char *suffix) {
 }
 
 int h5mz_fail(int code, const char *fmt, ...) {
-    last_code = code;
     va_list ap;
     va_start(ap, fmt);
     record(fmt, ap, NULL);
@@ -34,7 +32,6 @@ int h5mz_fail_core(int code, const char *fmt, ...) {
     /* Copy the core's message first: formatting ours must not clobber it. */
     char core[1024];
     snprintf(core, sizeof core, "%s", mmzip_last_error());
-    last_code = code;
     va_list ap;
     va_start(ap, fmt);
     record(fmt, ap, core);
@@ -44,9 +41,10 @@ int h5mz_fail_core(int code, const char *fmt, ...) {
 
 const char *h5mz_last_error(void) { return last_message; }
 
-int h5mz_last_code(void) { return last_code; }
+static _Thread_local char open_failure[sizeof last_message];
 
-void h5mz_clear_error(void) {
-    last_message[0] = '\0';
-    last_code = 0;
-}
+void h5mz_note_open_failure(void) { memcpy(open_failure, last_message, sizeof open_failure); }
+
+const char *h5mz_open_failure(void) { return open_failure; }
+
+void h5mz_clear_open_failure(void) { open_failure[0] = '\0'; }

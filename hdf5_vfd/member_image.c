@@ -89,25 +89,20 @@ static int probe_unfinished(const mmzip_unfinished_edit *u, void *ctx) {
  * updated. Refused, saying what to do; a writable open of the archive has repaired it already. (A member with
  * an undo journal pending is refused by the core itself, at mmzip_get.) */
 static int refuse_unfinished_inplace(mmzip_t *h, const char *path, const char *name) {
-    size_t n = strlen(name);
-    char *marker = malloc(n + sizeof ".mmzip/edit/");
-    if (!marker) return h5mz_fail(MMZIP_ENOMEM, "%s: out of memory", path);
-    memcpy(marker, ".mmzip/edit/", sizeof ".mmzip/edit/" - 1);
-    memcpy(marker + sizeof ".mmzip/edit/" - 1, name, n + 1);
-    int marked = mmzip_exists(h, marker);
-    free(marker);
+    int marked = mmzip_inplace_marked(h, name);
+    if (marked < 0) return h5mz_fail_core(marked, "%s: member '%s'", path, name);
     if (!marked) return MMZIP_OK;
     unfinished_probe p = {name, 0, 0};
-    if (mmzip_unfinished_edits(h, probe_unfinished, &p) < 0) return h5mz_fail_core(MMZIP_EIO, "%s", path);
+    int st = mmzip_unfinished_edits(h, probe_unfinished, &p);
+    if (st < 0) return h5mz_fail_core(st, "%s: member '%s'", path, name);
     if (!p.found) return MMZIP_OK;
     if (p.alive)
-        return h5mz_fail(MMZIP_EBUSY, "%s: member '%s' is being modified in place by a writer now (marker "
-                         "'.mmzip/edit/%s'); it can be opened once that writer has committed and closed it", path,
-                         name, name);
-    return h5mz_fail(MMZIP_EBUSY, "%s: member '%s' cannot be opened: it was being modified in place (marker "
-                     "'.mmzip/edit/%s') when its writer was killed, so its bytes may be half updated and its "
+        return h5mz_fail(MMZIP_EBUSY, "%s: member '%s' is being modified in place by a writer now; it can be "
+                         "opened once that writer has committed and closed it", path, name);
+    return h5mz_fail(MMZIP_EBUSY, "%s: member '%s' cannot be opened: it was being modified in place when its "
+                     "writer was killed (its in-place marker says so), so its bytes may be half updated and its "
                      "CRC-32 is stale; run 'mmzip recover %s' (or open the archive writable), which keeps its "
-                     "bytes as that writer left them and recomputes the CRC", path, name, name, path);
+                     "bytes as that writer left them and recomputes the CRC", path, name, path);
 }
 
 int h5mz_member_open(h5mz_member *m, h5mz_archive *archive, const char *name, unsigned how) {

@@ -35,6 +35,7 @@ static int run(int argc, char **argv) {
         else return cli_usage(&cmd_ls, "too many arguments");
     }
     if (!archive) return cli_usage(&cmd_ls, "missing ARCHIVE");
+    if (cli_archive_name("ls", archive, 0)) return EXIT_FAIL;
     mmzip_t *h;
     int st = mmzip_open(archive, "r", NULL, &h);
     if (st) return cli_fail("ls", st);
@@ -63,7 +64,8 @@ const command cmd_ls = {
     "Columns: method, size, compressed size, data offset, alignment of the data offset (largest power\n"
     "of two dividing it, up to 32768), CRC-32, name. The archive is opened read-only and not repaired:\n"
     "an entry whose in-place edit was interrupted by a killed writer is listed with its last committed\n"
-    "size and CRC (or, for a '.mmzip/edit/' marker, its stale CRC), and a warning on standard error names\n"
+    "size and CRC (or, for an entry modified in place through a writable view, its stale CRC), and a\n"
+    "warning on standard error names\n"
     "it and says what 'mmzip recover ARCHIVE' will do.\n\n"
     "  -1, --names   print only the names, one per line\n"
     "  -h, --help    show this help\n",

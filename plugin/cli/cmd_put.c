@@ -140,6 +140,7 @@ static int run(int argc, char **argv) {
     }
     if (npos < 1 || (!dir && npos < 2)) return cli_usage(&cmd_put, "missing ARCHIVE or KEY");
     if (dir && npos > 2) return cli_usage(&cmd_put, "too many arguments");
+    if (cli_archive_name("put", pos[0], 1)) return EXIT_FAIL;
     mmzip_options o;
     mmzip_options_init(&o);
     if (durable) o.flags |= MMZIP_DURABLE;

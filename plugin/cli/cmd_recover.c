@@ -18,6 +18,7 @@ static void say(const mmzip_recovery_action *a, void *ctx) {
 static int run(int argc, char **argv) {
     if (argc != 2) return cli_usage(&cmd_recover, argc < 2 ? "missing ARCHIVE" : "too many arguments");
     const char *archive = argv[1];
+    if (cli_archive_name("recover", archive, 0)) return EXIT_FAIL;
     tally t = {0, 0, 0};
     int changed = 0;
     struct stat before, after;
@@ -44,7 +45,8 @@ const command cmd_recover = {
     "    the bytes written back), and the journal removed;\n"
     "  - an entry being modified in place through a writable view (mmzip.open(..., 'r+') arrays) when its\n"
     "    writer was killed is kept as that writer left it (its values may hold only part of the writer's\n"
-    "    changes: there is no undo for those), its CRC-32 recomputed, its '.mmzip/edit/' marker removed;\n"
+    "    changes: there is no undo for those), its CRC-32 recomputed, and the marker file\n"
+    "    ARCHIVE.mmzip-inplace that named it removed;\n"
     "  - bytes an interrupted mmzip commit left after the last end records are cut off (with their count);\n"
     "  - a directory that is not behind the last entry (the writer had moved it) is written back there; the\n"
     "    line says by how much the file shrank (bytes no committed entry refers to);\n"

@@ -10,6 +10,17 @@ int cli_fail(const char *cmd, int status) {
     return status == MMZIP_EBUSY ? EXIT_BUSY : EXIT_FAIL;
 }
 
+int cli_archive_name(const char *cmd, const char *name, int create) {
+    size_t cut;
+    int st = mmzip_split_name(name, create ? MMZIP_NAME_CREATE : 0, &cut);
+    if (st) return cli_fail(cmd, st);
+    if (cut == strlen(name)) return EXIT_OK;
+    fprintf(stderr, "mmzip %s: '%s' names the member '%s' of the archive '%.*s'; mmzip %s takes an archive "
+            "(name the archive, and the member as an argument where the command takes one)\n", cmd, name,
+            name + cut + 2, (int)cut, name, cmd);
+    return EXIT_FAIL;
+}
+
 int cli_wants_help(const command *c, int argc, char **argv, int *exit_code) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) break;
@@ -72,14 +83,13 @@ static int warn_one(const mmzip_unfinished_edit *u, void *p) {
                 "writes the journal back\n", w->cmd, w->archive, u->key, w->archive,
                 cli_bytes(u->journal_bytes, b, sizeof b), w->archive);
     else if (u->writer_alive)
-        fprintf(stderr, "mmzip %s: note: %s: entry '%s' is being modified in place by a writer now (marker "
-                "'.mmzip/edit/%s'): its bytes change as it writes, and its CRC-32 is refreshed at its next "
-                "commit\n", w->cmd, w->archive, u->key, u->key);
+        fprintf(stderr, "mmzip %s: note: %s: entry '%s' is being modified in place by a writer now: its bytes "
+                "change as it writes, and its CRC-32 is refreshed at its next commit\n", w->cmd, w->archive, u->key);
     else
-        fprintf(stderr, "mmzip %s: warning: %s: entry '%s' awaits recovery: it was being modified in place (marker "
-                "'.mmzip/edit/%s') when its writer was killed, so its CRC-32 is stale and its bytes are as that "
+        fprintf(stderr, "mmzip %s: warning: %s: entry '%s' awaits recovery: it was being modified in place when its "
+                "writer was killed (its in-place marker says so), so its CRC-32 is stale and its bytes are as that "
                 "writer left them; 'mmzip recover %s' (or any writable open) keeps them and recomputes the "
-                "CRC\n", w->cmd, w->archive, u->key, u->key, w->archive);
+                "CRC\n", w->cmd, w->archive, u->key, w->archive);
     return 0;
 }
 

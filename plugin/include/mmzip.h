@@ -428,18 +428,21 @@ MMZIP_API int mmzip_unreserve(mmzip_t *h, const char *key);
  *
  * mmzip_inplace sets *data to a writable view of the committed, stored (method 0) entry key, and *size to its
  * size; writes through it change the archive file directly (a shared mapping; no copy, no append). Before it
- * returns the view, it commits - with everything else pending - a marker entry ".mmzip/edit/<key>" (12 bytes:
- * the entry's local-header offset and its CRC before the edit). Calling it again for a key being edited
- * returns the same view. Refused: compressed entries and entries with a data descriptor (MMZIP_EUNSUPPORTED),
- * pending ones (MMZIP_EBUSY), marker names (MMZIP_EINVAL).
+ * returns the view, it commits everything pending, then names the entry in the marker file beside the archive,
+ * <archive>.mmzip-inplace (the entry's local-header offset, its CRC before the edit, its name; docs/format.md
+ * section 9), replaced whole by a rename (and fsynced with MMZIP_DURABLE). The marker is not an entry: other
+ * readers (numpy.load, zipfile, unzip) list only the archive's own members, during an edit and after a crash.
+ * Calling it again for a key being edited returns the same view. Refused: compressed entries and entries with
+ * a data descriptor (MMZIP_EUNSUPPORTED), pending ones (MMZIP_EBUSY), names of the marker entries older versions
+ * wrote, ".mmzip/edit/..." (MMZIP_EINVAL).
  *
  * Every commit while edits are open (mmzip_commit, the commit of a put, close) first recomputes the CRC-32 of
  * each entry being edited, writes it into the entry's local header in place and into the new directory: a
  * commit publishes bytes and a CRC that agree, as of the moment of the commit (synchronising writers of the
  * view with the commit is the caller's business). mmzip_inplace_end makes the view read-only (a later write
- * faults), removes the marker and commits, in one commit with the final CRC. mmzip_close ends every open edit
- * the same way; mmzip_discard too (in-place bytes cannot be rolled back: their CRCs are published). The view
- * stays mapped, read-only, until the store closes.
+ * faults) and commits the final CRC; then the entry leaves the marker file (which is removed with its last
+ * entry). mmzip_close ends every open edit the same way; mmzip_discard too (in-place bytes cannot be rolled back:
+ * their CRCs are published). The view stays mapped, read-only, until the store closes.
  *
  * A crash (SIGKILL, power loss after the page cache was written back) between a write and the next commit
  * leaves: the entry holding the bytes written so far (each page old or new: there is no undo), its CRC stale,
@@ -447,18 +450,26 @@ MMZIP_API int mmzip_unreserve(mmzip_t *h, const char *key);
  * zipfile.testzip, and mmzip's own check of an unverified last entry - report a CRC mismatch on that entry:
  * never a silent pass. The next writable open (so mmzip_recover and `mmzip recover`) finds the marker,
  * recomputes the CRC over the bytes as they are, commits it and removes the marker; mmzip_info().edits_recovered
- * counts the entries whose CRC it had to change. Until then mmzip_unfinished_edits() on a read-only handle lists
- * the entry (MMZIP_UNFINISHED_INPLACE), and CRC mismatches reported for it name the marker and `mmzip recover`.
- * Readers in other processes see the view's writes as they happen (no isolation), and the new CRC after their
- * next mmzip_refresh.
+ * counts the entries whose CRC it had to change (a marker file left beside an archive that was replaced
+ * since - other device or inode - is removed untouched; an unreadable one fails the open with MMZIP_ECORRUPT
+ * and a message). Readers in other processes see the view's writes as they happen (no isolation), and the new
+ * CRC after their next mmzip_refresh. The marker file goes with the archive: copy or move both, or recover
+ * first (a copy without it keeps its stale CRCs, which checks report).
+ * Until the writable open, mmzip_unfinished_edits() on a read-only handle lists the entry
+ * (MMZIP_UNFINISHED_INPLACE), and CRC mismatches reported for it name the marker file and `mmzip recover`.
  *
  * Replacing or removing a key while it is being edited leaves the view writing into the superseded bytes.
  */
 MMZIP_API int mmzip_inplace(mmzip_t *h, const char *key, void **data, uint64_t *size);
 
-/* Ends the in-place edit of key (see mmzip_inplace): view read-only, marker removed, final CRC committed.
+/* Ends the in-place edit of key (see mmzip_inplace): view read-only, final CRC committed, marker removed.
  * MMZIP_EINVAL if key is not being edited. */
 MMZIP_API int mmzip_inplace_end(mmzip_t *h, const char *key);
+
+/* 1 if key is named by the archive's in-place marker (being edited by some writer, or it was when that writer
+ * died and no writable open has recovered it since), 0 if not; a negative status if the marker file cannot be
+ * read (message set). Works on any handle, read-only ones included: for telling users why a CRC is stale. */
+MMZIP_API int mmzip_inplace_marked(mmzip_t *h, const char *key);
 
 /* Starts a batch: puts are not committed until mmzip_commit(). Batches do not nest. */
 MMZIP_API int mmzip_begin(mmzip_t *h);
@@ -713,10 +724,57 @@ MMZIP_API int mmzip_unfinished_edits(mmzip_t *h, mmzip_unfinished_fn fn, void *c
 MMZIP_API int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts);
 
 /* ---------------------------------------------------------------------------------------------------- */
+/* Names of the form "archive#/member"                                                                   */
+
+/*
+ * The HDF5 driver, the netCDF storage map and the Python package accept "archive.zip#/path" for a member
+ * or a sub-dataset inside an archive. '#' and even "#/" are legal in file names too, so they, and the CLI,
+ * read every name by this one rule, deciding from what exists on disk:
+ *
+ *   - a name without "#/" is the file it names (no system call is made);
+ *   - a name that exists as written (fstatat, not following a last symbolic link) is that file;
+ *   - "A#/M" is the member M of the archive A only if A is an archive: an existing regular file that is a
+ *     ZIP (it starts with a ZIP record, or has an end-of-central-directory record in its last 64 KiB + 22
+ *     bytes); with MMZIP_NAME_CREATE_ARCHIVE also a path A that does not exist, whose directory exists,
+ *     when "A#" does not exist either (an archive to be created for the member: a name that walks into an
+ *     existing directory "A#" means something in that directory, not a new A);
+ *   - with MMZIP_NAME_CREATE, the name as written is also a reading when it does not exist and its
+ *     directory does (a file to be created);
+ *   - every "#/" of the name is a candidate separator. If two readings are valid (the file as written and
+ *     an archive, or two archives), the name is ambiguous: MMZIP_EINVAL, and mmzip_last_error() names both
+ *     readings. The caller must then open or create nothing.
+ *   - if a name holding "#/" has no valid reading: MMZIP_ENOENT, the message naming the name and the
+ *     archive it looked for.
+ *
+ * On MMZIP_OK, *archive_len is the length of the file's path within name: strlen(name) for the file as
+ * written, or the offset of the "#/" that separates archive from member (the member starts at
+ * name + *archive_len + 2 and may be empty: "a.zip#/" is the archive itself). A name containing "#/"
+ * costs a few stat() calls and, per candidate archive, one open and a read of its first 4 bytes (or its last
+ * 64 KiB). No lock is taken and nothing is created. Thread-safe. MMZIP_EINVAL also for a NULL argument or
+ * an unknown flag. A route that creates only whole archives (it cannot address a member) passes
+ * MMZIP_NAME_CREATE alone; one that also creates an archive for a new member passes both. Examples, with
+ * both flags: "d#/x.zip" where the directory "d#" exists is the file d#/x.zip (created if missing), never a
+ * new archive "d"; "d#/x.zip#/g" where d#/x.zip is a ZIP is its member g; "new.zip#/g" where neither
+ * new.zip nor new.zip# exists is the member g of a new archive new.zip; "a.zip#/g" where a.zip is a ZIP and
+ * a directory "a.zip#" exists is ambiguous (the file a.zip#/g, existing or to be created, or a.zip's g).
+ */
+#define MMZIP_NAME_CREATE 1u         /* the caller creates the file as written if it does not exist */
+#define MMZIP_NAME_CREATE_ARCHIVE 2u /* the caller creates an archive for "A#/M" if A does not exist */
+MMZIP_API int mmzip_split_name(const char *name, unsigned flags, size_t *archive_len);
+
+/* ---------------------------------------------------------------------------------------------------- */
 /* Errors and versions                                                                                   */
 
 /* The last error message of the calling thread ("" if none). */
 MMZIP_API const char *mmzip_last_error(void);
+
+/*
+ * The errno of the calling thread's last failure when it came from the operating system (EACCES, ENOSPC,
+ * EISDIR, ...; ENOENT for MMZIP_ENOENT), 0 when it did not (a corrupt archive, a missing entry) or nothing
+ * failed. Set with the message: valid until the thread's next mmzip call. For callers that raise the
+ * system's own kinds of error (the Python package's PermissionError, FileNotFoundError).
+ */
+MMZIP_API int mmzip_last_errno(void);
 
 /* A short name for a status code ("MMZIP_ECRC: CRC mismatch"). */
 MMZIP_API const char *mmzip_strerror(int status);

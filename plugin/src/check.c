@@ -171,6 +171,18 @@ static void recover_say(checker *c, const char *fmt, ...) {
     recover_line(msg, c);
 }
 
+static int recover_marked(mz_store *s, mz_entry *e, const char *how, void *ctx) {
+    checker *c = ctx;
+    if (mz_writer_lock_held(s->fd) == 1)
+        recover_say(c, "none for entry '%.*s' while its writer is at work: it is being modified in place now (%s), "
+                    "and that writer's next commit refreshes its CRC-32", (int)e->name_len, mz_name(s, e), how);
+    else
+        recover_say(c, "keep entry '%.*s' as the writer that was modifying it in place (%s) left it when it was "
+                    "killed - its values may hold only part of that writer's changes - recompute its CRC-32 over "
+                    "those bytes, and remove the marker", (int)e->name_len, mz_name(s, e), how);
+    return 0;
+}
+
 /* The dry run of what recovery does first: unfinished in-place edits (edit.c's undo journal, inplace.c's
  * markers), each named, so that the CRC mismatch they cause has its "recover:" line. */
 static void check_unfinished(checker *c, mz_store *s) {
@@ -193,27 +205,8 @@ static void check_unfinished(checker *c, mz_store *s) {
         recover_say(c, "remove the undo journal %s, which restores nothing (its edit published, or changed no "
                     "committed byte, before its writer died); the archive itself is not changed", jpath);
     }
-    int writer = -1;
-    for (uint32_t i = 0; i < s->n_committed; i++) {
-        mz_entry *me = &s->e[i];
-        if (me->name_len <= MZ_EDIT_PREFIX_LEN || memcmp(mz_name(s, me), MZ_EDIT_PREFIX, MZ_EDIT_PREFIX_LEN) != 0 ||
-            (me->mark & MZ_MARK_SHADOWED))
-            continue;
-        e = mz_inplace_target(s, me);
-        if (writer < 0) writer = mz_writer_lock_held(s->fd) == 1;
-        if (!e)
-            recover_say(c, "remove the in-place edit marker '%.*s', whose entry is no longer there",
-                        (int)me->name_len, mz_name(s, me));
-        else if (writer)
-            recover_say(c, "none for entry '%.*s' while its writer is at work: it is being modified in place now "
-                        "(marker '%.*s'), and that writer's next commit refreshes its CRC-32", (int)e->name_len,
-                        mz_name(s, e), (int)me->name_len, mz_name(s, me));
-        else
-            recover_say(c, "keep entry '%.*s' as the writer that was modifying it in place (marker '%.*s') left it "
-                        "when it was killed - its values may hold only part of that writer's changes - recompute "
-                        "its CRC-32 over those bytes, and remove the marker", (int)e->name_len, mz_name(s, e),
-                        (int)me->name_len, mz_name(s, me));
-    }
+    if (mz_inplace_each_marked(s, recover_marked, c) < 0)
+        recover_say(c, "none until the in-place marker file is dealt with: %s", mmzip_last_error());
 }
 
 int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {

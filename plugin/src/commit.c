@@ -215,11 +215,17 @@ static int settle_table(mz_store *s, uint8_t *img, uint64_t img_len) {
 
 /*
  * When entries at the very start of the archive have been replaced or removed, their local headers stay there
- * as dead bytes. 7-Zip takes everything before the first live entry for a self-extractor stub, parses the
- * local headers it finds in it, and reports "Headers Error". Clearing the signatures of those dead headers
- * makes the stub opaque to it. Readers of an older snapshot that still lists such an entry keep working:
- * mmzip accepts a cleared signature when the name still matches (read.c); a Python zipfile opened before
- * the commit fails on that one superseded entry. Dead headers after the first live entry are left alone.
+ * as dead bytes. 7-Zip takes a local-header signature at offset 0 for the start of the archive and, finding
+ * that no directory record begins there, walks the local headers from it: it lists the dead entries as
+ * members and reports "Headers Error" at the first gap. Yet file-type sniffers (numpy.load, libmagic's `file`)
+ * recognise a ZIP by its first four bytes only: "PK\3\4", or "PK\5\6" (an empty archive's end record).
+ * So the dead header at offset 0 gets the signature "PK\5\6": numpy and `file` still take the file for a ZIP,
+ * and 7-Zip, whose start-of-archive test wants a zero disk number after "PK\5\6" (here the header's nonzero
+ * "version needed"), looks further and opens the archive at the first live entry (warning "open with offset",
+ * status 0). The signatures of the further dead headers before the first live entry are cleared (4 zero
+ * bytes). Readers of an older snapshot that still lists such an entry keep working: mmzip accepts either
+ * signature when the name still matches (read.c); a Python zipfile opened before the commit fails on that one
+ * superseded entry. Dead headers after the first live entry are left alone.
  */
 static int dead_start(mz_store *s, int dry);
 
@@ -237,7 +243,6 @@ static int dead_start(mz_store *s, int dry) {
     while (pos + MZ_LFH_FIXED <= first_live) {
         const uint8_t *h = s->map.base + pos;
         if (!mz_lfh_sig_or_cleared(h)) break;
-        uint32_t sig = mz_get32(h);
         uint16_t nlen = mz_get16(h + 26), xlen = mz_get16(h + 28), flags = mz_get16(h + 6);
         if (nlen == 0 || (flags & MZ_FLAG_DATA_DESCRIPTOR) || pos + MZ_LFH_FIXED + nlen + xlen > first_live) break;
         uint64_t csize = mz_get32(h + 18);
@@ -249,10 +254,11 @@ static int dead_start(mz_store *s, int dry) {
         }
         uint64_t next = pos + MZ_LFH_FIXED + nlen + xlen + csize;
         if (next > first_live || next <= pos) break;
-        if (sig != 0) {
+        static const uint8_t zero[4], end_sig[4] = {0x50, 0x4b, 0x05, 0x06};
+        const uint8_t *want = pos == 0 && mz_get16(h + 4) != 0 ? end_sig : zero;
+        if (memcmp(h, want, 4) != 0) {
             if (dry) return 1;
-            static const uint8_t zero[4];
-            int st = mz_io_write(s, zero, 4, pos, "commit.neutralize_dead_start");
+            int st = mz_io_write(s, want, 4, pos, "commit.neutralize_dead_start");
             if (st) return st;
         }
         pos = next;

@@ -21,6 +21,7 @@
  *   pack.c         rewriting an archive without dead space
  *   edit.c         editing a committed entry in place (undo journal) and the entry holds that exclude readers
  *   inplace.c      writable views of stored entries (Python's r+ arrays): markers, CRC refresh at commit
+ *   member_names.c which file an "archive#/member" name means (mmzip_split_name)
  *   errors.c       status codes and the per-thread error message
  */
 #ifndef MMZIP_INTERNAL_H
@@ -97,12 +98,16 @@ static inline void mz_put16(uint8_t *p, uint16_t v) { v = MZ_LE16(v); memcpy(p, 
 static inline void mz_put32(uint8_t *p, uint32_t v) { v = MZ_LE32(v); memcpy(p, &v, 4); }
 static inline void mz_put64(uint8_t *p, uint64_t v) { v = MZ_LE64(v); memcpy(p, &v, 8); }
 
-/* A local-header signature, whole or cleared (wholly or in part) by commit.c's neutralize_dead_start. */
+/* A local-header signature, whole, cleared (wholly or in part), or turned into "PK\5\6" (wholly or in part),
+ * by commit.c's neutralize_dead_start. */
 static inline int mz_lfh_sig_or_cleared(const uint8_t *p) {
-    static const uint8_t sig[4] = {0x50, 0x4b, 0x03, 0x04};
-    for (int i = 0; i < 4; i++)
-        if (p[i] != sig[i] && p[i] != 0) return 0;
-    return 1;
+    static const uint8_t sig[4] = {0x50, 0x4b, 0x03, 0x04}, end_sig[4] = {0x50, 0x4b, 0x05, 0x06};
+    int lfh = 1, end = 1;
+    for (int i = 0; i < 4; i++) {
+        if (p[i] != sig[i] && p[i] != 0) lfh = 0;
+        if (p[i] != end_sig[i] && p[i] != sig[i]) end = 0;
+    }
+    return lfh || end;
 }
 
 /* zip_format.c: what we write. */
@@ -562,6 +567,7 @@ void mz_edit_free(mz_store *s);
 struct mz_inplace {
     char *key;
     uint64_t lfh_off;      /* identifies the version of the entry being edited */
+    uint32_t crc_before;   /* its CRC when the edit began (recorded in the marker file) */
     uint64_t len;
     uint8_t *map;          /* its own shared writable mapping of the entry's pages */
     size_t map_len;
@@ -572,16 +578,23 @@ struct mz_inplace {
 /* Recomputes the CRC of every entry being edited (or ended since the last commit), patches the local header
  * and the directory image; sets s->cd_changed when one changed. Called by mz_commit_locked, s->wmu held. */
 int mz_inplace_refresh_locked(mz_store *s);
-/* Writable handle just opened: refreshes the CRCs of entries whose marker a dead writer left, drops the
- * markers, commits. */
+/* Writable handle just opened: refreshes the CRCs of entries whose marker a dead writer left, commits, drops
+ * the markers. */
 int mz_inplace_recover(mmzip_t *h);
-/* Ends every open edit (views read-only, markers removed, pending until the next commit). */
+/* Ends every open edit (views read-only, CRCs refreshed by the next commit, after which the caller calls
+ * mz_inplace_marks_sync to drop the markers). */
 int mz_inplace_end_all(mmzip_t *h);
-/* The entry named by the in-place edit marker me (".mmzip/edit/<key>" of a committed version), or NULL if me
- * is not such a marker or names no committed entry. */
-mz_entry *mz_inplace_target(mz_store *s, mz_entry *me);
+/* Calls fn for each committed entry that a marker names as being modified in place (the marker file of this
+ * archive, or an older mmzip's marker entry ".mmzip/edit/<key>"), with `how` saying which marker; a non-zero
+ * return of fn stops the walk and is returned. Returns the number of such entries, or a negative status (an
+ * unreadable marker file). Writes nothing. */
+typedef int (*mz_marked_fn)(mz_store *s, mz_entry *e, const char *how, void *ctx);
+int mz_inplace_each_marked(mz_store *s, mz_marked_fn fn, void *ctx);
 #define MZ_EDIT_PREFIX ".mmzip/edit/"
 #define MZ_EDIT_PREFIX_LEN 12u
+/* Rewrites the marker file from the edits open now (removes it if none): after the commit that published the
+ * CRCs of the edits that ended. */
+int mz_inplace_marks_sync(mz_store *s);
 void mz_inplace_free(mz_store *s);
 
 /* read.c: why e's bytes are not at a commit (an unfinished in-place edit, killed or in progress), as a clause

@@ -115,14 +115,17 @@ uint64_t mz_room_of(mz_store *s, const mz_entry *e) {
     return next - end < e->room ? next - end : e->room;
 }
 
-/* 1 if a marker of mmzip_inplace (".mmzip/edit/<name>") names this version of e. */
-static int inplace_marked(mz_store *s, mz_entry *e) {
-    if (e->name_len > 65535 - MZ_EDIT_PREFIX_LEN) return 0;
-    char name[65536];
-    memcpy(name, MZ_EDIT_PREFIX, MZ_EDIT_PREFIX_LEN);
-    memcpy(name + MZ_EDIT_PREFIX_LEN, mz_name(s, e), e->name_len);
-    mz_entry *me = mz_lookup(s, name, MZ_EDIT_PREFIX_LEN + e->name_len, 0);
-    return me && mz_inplace_target(s, me) == e;
+typedef struct {
+    mz_entry *e;
+    char how[600];
+} marked_probe;
+
+static int probe_marked(mz_store *s, mz_entry *e, const char *how, void *ctx) {
+    (void)s;
+    marked_probe *p = ctx;
+    if (e != p->e) return 0;
+    snprintf(p->how, sizeof p->how, "%s", how);
+    return 1;
 }
 
 /* What an entry that awaits recovery (or is being edited now) is, for messages: "" if nothing. */
@@ -136,14 +139,17 @@ const char *mz_unfinished_why(mz_store *s, mz_entry *e, char *buf, size_t len) {
             snprintf(buf, len, "it was being written in place when its writer was killed, and an undo journal "
                      "(%s.mmzip-undo) holds its last committed version: run 'mmzip recover %s' (or open the "
                      "archive writable) to restore it", s->path, s->path);
-    } else if (inplace_marked(s, e)) {
+        return buf;
+    }
+    marked_probe p = {e, ""};
+    if (mz_inplace_each_marked(s, probe_marked, &p) == 1) {
         if (!s->writable && mz_writer_lock_held(s->fd) == 1)
-            snprintf(buf, len, "it is being modified in place by a writer now (marker '%s%.*s'); its CRC is "
-                     "refreshed at that writer's next commit", MZ_EDIT_PREFIX, ENAME(e));
+            snprintf(buf, len, "it is being modified in place by a writer now (%s); its CRC is refreshed at that "
+                     "writer's next commit", p.how);
         else
-            snprintf(buf, len, "it was being modified in place (marker '%s%.*s') when its writer was killed: run "
-                     "'mmzip recover %s' (or open the archive writable), which keeps its bytes as that writer "
-                     "left them and recomputes its CRC", MZ_EDIT_PREFIX, ENAME(e), s->path);
+            snprintf(buf, len, "it was being modified in place (%s) when its writer was killed: run 'mmzip recover "
+                     "%s' (or open the archive writable), which keeps its bytes as that writer left them and "
+                     "recomputes its CRC", p.how, s->path);
     }
     return buf;
 }

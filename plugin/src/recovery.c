@@ -476,6 +476,21 @@ int mmzip_recover_ex(const char *path, mmzip_recovery_fn fn, void *ctx, int *cha
     return st;
 }
 
+typedef struct {
+    mz_entry **e;
+    uint32_t n;
+} gathered;
+
+static int gather_marked(mz_store *s, mz_entry *e, const char *how, void *ctx) {
+    (void)how;
+    gathered *g = ctx;
+    mz_entry **p = realloc(g->e, (g->n + 1) * sizeof *p);
+    if (!p) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    g->e = p;
+    g->e[g->n++] = e;
+    return 0;
+}
+
 int mmzip_unfinished_edits(mmzip_t *h, mmzip_unfinished_fn fn, void *ctx) {
     if (!h) return mz_fail(MMZIP_EINVAL, "mmzip_unfinished_edits: NULL handle");
     mz_store *s = h->s;
@@ -491,17 +506,19 @@ int mmzip_unfinished_edits(mmzip_t *h, mmzip_unfinished_fn fn, void *ctx) {
     uint64_t jbytes;
     int jlive;
     int journal = mz_edit_pending(s, &je, &jbytes, &jlive) && je;
-    for (uint32_t i = 0; i < s->n_committed + (uint32_t)journal && !st; i++) {
+    gathered g = {NULL, 0};
+    int marked = mz_inplace_each_marked(s, gather_marked, &g);
+    if (marked < 0) st = marked;
+    for (uint32_t i = 0; i < g.n + (uint32_t)journal && !st; i++) {
         mz_entry *e;
         item it = {NULL, 0, 0, 0};
-        if (i == s->n_committed) {
+        if (i == g.n) {
             e = je;
             it.kind = MMZIP_UNFINISHED_UNDO;
             it.alive = jlive;
             it.bytes = jbytes;
         } else {
-            e = mz_inplace_target(s, &s->e[i]);
-            if (!e) continue;
+            e = g.e[i];
             if (writer < 0) writer = mz_writer_lock_held(s->fd) == 1;
             it.kind = MMZIP_UNFINISHED_INPLACE;
             it.alive = writer;
@@ -522,6 +539,7 @@ int mmzip_unfinished_edits(mmzip_t *h, mmzip_unfinished_fn fn, void *ctx) {
         items[n++] = it;
     }
     pthread_rwlock_unlock(&s->rw);
+    free(g.e);
     int r = st ? st : (int)n;
     for (size_t i = 0; i < n; i++) {
         if (fn && r >= 0 && r == (int)n) {

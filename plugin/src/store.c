@@ -432,7 +432,7 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
     if (exists && S_ISDIR(st.st_mode)) {
         pthread_mutex_unlock(&registry_mu);
         free(h);
-        return mz_fail(MMZIP_EINVAL, "%s: is a directory, not a ZIP archive", path);
+        return mz_fail_errno(MMZIP_EINVAL, EISDIR, "%s: not a ZIP archive", path);
     }
     mz_store *s = NULL;
     if (exists) {
@@ -517,7 +517,7 @@ static int release(mmzip_t *h, int commit) {
     }
     if (h->writable && s->owner == mz_current_pid() && s->n_inplaces && s->writer_handles == 1) {
         /* In-place changes are in the file already and cannot be rolled back: even a discard publishes
-         * their CRCs, with the markers' removal (inplace.c). */
+         * their CRCs; the marker file goes after that commit (inplace.c). */
         int r2 = mz_inplace_end_all(h);
         if (!commit) {
             pthread_mutex_lock(&s->wmu);
@@ -548,6 +548,8 @@ static int release(mmzip_t *h, int commit) {
         if (r == MMZIP_OK && s->unpublished) r = mz_publish(s);
         pthread_mutex_unlock(&s->wmu);
     }
+    if (h->writable && s->owner == mz_current_pid() && s->n_inplaces && s->writer_handles == 1 && r == MMZIP_OK)
+        r = mz_inplace_marks_sync(s); /* the final CRCs are committed: the marker file goes */
     pthread_mutex_lock(&registry_mu);
     s->refs--;
     if (h->writable) s->writer_handles--;

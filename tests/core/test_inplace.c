@@ -4,6 +4,7 @@
 #include "mmzip_ctest.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,6 +55,13 @@ static void check_killed(pid_t pid) {
     CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
 }
 
+static int file_exists_suffixed(const char *path, const char *suffix) {
+    char q[4096];
+    snprintf(q, sizeof q, "%s%s", path, suffix);
+    struct stat st;
+    return stat(q, &st) == 0;
+}
+
 static const char *make(const char *name) {
     const char *p = ctest_path_in(dir, name);
     mmzip_t *h;
@@ -75,7 +83,11 @@ static void test_edit_commit_end(void) {
     OK(mmzip_inplace(h, "a", &v, &n));
     CHECK_EQ_U64(n, 10000);
     CHECK(((uintptr_t)v & 63) == 0);
-    CHECK(mmzip_exists(h, ".mmzip/edit/a") == 1);
+    /* The marker is a file beside the archive, not an entry that other readers would list. */
+    CHECK(mmzip_inplace_marked(h, "a") == 1);
+    CHECK(mmzip_inplace_marked(h, "b") == 0);
+    CHECK(mmzip_count(h) == 2 && !mmzip_exists(h, ".mmzip/edit/a"));
+    CHECK(file_exists_suffixed(p, ".mmzip-inplace"));
     memset(v, 0x11, 100);
     /* Before the commit, the CRC is stale and a check says so. */
     FAILS_WITH(check_archive(p), MMZIP_ECRC, "");
@@ -94,7 +106,8 @@ static void test_edit_commit_end(void) {
     OK(mmzip_get_info(h, &info));
     CHECK_EQ_U64(info.edits_open, 1);
     OK(mmzip_inplace_end(h, "a"));
-    CHECK(mmzip_exists(h, ".mmzip/edit/a") == 0);
+    CHECK(mmzip_inplace_marked(h, "a") == 0);
+    CHECK(!file_exists_suffixed(p, ".mmzip-inplace"));
     OK(mmzip_get_info(h, &info));
     CHECK_EQ_U64(info.edits_open, 0);
     FAILS_WITH(mmzip_inplace_end(h, "a"), MMZIP_EINVAL, "not being edited");
@@ -171,7 +184,8 @@ static void test_killed_between_write_and_commit(int how) {
     const void *r;
     uint64_t rn;
     OK(mmzip_open(p, "r", NULL, &h));
-    CHECK(mmzip_exists(h, ".mmzip/edit/a"));
+    CHECK(mmzip_inplace_marked(h, "a") == 1);
+    CHECK(mmzip_count(h) == 2 && !mmzip_exists(h, ".mmzip/edit/a"));
     OK(mmzip_get(h, "a", &r, &rn));
     CHECK(rn == sizeof want && memcmp(r, want, sizeof want) == 0);
     mmzip_close(h);
@@ -184,7 +198,7 @@ static void test_killed_between_write_and_commit(int how) {
         OK(mmzip_open(p, "r+", NULL, &h));
         OK(mmzip_get_info(h, &info));
         CHECK_EQ_U64(info.edits_recovered, 1);
-        CHECK(!mmzip_exists(h, ".mmzip/edit/a"));
+        CHECK(mmzip_inplace_marked(h, "a") == 0);
         OK(mmzip_close(h));
     }
     CHECK_EQ_U64(check_archive(p), MMZIP_OK);
@@ -521,6 +535,90 @@ static void test_killed_after_publish_and_write(void) { test_killed_after_publis
 static void test_killed_recover(void) { test_killed_between_write_and_commit(0); }
 static void test_killed_open(void) { test_killed_between_write_and_commit(1); }
 
+/* A marker file left beside an archive that was replaced since (mode "w" here) names entries of another file:
+ * it is removed untouched, never used to refresh the CRC of an entry of the new archive that happens to lie at
+ * the same offset under the same name (that would pass bad bytes off as good). */
+static void test_stale_marker_file_ignored(void) {
+    const char *p = make("stale_marker.zip");
+    pid_t pid = fork();
+    if (pid == 0) {
+        mmzip_t *h;
+        void *v;
+        if (mmzip_open(p, "r+", NULL, &h) || mmzip_inplace(h, "a", &v, NULL)) _exit(3);
+        memset(v, 0x5A, 100);
+        raise(SIGKILL);
+        _exit(4);
+    }
+    check_killed(pid);
+    CHECK(file_exists_suffixed(p, ".mmzip-inplace"));
+    /* Copy the marker aside, replace the archive (the same layout: "a" at the same offset), put it back. */
+    char mk[4096], saved[4200], cmd[9000];
+    snprintf(mk, sizeof mk, "%s.mmzip-inplace", p);
+    snprintf(saved, sizeof saved, "%s.saved", mk);
+    CHECK(rename(mk, saved) == 0);
+    make("stale_marker.zip");
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", saved, mk);
+    CHECK(system(cmd) == 0);
+    /* Damage a byte of the new "a": only a check may tell, never a recovery. */
+    mmzip_t *h;
+    mmzip_entry_info info;
+    OK(mmzip_open(p, "r", NULL, &h));
+    OK(mmzip_stat(h, "a", &info));
+    CHECK(mmzip_inplace_marked(h, "a") == 0); /* another file's marker */
+    mmzip_close(h);
+    FILE *f = fopen(p, "r+b");
+    CHECK(f != NULL);
+    if (f) {
+        fseek(f, (long)info.data_offset + 10, SEEK_SET);
+        fputc(0xEE, f);
+        fclose(f);
+    }
+    mmzip_info mi;
+    OK(mmzip_open(p, "r+", NULL, &h));
+    OK(mmzip_get_info(h, &mi));
+    CHECK_EQ_U64(mi.edits_recovered, 0);
+    OK(mmzip_close(h));
+    CHECK(!file_exists_suffixed(p, ".mmzip-inplace"));
+    FAILS_WITH(check_archive(p), MMZIP_ECRC, "");
+}
+
+/* An archive left by an older mmzip killed mid-edit holds a marker entry ".mmzip/edit/<key>" (12 bytes: local
+ * header offset, CRC before) instead of a marker file: a writable open still refreshes the CRC and drops it. */
+static void test_legacy_marker_entry(void) {
+    const char *p = make("legacy_marker.zip");
+    mmzip_t *h;
+    mmzip_entry_info info;
+    OK(mmzip_open(p, "r+", NULL, &h));
+    OK(mmzip_stat(h, "a", &info));
+    uint8_t marker[12];
+    for (int i = 0; i < 8; i++) marker[i] = (uint8_t)(info.header_offset >> (8 * i));
+    for (int i = 0; i < 4; i++) marker[8 + i] = (uint8_t)(info.crc32 >> (8 * i));
+    OK(mmzip_put(h, ".mmzip/edit/a", marker, sizeof marker, 0));
+    CHECK(mmzip_inplace_marked(h, "a") == 1);
+    OK(mmzip_close(h));
+    /* The edit the old writer made before dying: bytes changed under the committed CRC. */
+    FILE *f = fopen(p, "r+b");
+    CHECK(f != NULL);
+    if (f) {
+        fseek(f, (long)info.data_offset, SEEK_SET);
+        fputs("edited", f);
+        fclose(f);
+    }
+    FAILS_WITH(check_archive(p), MMZIP_ECRC, "");
+    mmzip_info mi;
+    OK(mmzip_open(p, "r+", NULL, &h));
+    OK(mmzip_get_info(h, &mi));
+    CHECK_EQ_U64(mi.edits_recovered, 1);
+    CHECK(!mmzip_exists(h, ".mmzip/edit/a"));
+    CHECK_EQ_U64(mmzip_count(h), 2);
+    OK(mmzip_close(h));
+    CHECK_EQ_U64(check_archive(p), MMZIP_OK);
+    uint8_t want[10000];
+    for (size_t i = 0; i < sizeof want; i++) want[i] = (uint8_t)(i * 7);
+    memcpy(want, "edited", 6);
+    CHECK_EQ_U64(stored_crc(p, "a"), crc32_ref(want, sizeof want));
+}
+
 int main(void) {
     const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     snprintf(dir, sizeof dir, "%s/mmzip_inplace_XXXXXX", base);
@@ -530,6 +628,8 @@ int main(void) {
     RUN(test_discard_publishes_crc);
     RUN(test_killed_recover);
     RUN(test_killed_open);
+    RUN(test_stale_marker_file_ignored);
+    RUN(test_legacy_marker_entry);
     RUN(test_edit_zeros_over_killed_growth);
     RUN(test_growth_crc_from_writes);
     RUN(test_crc_delta_of_overwrites);

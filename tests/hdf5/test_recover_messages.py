@@ -6,7 +6,7 @@ is there, then waits on its stdin; it is killed when the line arrives, never aft
   * an HDF5 member edited in place by the mmzip driver (h5py, mode "a": a 16 MB dataset rewritten, not
     flushed), whose undo journal <archive>.mmzip-undo awaits recovery; and a netCDF-4 member in the same state;
   * a stored member modified in place through a writable view (mmzip.open(..., "r+"), the npz route), whose
-    marker .mmzip/edit/<name> awaits recovery.
+    marker file <archive>.mmzip-inplace awaits recovery.
 
 Each route must name the archive and the member and say to run `mmzip recover ARCHIVE` (or open the archive
 writable): `mmzip check` (its error and its recover: line agree), `mmzip ls` and `mmzip info`, h5py with
@@ -233,9 +233,10 @@ def test_marker_pending_said_everywhere():
         kill_mid_edit(VIEW_WRITER, arc)
         want = orig.copy()
         want[:500] = 7.0
+        marks = arc + ".mmzip-inplace"
+        assert os.path.exists(marks), "the kill left no marker file"
         with zipfile.ZipFile(arc) as z:
             info = z.getinfo("a.npy")
-            assert ".mmzip/edit/a.npy" in z.namelist()
         with open(arc, "rb") as f:  # the member's bytes as the kill left them, for their true CRC
             f.seek(info.header_offset + 26)
             nlen, xlen = int.from_bytes(f.read(2), "little"), int.from_bytes(f.read(2), "little")
@@ -248,21 +249,21 @@ def test_marker_pending_said_everywhere():
         check_equal(p.returncode, 1, "check's exit status")
         err = [l for l in p.stderr.splitlines() if l.startswith("error: ")]
         check_equal(err, ["error: %s: entry 'a.npy': CRC-32 mismatch (directory says %s, data gives %s); it was being "
-                          "modified in place (marker '.mmzip/edit/a.npy') when its writer was killed: run 'mmzip "
-                          "recover %s' (or open the archive writable), which keeps its bytes as that writer left them "
-                          "and recomputes its CRC" % (arc, old, new, arc)], "check's errors")
+                          "modified in place (named in the in-place marker file %s) when its writer was killed: run "
+                          "'mmzip recover %s' (or open the archive writable), which keeps its bytes as that writer left "
+                          "them and recomputes its CRC" % (arc, old, new, marks, arc)], "check's errors")
         rec = [l for l in p.stderr.splitlines() if l.startswith("recover: ")]
-        assert rec and rec[0] == ("recover: keep entry 'a.npy' as the writer that was modifying it in place (marker "
-                                  "'.mmzip/edit/a.npy') left it when it was killed - its values may hold only part of "
-                                  "that writer's changes - recompute its CRC-32 over those bytes, and remove the "
-                                  "marker"), rec
+        assert rec and rec[0] == ("recover: keep entry 'a.npy' as the writer that was modifying it in place (named in "
+                                  "the in-place marker file %s) left it when it was killed - its values may hold only "
+                                  "part of that writer's changes - recompute its CRC-32 over those bytes, and remove "
+                                  "the marker" % marks), rec
         assert "recover: nothing to do" not in rec, rec
 
         p = mmzip_cli("ls", arc)
         check_equal(p.stderr, "mmzip ls: warning: %s: entry 'a.npy' awaits recovery: it was being modified in place "
-                    "(marker '.mmzip/edit/a.npy') when its writer was killed, so its CRC-32 is stale and its bytes are "
-                    "as that writer left them; 'mmzip recover %s' (or any writable open) keeps them and recomputes "
-                    "the CRC\n" % (arc, arc), "ls's warning")
+                    "when its writer was killed (its in-place marker says so), so its CRC-32 is stale and its bytes "
+                    "are as that writer left them; 'mmzip recover %s' (or any writable open) keeps them and "
+                    "recomputes the CRC\n" % (arc, arc), "ls's warning")
         assert "unfinished_edits: 1 " in mmzip_cli("info", arc).stdout
         p = mmzip_cli("cat", arc, "a.npy", check=False)  # it checks the CRC before writing anything
         assert p.returncode == 1 and p.stdout == "" and err[0][len("error: "):] in p.stderr, (p.returncode, p.stderr)
@@ -270,8 +271,8 @@ def test_marker_pending_said_everywhere():
         try:
             h5py.File(arc, "r", driver="mmzip", member="a.npy")
         except OSError as e:
-            assert ("%s: member 'a.npy' cannot be opened: it was being modified in place (marker '.mmzip/edit/a.npy') "
-                    "when its writer was killed" % arc) in str(e), e
+            assert ("%s: member 'a.npy' cannot be opened: it was being modified in place when its writer was killed "
+                    "(its in-place marker says so)" % arc) in str(e), e
             says_recover(str(e), arc, "h5py")
         else:
             raise AssertionError("h5py opened a member left mid-edit")
@@ -281,11 +282,11 @@ def test_marker_pending_said_everywhere():
                 warnings.simplefilter("always")
                 z = opener()
             msgs = [str(x.message) for x in w if issubclass(x.category, RuntimeWarning)]
-            check_equal(msgs, ["%s: member 'a.npy' awaits recovery: it was being modified in place (marker "
-                               "'.mmzip/edit/a.npy') when its writer was killed, so its values are as that writer "
-                               "left them (perhaps only part of its changes) and its CRC-32 is stale; 'mmzip recover "
-                               "%s' (or a writable open of the archive) keeps them and recomputes the CRC"
-                               % (arc, arc)], "warnings of the Python open")
+            check_equal(msgs, ["%s: member 'a.npy' awaits recovery: it was being modified in place when its writer "
+                               "was killed (its in-place marker says so), so its values are as that writer left them "
+                               "(perhaps only part of its changes) and its CRC-32 is stale; 'mmzip recover %s' (or a "
+                               "writable open of the archive) keeps them and recomputes the CRC" % (arc, arc)],
+                        "warnings of the Python open")
             if isinstance(z, mmzip.NpzArchive):
                 assert np.array_equal(z["a"], want), "the values as left"
             z.close()
@@ -294,8 +295,9 @@ def test_marker_pending_said_everywhere():
         out = mmzip_cli("recover", arc).stdout.splitlines()
         check_equal(out[0], "%s: kept entry 'a.npy' (%d bytes) as the writer that was modifying it in place left it "
                     "when it died: its values may hold only part of that writer's changes; its CRC-32 was recomputed "
-                    "over them (%s, was %s) and the marker '.mmzip/edit/a.npy' removed" % (arc, len(data), new, old),
-                    "recover's first line")
+                    "over them (%s, was %s); the in-place marker file %s, which named it, was removed"
+                    % (arc, len(data), new, old, marks), "recover's first line")
+        assert not os.path.exists(marks), "the marker file outlived recover"
         assert "discarded" not in "\n".join(out) and "interrupted mmzip write" not in "\n".join(out), out
         check_equal(out[-1], "%s: the file is now %d bytes (it was %d)" % (arc, os.path.getsize(arc), size_before),
                     "recover's last line")

@@ -24,7 +24,7 @@ __all__ = ["open", "savez", "NpzArchive"]
 
 _MAGIC = b"\x93NUMPY"
 _DEFAULT_ALIGN = 64
-_EDIT_PREFIX = ".mmzip/edit/"  # mmzip.h: the marker entries of arrays being modified in place
+_EDIT_PREFIX = ".mmzip/edit/"  # the marker entries older versions of mmzip committed for in-place edits
 
 # The modes of AlignedBinaryFormat.jl, mapped onto mmzip_open's.
 _MODES = {
@@ -42,22 +42,40 @@ _IoVec, _Info, _EntryInfo, _LIST_FN = _c.IoVec, _c.Info, _c.EntryInfo, _c.LIST_F
 
 
 class _Handle:
-    """One mmzip handle; closed when the last object that needs it (archive, mapping, view) is gone."""
+    """One mmzip handle; closed when the last object that needs it (archive, mapping, view) is gone.
+    ``unpublished``: a new archive not yet renamed into place (mode "w"), which ``discard`` gives up instead of
+    publishing when the handle goes; ``keeper``: the handle that keeps the store once this one is closed."""
 
-    def __init__(self, path, mode):
+    def __init__(self, path, mode, publish_on_commit=False):
         self.h = ctypes.c_void_p()
-        _check(_core().mmzip_open(os.fsencode(path), mode.encode(), None, ctypes.byref(self.h)))
+        self.discard = False
+        self.keeper = None
+        opts = None
+        if publish_on_commit:
+            opts = _c.Options()
+            _core().mmzip_options_init(ctypes.byref(opts))
+            opts.flags |= _c.PUBLISH_ON_COMMIT
+            opts = ctypes.byref(opts)
+        _check(_core().mmzip_open(os.fsencode(path), mode.encode(), opts, ctypes.byref(self.h)))
 
     def close(self):
         if self.h:
             h, self.h = self.h, ctypes.c_void_p()
-            _check(_core().mmzip_close(h))
+            _check(_core().mmzip_discard(h) if self.discard else _core().mmzip_close(h))
 
     def __del__(self):
         try:
             self.close()
         except Exception:
             pass
+
+
+class _Closed:
+    """In place of the handle of an archive given up (NpzArchive.__exit__)."""
+    h = ctypes.c_void_p()
+
+    def close(self):
+        pass
 
 
 def _npy_header(mem, size, name):
@@ -117,6 +135,22 @@ def _alignment_of(off):
     return off & -off if off else 1 << 15
 
 
+def _put_array(h, member, arr, alignment):
+    """Appends arr as the .npy member `member` through the core handle h, its data aligned to `alignment`."""
+    head, fortran = _npy_header_bytes(arr, alignment)
+    data = arr.T if fortran else arr
+    if not data.flags.c_contiguous:
+        data = np.ascontiguousarray(data)
+    hb = ctypes.create_string_buffer(head, len(head))
+    iov = (_IoVec * 2)()
+    iov[0].base, iov[0].len = ctypes.addressof(hb), len(head)
+    count = 1
+    if data.nbytes:
+        iov[1].base, iov[1].len = data.ctypes.data, data.nbytes
+        count = 2
+    _check(_core().mmzip_putv(h, _c.entry_name(member), iov, count, alignment))
+
+
 class NpzArchive:
     """An archive of arrays. Use ``mmzip.open(path, mode)``; see the module docstring and the user guide.
 
@@ -130,22 +164,25 @@ class NpzArchive:
             raise ValueError("mmzip.open: unknown mode %r (use one of %s)" % (mode, ", ".join(_MODES)))
         if alignment < 64 or alignment > 4096 or alignment & (alignment - 1):
             raise ValueError("mmzip.open: alignment must be a power of two from 64 to 4096, not %r" % alignment)
-        self.path = os.fspath(path)
+        core_mode, self._in_place = _MODES[mode]
+        # The file as written; never the other reading of a name holding "#/" (mmzip_split_name).
+        self.path = _c.whole_file(os.fspath(path), mode not in ("r", "r+"), "mmzip.open")
         self.mode = mode
         self.alignment = alignment
-        core_mode, self._in_place = _MODES[mode]
         self._writable = core_mode != "r"
-        self._h = _Handle(self.path, core_mode)
+        # Mode "w": the new archive is built unnamed and renamed over the path at the first commit (commit(),
+        # close()), so that a failure before - an exception out of the with block, a full disk, the process
+        # killed - leaves the archive that was there as it was (or no file).
+        self._h = _Handle(self.path, core_mode, publish_on_commit=core_mode == "w")
         # The views' keeper: a second read-only handle on the same store (mmzip shares one store per process,
         # so it costs no descriptor and no mapping), so that arrays still referenced after close() keep their
         # mapping, while close() commits and lets go of the writer handle.
-        self._keeper = _Handle(self.path, "r")
+        self._keeper = None if core_mode == "w" else _Handle(self.path, "r")
         self._cache = {}        # name as asked and member name -> array (views are made once, like mmnpz)
         self._files = None      # cached listing
         self._edited = {}       # member name -> weakref of the writable view handed out
         self._mapping = None    # uint8 ndarray over the whole mapped file
         self._batch_open = False
-        self._markers = set()
         self.recovered_edits = 0
         # Read-only: arrays whose in-place edit a killed writer left unfinished are named in a RuntimeWarning
         # each, with what `mmzip recover` will do (the values read are as that writer left them).
@@ -174,7 +211,6 @@ class NpzArchive:
 
         _check(_core().mmzip_list_ex(self._live(), None, 1, _LIST_FN(cb), None))
         out.sort(key=lambda x: x[5])  # archive order, like numpy.load(...).files
-        self._markers = {x[0][len(_EDIT_PREFIX):] for x in out if x[0].startswith(_EDIT_PREFIX)}
         return [x[:5] for x in out if not x[0].startswith(_EDIT_PREFIX)]
 
     def _member(self, key):
@@ -196,6 +232,7 @@ class NpzArchive:
         return self._files
 
     def keys(self):
+        """The member names, as ``files``."""
         return self.files
 
     def __iter__(self):
@@ -214,6 +251,7 @@ class NpzArchive:
             return False
 
     def items(self):
+        """(name, array) pairs of every member, as ``a[name]`` gives them."""
         return [(k, self[k]) for k in self.files]
 
     # -- reading -----------------------------------------------------------------------------------
@@ -241,7 +279,7 @@ class NpzArchive:
             info = _Info()
             _check(_core().mmzip_get_info(self._live(), ctypes.byref(info)))
             raw = (ctypes.c_char * max(end, info.file_size, 1)).from_address(base)
-            raw._mmzip_keep = self._keeper  # the mapping lives as long as any view of it
+            raw._mmzip_keep = self._keep()  # the mapping lives as long as any view of it
             m = np.frombuffer(memoryview(raw).cast("B").toreadonly(), dtype=np.uint8)
             self._mapping = m
         return m
@@ -277,7 +315,7 @@ class NpzArchive:
             return np.ndarray(shape, dtype=dtype, buffer=m, offset=info.data_offset + hlen, order=order)
         # Decoded (deflated) members: a view of the store's decoded copy, read-only like the rest.
         raw = (ctypes.c_char * n).from_address(p)
-        raw._mmzip_keep = self._keeper
+        raw._mmzip_keep = self._keep()
         buf = np.frombuffer(memoryview(raw).cast("B").toreadonly(), dtype=np.uint8)
         return np.ndarray(shape, dtype=dtype, buffer=buf, offset=hlen, order=order)
 
@@ -296,8 +334,9 @@ class NpzArchive:
 
     def edit(self, key):
         """A writable view of a stored array, modified in place (modes r+, w+, a+). The change is published,
-        and the member's CRC refreshed, by commit() or close(). Until then the archive holds a marker entry
-        (``.mmzip/edit/<member>``) that tells recovery to refresh the CRC if this process dies first."""
+        and the member's CRC refreshed, by commit() or close(). Until close() the marker file
+        ``<archive>.mmzip-inplace`` names the member, to tell recovery to refresh the CRC if this process dies
+        first (it is not a member: numpy.load and zipfile do not see it)."""
         if not self._in_place:
             raise ValueError("%s: arrays are writable in place only in modes r+, w+ and a+ (mode %r)"
                              % (self.path, self.mode))
@@ -306,16 +345,17 @@ class NpzArchive:
         a = ref() if ref else None
         if a is not None:
             return a
-        if self._batch_open:  # mmzip_inplace commits its marker; the batch resumes after it
+        if self._batch_open:  # mmzip_inplace commits what is pending; the batch resumes after it
             _check(_core().mmzip_commit(self._live()))
             self._batch_open = False
+            self._committed()
         p, n = ctypes.c_void_p(), ctypes.c_uint64()
         _check(_core().mmzip_inplace(self._live(), _c.entry_name(member), ctypes.byref(p),
                                   ctypes.byref(n)))
         _check(_core().mmzip_begin(self._live()))
         self._batch_open = True
         raw = (ctypes.c_char * max(n.value, 1)).from_address(p.value)
-        raw._mmzip_keep = self._keeper
+        raw._mmzip_keep = self._keep()
         dtype, shape, fortran, hlen, _ = _npy_header(memoryview(raw).cast("B"), n.value,
                                                      "%s: %s" % (self.path, member))
         buf = np.frombuffer(raw, dtype=np.uint8, count=n.value)
@@ -337,19 +377,7 @@ class NpzArchive:
         if member in self._edited:
             raise ValueError("%s: %s is being modified in place; commit() and drop its view before replacing it"
                              % (self.path, member))
-        head, fortran = _npy_header_bytes(arr, self.alignment)
-        data = arr.T if fortran else arr
-        if not data.flags.c_contiguous:
-            data = np.ascontiguousarray(data)
-        hb = ctypes.create_string_buffer(head, len(head))
-        iov = (_IoVec * 2)()
-        iov[0].base, iov[0].len = ctypes.addressof(hb), len(head)
-        count = 1
-        if data.nbytes:
-            iov[1].base, iov[1].len = data.ctypes.data, data.nbytes
-            count = 2
-        _check(_core().mmzip_putv(self._live(), _c.entry_name(member), iov, count,
-                                  self.alignment))
+        _put_array(self._live(), member, arr, self.alignment)
         self._cache.clear()
         self._files = None
 
@@ -364,10 +392,23 @@ class NpzArchive:
         processes see the archive as of the last commit."""
         if self._writable:
             _check(_core().mmzip_commit(self._live()))
+            self._committed()
             _check(_core().mmzip_begin(self._live()))
             self._batch_open = True
 
     flush = commit
+
+    def _keep(self):
+        """What views hold to keep the mapping: the read-only keeper once the archive is published; before, the
+        writer's handle (a new archive has no name a keeper could open)."""
+        return self._keeper if self._keeper is not None else self._h
+
+    def _committed(self):
+        """After a commit: a new archive that it published (it had entries: a commit of nothing publishes
+        nothing) gets its keeper, which the writer's handle hands on to the views made before."""
+        if self._keeper is None and _core().mmzip_count(self._live()):
+            self._keeper = _Handle(self.path, "r")
+            self._h.keeper = self._keeper
 
     def close(self):
         """Commits (writable modes) and releases the archive. Arrays taken from it stay valid while they are
@@ -380,6 +421,10 @@ class NpzArchive:
                 a.flags.writeable = False
         self._edited.clear()
         self._batch_open = False
+        if self._keeper is None and self._writable:
+            # A new archive: published by this commit, and given the keeper its views hand on to.
+            _check(_core().mmzip_commit(self._live()))
+            self._committed()
         self._h.close()  # commits, ends in-place edits (CRC refreshed, markers removed), drops the writer lock
         self._keeper = None  # arrays still hold it (through their mapping) if they are alive
         self._cache.clear()
@@ -388,7 +433,23 @@ class NpzArchive:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *rest):
+        if exc_type is not None and self._writable and self._keeper is None and self._h.h:
+            # A new archive ("w", "w+") left by an exception before anything published it: given up, and the
+            # archive it was to replace stays as it was (or no file). The arrays read back from it hold the
+            # writer's handle: it is discarded when the last of them goes (they must not be used).
+            for ref in self._edited.values():
+                a = ref()
+                if a is not None:
+                    a.flags.writeable = False
+            self._edited.clear()
+            self._cache.clear()
+            self._mapping = None
+            self._batch_open = False
+            h, self._h = self._h, _Closed()
+            h.discard = True
+            del h
+            return
         self.close()
 
     def __del__(self):
@@ -429,12 +490,19 @@ class NpzArchive:
                     row["status"] = "unreadable: %s" % str(e).split(": ")[-1][:40]
             if name in self._edited and self._edited[name]() is not None:
                 row["status"] = "in-place"
-            elif name in self._markers:
+            elif self._marked(name):
                 row["status"] += ", being modified in place"
             if pending:
                 row["status"] += " (pending)"
             rows.append(row)
         return rows
+
+    def _marked(self, member):
+        """Another writer is modifying member in place, or was when it died (the core's marker file)."""
+        rc = _core().mmzip_inplace_marked(self._live(), _c.entry_name(member))
+        if rc < 0:
+            _check(rc)
+        return rc == 1
 
     def __repr__(self):
         if not self._h.h:
@@ -454,7 +522,10 @@ class NpzArchive:
 def open(path, mode="r", alignment=_DEFAULT_ALIGN):  # noqa: A001 - the package's name for it
     """Opens an archive of arrays (a .npz). Modes: r (read), r+ (read, append, arrays writable in place),
     w (new archive, append), w+ (new, writable in place), a (create or append), a+ (create or append,
-    writable in place). ``alignment``: the boundary (64..4096) the data of arrays written here starts on."""
+    writable in place). ``alignment``: the boundary (64..4096) the data of arrays written here starts on.
+    Modes w and w+ build the new archive unnamed and rename it over ``path`` at the first commit (``commit()``,
+    ``close()``): until then readers see the archive that was there, and an exception out of the ``with``
+    block, a full disk or the process killed leaves that archive as it was (or no file)."""
     return NpzArchive(path, mode, alignment)
 
 
@@ -462,7 +533,13 @@ def savez(file, *args, **kwds):
     """A drop-in for numpy.savez writing through mmzip: every array's data is stored (uncompressed) and
     starts on a 64-byte boundary of the file, so that mmzip.open maps it as an aligned array. Names are
     numpy's (arr_0, arr_1, ... for positional arrays) and, like numpy.savez, ".npz" is appended to a path
-    that lacks it. numpy.load, zipfile and unzip read the result. Only paths (not open files) are accepted."""
+    that lacks it. numpy.load, zipfile and unzip read the result. Only paths (not open files) are accepted.
+
+    All or nothing: every array is checked before anything is written (arrays of Python objects are refused,
+    since they would need pickling), and the new archive is built in an unnamed file beside the target that
+    is renamed over it only once it is complete. A savez that fails - a refused array, a full disk, the
+    process killed - leaves the file that was there byte for byte as it was, or no file where there was
+    none. Readers that have the old archive open keep reading it (its inode lives until they close it)."""
     if not isinstance(file, (str, bytes, os.PathLike)):
         raise TypeError("mmzip.savez writes to a path, not to %s (numpy.savez accepts file objects)"
                         % type(file).__name__)
@@ -475,6 +552,23 @@ def savez(file, *args, **kwds):
         if k in named:
             raise ValueError("Cannot use un-named variables and keyword %s" % k)
         named[k] = a
-    with NpzArchive(path, "w") as ar:
-        for k, a in named.items():
-            ar[k] = a
+    arrays = []
+    for k, a in named.items():
+        arr = np.asanyarray(a)
+        if arr.dtype.hasobject:
+            raise ValueError("%s: %s: arrays of Python objects cannot be stored without pickling; nothing was "
+                             "written" % (path, k))
+        arrays.append((k if k.endswith(".npy") else k + ".npy", arr))
+    opts = _c.Options()
+    _core().mmzip_options_init(ctypes.byref(opts))
+    opts.flags |= _c.PUBLISH_ON_COMMIT        # the file appears (or replaces the old one) at the one commit
+    opts.commit_policy = _c.COMMIT_MANUAL     # ... which is the close's
+    h = ctypes.c_void_p()
+    _check(_core().mmzip_open(os.fsencode(path), b"w", ctypes.byref(opts), ctypes.byref(h)))
+    try:
+        for member, arr in arrays:
+            _put_array(h, member, arr, _DEFAULT_ALIGN)
+    except BaseException:
+        _core().mmzip_discard(h)  # nothing published: the old archive (or no file) stays
+        raise
+    _check(_core().mmzip_close(h))
