@@ -644,14 +644,17 @@ MMZIP_API int mmzip_recover(const char *path, uint64_t *discarded);
  *   MMZIP_RECOVERY_INPLACE      entry: an entry modified in place (mmzip_inplace) by a writer that died: its
  *                               bytes are kept as that writer left them (possibly only part of its changes),
  *                               its CRC-32 recomputed over them and its marker removed; bytes: its size;
- *                               offset: 1 if the CRC had to change, 0 if it was right already.
+ *                               offset: 1 if the CRC had to change, 0 if it was right already. Also (entry
+ *                               NULL) a marker that named an entry no longer there, or a marker file of
+ *                               another file, removed with nothing to refresh.
  *   MMZIP_RECOVERY_CUT          bytes after the last commit's end records (an interrupted mmzip write) were
  *                               removed: bytes: how many; offset: where the file now ends.
  *   MMZIP_RECOVERY_DIRECTORY    the directory was rewritten behind the last entry (at offset); bytes: by how
  *                               much the file shrank (removed entries' bytes, an interrupted relocation or
  *                               free slack, never a committed entry's).
- *   MMZIP_RECOVERY_DEAD_HEADER  the signature of a superseded local header at offset was cleared, so that
- *                               readers that scan local headers skip that dead entry (bytes: 4).
+ *   MMZIP_RECOVERY_DEAD_HEADER  the signatures of superseded local headers from offset, before the first live
+ *                               entry, were neutralized (as every commit does), so that readers that scan
+ *                               local headers from the start skip those dead entries (bytes: 4).
  *   MMZIP_RECOVERY_TEMP_FILE    entry: a temporary file of a killed pack or creation beside the archive, removed.
  *   MMZIP_RECOVERY_KEPT         something not mmzip's to repair, kept byte for byte (bytes after foreign end
  *                               records, gaps around a foreign directory, an entry whose local header is
@@ -692,8 +695,9 @@ MMZIP_API int mmzip_recover_ex(const char *path, mmzip_recovery_fn fn, void *ctx
  *                                  entry's committed version (mmzip_edit_*): until then mmzip_get and
  *                                  mmzip_hold refuse the entry (MMZIP_EBUSY), since its bytes may be half
  *                                  written; mmzip_list and mmzip_stat give its committed size and CRC.
- *   kind MMZIP_UNFINISHED_INPLACE  a marker ".mmzip/edit/<key>" of mmzip_inplace: the entry's bytes are what
- *                                  the writer wrote so far, its CRC-32 is stale (checks report a mismatch);
+ *   kind MMZIP_UNFINISHED_INPLACE  named by the in-place marker file <archive>.mmzip-inplace (or an older
+ *                                  mmzip's marker entry) of mmzip_inplace: the entry's bytes are what the
+ *                                  writer wrote so far, its CRC-32 is stale (checks report a mismatch);
  *                                  readers get the bytes as they are.
  *   writer_alive                   1 if a writer holds the entry (UNDO) or the archive (INPLACE) now: the edit
  *                                  is in progress, and recovery will not happen until that writer is gone.

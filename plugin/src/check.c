@@ -234,9 +234,9 @@ int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {
         if (mz_plan_recovery(s, &plan, recover_line, &c) == MMZIP_OK) {
             /* What the repair of an mmzip file (not a foreign one, which is kept as it is) also does. */
             if (!plan.hold && (plan.ours || plan.cut || plan.move_directory) && mz_dead_start_pending(s))
-                recover_say(&c, "clear the signature of the dead local header(s) before the first live entry "
-                            "(entries replaced or removed by the last commits), so that readers that scan local "
-                            "headers skip them; no committed entry is touched");
+                recover_say(&c, "neutralize the signature of the dead local header(s) before the first live "
+                            "entry (entries replaced or removed by the last commits), so that readers that scan "
+                            "local headers from the start skip them; no committed entry is touched");
             if (!c.recover_lines) note(&c, "recover: nothing to do");
             /* Bytes after the last commit's end records: readable (the scan-back finds the commit) but not
              * an archive at rest until repaired. A relocated directory is a state every crash of a writer

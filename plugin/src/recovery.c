@@ -365,9 +365,10 @@ static int neutralize_noted(mz_store *s) {
     int st = mz_neutralize_dead_start(s);
     if (!st && s->file_changes != changes)
         mz_recovery_note(s, MMZIP_RECOVERY_DEAD_HEADER, NULL, 0, 4, from,
-                         "%s: cleared the signature of the dead local header(s) from %llu (entries replaced or "
-                         "removed by the last commits), so that readers that scan local headers skip them; no "
-                         "committed entry was touched", s->path, (unsigned long long)from);
+                         "%s: neutralized the signature of the dead local header(s) from %llu, before the first "
+                         "live entry (entries replaced or removed by the last commits), so that readers that scan "
+                         "local headers from the start skip them; no committed entry was touched", s->path,
+                         (unsigned long long)from);
     return st;
 }
 
