@@ -179,6 +179,22 @@ def test_journal_pending_said_everywhere():
         check_equal(bytes(a["README.txt"]), b"not HDF5\n", "another member")
         a.close()
 
+        # A writable open repairs too, and the Python package says what it did.
+        import shutil
+        arc2 = os.path.join(d, "copy.zip")
+        shutil.copy(arc, arc2)
+        shutil.copy(journal, arc2 + ".mmzip-undo")
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            a2 = mmzip.Archive(arc2, "r+")
+        msgs = [str(x.message) for x in w if issubclass(x.category, RuntimeWarning)]
+        check_equal(msgs, ["%s: the open repaired what a killed writer left unfinished: %d bytes of a member written "
+                           "back from its undo journal (it is at its last commit again)" % (arc2, write_back)],
+                    "Archive(r+)'s warning")
+        check_equal(a2.recovered, [write_back, 0], "Archive.recovered")
+        a2.close()
+        assert read(arc2) == before and not os.path.exists(arc2 + ".mmzip-undo"), "the archive repaired by r+"
+
         # mmzip recover: what it did, with the figures; then the archive as before the edit.
         out = mmzip_cli("recover", arc).stdout
         check_equal(out, "%s: restored entry 'x.h5' to its last commit (%d bytes, crc %s): wrote back %d bytes of "
