@@ -231,15 +231,20 @@ static int dead_start(mz_store *s, int dry);
 
 int mz_neutralize_dead_start(mz_store *s) { return dead_start(s, 0); }
 
-int mz_dead_start_pending(mz_store *s) { return dead_start(s, 1) == 1; }
+int mz_dead_start_pending(mz_store *s) { return dead_start(s, 2) == 2 && dead_start(s, 1) == 1; }
 
-/* Walks the dead local headers before the first live entry, clearing their signatures (dry: returns 1 at the
- * first one that still has it, writing nothing). */
+/* Walks the dead local headers before the first live entry, clearing their signatures (dry 1: returns 1 at the
+ * first one that still has it, writing nothing; dry 2: returns 2 if they chain up to the first live entry). */
 static int dead_start(mz_store *s, int dry) {
     uint64_t first_live = s->cd_pos;
     for (uint32_t i = 0; i < s->n; i++)
         if (s->e[i].lfh_off < first_live) first_live = s->e[i].lfh_off;
-    uint64_t pos = s->neutralized_to > s->prefix ? s->neutralized_to : s->prefix;
+    uint64_t start = s->neutralized_to > s->prefix ? s->neutralized_to : s->prefix;
+    /* Dead entries are a chain of local headers and data from the start up to the first live entry. Bytes
+     * before an archive whose offsets were made absolute (a self-extractor's stub, another archive: its local
+     * headers are followed by its own directory) are no such chain: they are foreign, and kept. */
+    if (!dry && dead_start(s, 2) != 2) return MMZIP_OK;
+    uint64_t pos = start;
     while (pos + MZ_LFH_FIXED <= first_live) {
         const uint8_t *h = s->map.base + pos;
         if (!mz_lfh_sig_or_cleared(h)) break;
@@ -256,7 +261,7 @@ static int dead_start(mz_store *s, int dry) {
         if (next > first_live || next <= pos) break;
         static const uint8_t zero[4], end_sig[4] = {0x50, 0x4b, 0x05, 0x06};
         const uint8_t *want = pos == 0 && mz_get16(h + 4) != 0 ? end_sig : zero;
-        if (memcmp(h, want, 4) != 0) {
+        if (memcmp(h, want, 4) != 0 && dry != 2) {
             if (dry) return 1;
             int st = mz_io_write(s, want, 4, pos, "commit.neutralize_dead_start");
             if (st) return st;
@@ -264,7 +269,7 @@ static int dead_start(mz_store *s, int dry) {
         pos = next;
         if (!dry) s->neutralized_to = pos;
     }
-    return MMZIP_OK;
+    return dry == 2 && pos == first_live && pos > start ? 2 : MMZIP_OK;
 }
 
 /*

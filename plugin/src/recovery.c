@@ -152,14 +152,13 @@ int mz_plan_recovery(mz_store *s, mz_recovery_plan *p, mmzip_report_fn report, v
                    !(p->ours && s->n_committed > 0 && s->cd_pos > s->data_end && s->cd_pos <= s->file_size &&
                      s->slack_hole);
     if (gap_end || gap_data) {
-        if (p->ours || s->concat) {
-            /* A relocated directory (protocol.md §3.2), or a foreign one with bytes prepended whose records
-             * get absolute offsets: rewritten behind the last entry. */
+        if (p->ours) {
+            /* A relocated directory (protocol.md §3.2): rewritten behind the last entry. A foreign directory
+             * with bytes prepended is not ours to move either: its gaps are kept like any other's. */
             p->move_directory = 1;
-            say(report, ctx, "write the directory (%llu entries) behind the last entry at %llu, where it %s",
-                (unsigned long long)s->n_committed, (unsigned long long)s->data_end,
-                s->concat ? "must be once the bytes prepended to the archive are accounted for"
-                          : "reclaims the bytes of removed entries or of an interrupted relocation");
+            say(report, ctx, "write the directory (%llu entries) behind the last entry at %llu, where it "
+                "reclaims the bytes of removed entries or of an interrupted relocation",
+                (unsigned long long)s->n_committed, (unsigned long long)s->data_end);
         } else {
             foreign = 1;
             if (gap_data)
@@ -299,9 +298,16 @@ int mz_recover_locked(mz_store *s) {
         return MMZIP_OK;
     }
     if (s->concat) {
+        /* Bytes prepended to a foreign archive (a self-extractor's stub, an archive in a comment): its
+         * records get absolute offsets in memory only, for the next commit's directory. The file stays
+         * byte for byte as it is until something is written: recovery has nothing of mmzip's to repair
+         * there. The directory on disk no longer matches the one in memory, so no commit may append
+         * records to it (commit.c: commit_additions needs end_follows_cd). */
         st = absolutize(s);
         if (st) return st;
-        s->compact = s->clean = s->end_follows_cd = 0;
+        s->end_follows_cd = 0;
+        s->clean = !plan.cut && !plan.move_directory && s->slack_hole;
+        s->compact = s->clean && s->cd_pos == s->data_end;
     }
     /* A writer killed right after its commit point may not have neutralized a dead first header. */
     if (!plan.cut && !plan.move_directory) {
