@@ -38,6 +38,9 @@ int cli_usage(const command *c, const char *why);
  * (mmzip_unfinished_edits): which entry, what is left, and what 'mmzip recover ARCHIVE' will do. Returns how
  * many were found. */
 int cli_warn_unfinished(const char *cmd, mmzip_t *h, const char *archive);
+/* Prints to standard error, as "mmzip CMD: warning: ...", each field of the archive's records that mmzip reads
+ * past as zipfile does (mmzip_warnings). */
+void cli_warn_fields(const char *cmd, mmzip_t *h);
 /* Human-readable byte count ("1.5 MiB"). */
 const char *cli_bytes(unsigned long long n, char *buf, size_t len);
 /* Progress on stderr, only when stderr is a terminal. */

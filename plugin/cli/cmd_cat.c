@@ -13,6 +13,7 @@ static int run(int argc, char **argv) {
     o.flags |= MMZIP_VERIFY_CRC; /* nothing is written out before the whole entry's CRC-32 is known good */
     int st = mmzip_open(argv[1], "r", &o, &h);
     if (st) return cli_fail("cat", st);
+    cli_warn_fields("cat", h);
     const void *data;
     uint64_t size;
     st = mmzip_get(h, argv[2], &data, &size);

@@ -51,6 +51,7 @@ static int run(int argc, char **argv) {
                 (unsigned long long)info.torn_tail, info.torn_tail == 1 ? "y" : "ies",
                 info.torn_tail == 1 ? "has" : "have", info.torn_tail == 1 ? "it is" : "they are",
                 info.torn_tail == 1 ? "it" : "them", archive, info.torn_tail == 1 ? "it" : "them");
+    cli_warn_fields("ls", h);
     cli_warn_unfinished("ls", h, archive);
     mmzip_close(h);
     if (st) return cli_fail("ls", st);

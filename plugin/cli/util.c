@@ -98,3 +98,7 @@ int cli_warn_unfinished(const char *cmd, mmzip_t *h, const char *archive) {
     int n = mmzip_unfinished_edits(h, warn_one, &w);
     return n > 0 ? n : 0;
 }
+
+static void print_warning(const char *msg, void *ctx) { fprintf(stderr, "mmzip %s: %s\n", (const char *)ctx, msg); }
+
+void cli_warn_fields(const char *cmd, mmzip_t *h) { mmzip_warnings(h, print_warning, (void *)cmd); }

@@ -616,6 +616,20 @@ typedef void (*mmzip_report_fn)(const char *message, void *ctx);
 MMZIP_API int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx);
 
 /*
+ * The warnings of an open archive, without verifying any data: fields of its records that are wrong but that
+ * mmzip reads past as Python zipfile does, each reported once through report as one sentence starting with
+ * "warning: " and naming the archive, the field and the entry. They are: an end record's entry count that is
+ * not the number of records its directory size holds (the records are read); the last directory record's
+ * comment running past the directory (it is cut there); a stored entry whose recorded compressed size is
+ * larger than its size (its first `size` bytes are the entry); a local header whose compression method
+ * disagrees with the directory (the directory's is used). Values are never guessed: the entries concerned
+ * are checked against their CRC-32 before any byte is handed out, and refused (MMZIP_ECRC, naming the field)
+ * if they do not match. The same findings appear in mmzip_check as "interop: " lines. Returns MMZIP_OK, or
+ * MMZIP_EINVAL for a NULL argument.
+ */
+MMZIP_API int mmzip_warnings(mmzip_t *h, mmzip_report_fn report, void *ctx);
+
+/*
  * Repairs the archive at path to its last commit without otherwise changing it: an entry whose in-place edit
  * a killed writer left unfinished is restored from its undo journal (mmzip_edit_*) or kept as left with its
  * CRC recomputed (mmzip_inplace), bytes a killed mmzip writer left after its end records are removed and a

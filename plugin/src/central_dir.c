@@ -49,19 +49,26 @@ static int cmp_by_offset(const void *a, const void *b, void *ctx) {
 
 int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
     memset(cd, 0, sizeof *cd);
-    if (t->entries > t->cd_size / MZ_CDH_FIXED)
+    /* The end record at the end of the file is read as zipfile reads it: records until the directory's size
+     * is used up, whatever the entry count says (the count is noted, and mmzip check reports it). That is
+     * no guess: the records must fill the size exactly, and each entry's local header must agree. An end
+     * record found by scanning back is trusted only if everything agrees (trailer.c). */
+    int by_size = t->lenient;
+    if (t->entries > t->cd_size / MZ_CDH_FIXED && !by_size)
         return mz_fail(MMZIP_ECORRUPT, "%s: the end record claims %llu entries, more than a %llu-byte central "
                        "directory can hold", src->name, (unsigned long long)t->entries,
                        (unsigned long long)t->cd_size);
-    if (t->entries > UINT32_MAX - 1)
+    if (t->entries > UINT32_MAX - 1 && !by_size)
         return mz_fail(MMZIP_ETOOBIG, "%s: %llu entries is more than mmzip supports", src->name,
                        (unsigned long long)t->entries);
-    uint32_t n = (uint32_t)t->entries;
+    uint64_t most = t->cd_size / MZ_CDH_FIXED;
+    uint32_t n = by_size && t->entries > most ? (uint32_t)(most < UINT32_MAX - 1 ? most : UINT32_MAX - 1)
+                                               : (uint32_t)t->entries;
     /* Without ZIP64 end records the count is 16 bits: an archive of more than 65,535 entries written
      * without them (as zipfile, Info-ZIP and others do) records the count modulo 65,536. The directory's
      * size is then the authority, as for zipfile and libzip: records are read until it is used up, and
      * their number must agree with the recorded count modulo 65,536. */
-    int may_wrap = !t->zip64 && t->entries <= 0xFFFF && t->cd_size / MZ_CDH_FIXED > 0xFFFF;
+    int may_wrap = (!t->zip64 && t->entries <= 0xFFFF && t->cd_size / MZ_CDH_FIXED > 0xFFFF) || by_size;
     uint32_t cap_n = n ? n : 1;
     uint8_t *img = malloc(t->cd_size ? t->cd_size : 1);
     mz_entry *ents = malloc(cap_n * sizeof *ents);
@@ -81,7 +88,8 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
     uint64_t off = 0;
     char qn[200];
     int sorted = 1;
-    for (uint32_t i = 0; i < n || (may_wrap && off < t->cd_size); i++) {
+    uint32_t got = 0;
+    for (uint32_t i = 0; by_size ? off < t->cd_size : (i < n || (may_wrap && off < t->cd_size)); i++) {
         if (i >= n) {
             /* Past the recorded (wrapped) count: one more record. */
             if (i == UINT32_MAX - 1) {
@@ -114,11 +122,36 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
         uint32_t disk = mz_get16(r + 34);
         uint64_t lfh = mz_get32(r + 42);
         uint64_t rec_len = (uint64_t)MZ_CDH_FIXED + nlen + xlen + clen;
-        if (off + rec_len > t->cd_size) {
-            st = mz_fail(MMZIP_ECORRUPT, "%s: central directory record %u runs past the directory", src->name, i);
-            goto fail;
-        }
         const uint8_t *name = r + MZ_CDH_FIXED;
+        if (off + rec_len > t->cd_size) {
+            uint64_t past = off + rec_len - t->cd_size, records = t->zip64 ? t->z64_pos : t->eocd_pos;
+            uint64_t fixed_len = (uint64_t)MZ_CDH_FIXED + nlen + xlen;
+            if (t->lenient && off + fixed_len <= t->cd_size && t->cd_pos + t->cd_size == records) {
+                /* Only the last record's comment runs on, into the end records: zipfile takes those bytes
+                 * for the comment. mmzip has no use for an entry's comment: it is cut at the directory's
+                 * end (in the image only: the file is unchanged until a commit writes a directory). */
+                cd->comment_cut = (uint32_t)past;
+                cd->comment_cut_rec = i;
+                clen = (uint16_t)(t->cd_size - off - fixed_len);
+                mz_put16(img + off + 32, clen);
+                rec_len = fixed_len + clen;
+            } else {
+                uint64_t nl = t->cd_size - off - MZ_CDH_FIXED; /* the part of the name in the directory */
+                quote_name(qn, sizeof qn, name, (size_t)(nl < nlen ? nl : nlen));
+                if (t->cd_pos + t->cd_size + past <= records)
+                    st = mz_fail(MMZIP_ECORRUPT, "%s: %s: central directory size %llu is %llu byte%s short of the "
+                                 "records it holds (record %u, '%s', ends %llu byte%s past it, before the end "
+                                 "records at %llu)", src->name, t->zip64 ? "ZIP64 end record" : "end record",
+                                 (unsigned long long)t->cd_size, (unsigned long long)past, past == 1 ? "" : "s", i,
+                                 qn, (unsigned long long)past, past == 1 ? "" : "s", (unsigned long long)records);
+                else
+                    st = mz_fail(MMZIP_ECORRUPT, "%s: central directory record %u ('%s') runs %llu byte%s past the "
+                                 "directory's end and into the end records: its name, extra field and comment "
+                                 "lengths (%u, %u, %u) are too long for it", src->name, i, qn,
+                                 (unsigned long long)past, past == 1 ? "" : "s", nlen, xlen, clen);
+                goto fail;
+            }
+        }
 #define QN() quote_name(qn, sizeof qn, name, nlen)
         /* An empty name, or one holding a NUL, cannot be asked for through a C string: other readers still
          * read the entry (zipfile cuts the name at the NUL), so it stays in the directory, unreachable by
@@ -179,7 +212,8 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
                          (unsigned long long)csize, (unsigned long long)t->cd_pos);
             goto fail;
         }
-        if (method == 0 && csize != usize && !(flags & MZ_FLAG_ENCRYPTED)) {
+        int stored_extra = t->lenient && method == 0 && csize > usize && !(flags & MZ_FLAG_ENCRYPTED);
+        if (method == 0 && csize != usize && !(flags & MZ_FLAG_ENCRYPTED) && !stored_extra) {
             QN();
             st = mz_fail(MMZIP_ECORRUPT, "%s: stored entry '%s' has compressed size %llu but size %llu", src->name,
                          qn, (unsigned long long)csize, (unsigned long long)usize);
@@ -189,7 +223,10 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
         memset(e, 0, sizeof *e);
         mz_entry_set_name_head(e, (const char *)name, nlen);
         e->lfh_off = abs_lfh;
-        e->csize = csize;
+        /* A stored entry recorded with more bytes than its size: zipfile returns the first `size` of them and
+         * checks the CRC-32 over those. So does mmzip (MZ_MARK_VERIFY: its first read checks the CRC); the
+         * bytes after them belong to no entry (mmzip check reports them). */
+        e->csize = stored_extra ? usize : csize;
         e->usize = usize;
         e->crc = crc;
         /* Room is ours to grant only in records we wrote (ZIP64 field first, then the room field). */
@@ -209,16 +246,25 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
             e->mark = MZ_MARK_NONAME;
             cd->unnamed++;
         }
+        if (stored_extra) e->mark |= MZ_MARK_VERIFY;
         if (i > 0 && ents[i - 1].lfh_off >= abs_lfh) sorted = 0;
         off += rec_len;
+        got = i + 1;
     }
+    if (by_size) n = got;
     if (off != t->cd_size) {
         st = mz_fail(MMZIP_ECORRUPT, "%s: the central directory is %llu bytes (end record's directory size) but "
                      "the %u records its entry count announces take %llu", src->name,
                      (unsigned long long)t->cd_size, n, (unsigned long long)off);
         goto fail;
     }
-    if (cd->wrapped && (n & 0xFFFFu) != t->entries) {
+    cd->count_recorded = n;
+    if (by_size) {
+        /* Read by the directory's size: a count that wrapped (no ZIP64 end records, more than 65,535
+         * records) is what many writers leave; any other disagreement is noted, and mmzip check names it. */
+        cd->wrapped = !t->zip64 && n > 0xFFFFu && (n & 0xFFFFu) == t->entries;
+        if (!cd->wrapped && n != t->entries) cd->count_recorded = t->entries;
+    } else if (cd->wrapped && (n & 0xFFFFu) != t->entries) {
         st = mz_fail(MMZIP_ECORRUPT, "%s: the central directory holds %u records, which the end record's 16-bit "
                      "entry count (%llu) does not match even modulo 65536", src->name, n,
                      (unsigned long long)t->entries);

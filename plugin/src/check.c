@@ -50,7 +50,13 @@ static int compare_local_header(mz_store *s, mz_entry *e) {
         }
         k += 4u + len;
     }
-    if (crc != e->crc || csize != e->csize || usize != e->usize)
+    /* A stored entry recorded with more bytes than its size is read as its first `size` (central_dir.c): the
+     * local header is compared with the record, which mmzip_warnings reports. */
+    uint64_t rec_csize = e->csize;
+    if (e->cd_rec + MZ_CDH_FIXED <= s->cd_len && mz_get32(s->cd + e->cd_rec + 20) != 0xFFFFFFFFu &&
+        mz_get32(s->cd + e->cd_rec + 20) > e->csize && e->method == 0)
+        rec_csize = mz_get32(s->cd + e->cd_rec + 20);
+    if (crc != e->crc || csize != rec_csize || usize != e->usize)
         return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': the local header (crc %08x, %llu/%llu bytes) disagrees "
                        "with the central directory (crc %08x, %llu/%llu bytes)", s->path, (int)e->name_len,
                        mz_name(s, e), crc, (unsigned long long)csize, (unsigned long long)usize, e->crc,
@@ -104,8 +110,49 @@ static void recover_line(const char *msg, void *ctx) {
     note(c, line);
 }
 
+/* Fields of the records that are wrong, and that mmzip reads past as zipfile does (central_dir.c, read.c):
+ * one message each, through say(prefix + message). Under the store's read lock. */
+static void read_anomalies(mz_store *s, const char *prefix, mmzip_report_fn say, void *ctx) {
+    char msg[1600];
+    if (s->count_differs) {
+        snprintf(msg, sizeof msg, "%s%s: the %s's entry count (%llu) is not the number of records in the central "
+                 "directory (%u, %llu bytes): mmzip reads the records its size holds, as zipfile does; unzip and "
+                 "7-Zip report an error", prefix, s->path, s->zip64 ? "ZIP64 end record" : "end record",
+                 (unsigned long long)s->count_recorded, s->n_committed, (unsigned long long)s->cd_size);
+        say(msg, ctx);
+    }
+    if (s->comment_cut) {
+        snprintf(msg, sizeof msg, "%s%s: central directory record %u's comment length runs %u byte%s past the "
+                 "directory, into the end records: mmzip cuts that comment at the directory's end (zipfile takes "
+                 "the end records' bytes for it); unzip and 7-Zip report an error", prefix, s->path,
+                 s->comment_cut_rec, s->comment_cut, s->comment_cut == 1 ? "" : "s");
+        say(msg, ctx);
+    }
+    for (uint32_t i = 0; i < s->n_committed; i++) {
+        mz_entry *e = &s->e[i];
+        char why[1024], q[700];
+        if (!mz_anomaly_why(s, e, why, sizeof why)) continue;
+        quoted(q, sizeof q, mz_name(s, e), e->name_len);
+        snprintf(msg, sizeof msg, "%s%s: entry '%.300s': %.700s; unzip, 7-Zip and libzip report an error", prefix, s->path,
+                 q, why);
+        say(msg, ctx);
+    }
+}
+
+static void interop_line(const char *msg, void *ctx) { note(ctx, msg); }
+
+int mmzip_warnings(mmzip_t *h, mmzip_report_fn report, void *ctx) {
+    if (!h || !report) return mz_fail(MMZIP_EINVAL, "mmzip_warnings: NULL argument");
+    mz_store *s = h->s;
+    pthread_rwlock_rdlock(&s->rw);
+    read_anomalies(s, "warning: ", report, ctx);
+    pthread_rwlock_unlock(&s->rw);
+    return MMZIP_OK;
+}
+
 /* What mmzip reads but some other reader refuses or reads differently. */
 static void check_interop(checker *c, mz_store *s) {
+    read_anomalies(s, "interop: ", interop_line, c);
     uint64_t end = s->locate_end ? s->locate_end : s->file_size;
     uint64_t records = end - s->trailer_len;
     if (!s->writable && end < s->file_size)

@@ -174,6 +174,8 @@ typedef struct mz_trailer {
     uint8_t *comment;      /* malloc'ed, or NULL */
     int zip64;
     uint16_t comment_declared; /* the end record's comment length (more than comment_len if it runs past EOF) */
+    int lenient;           /* the end record at the end of the file: its directory may be read as zipfile does
+                            * (central_dir.c), with each deviation noted; candidates scanned back are not */
 } mz_trailer;
 
 typedef struct mz_entry {
@@ -259,6 +261,9 @@ typedef struct mz_cd {
     uint32_t duplicates;   /* names that appear more than once (the last one wins) */
     uint32_t unnamed;      /* entries with an empty or NUL-holding name (MZ_MARK_NONAME) */
     int wrapped;           /* more records than the 16-bit count of plain end records says (it wrapped) */
+    uint64_t count_recorded; /* lenient: the end record's entry count, when it is not the records' number */
+    uint32_t comment_cut;  /* lenient: bytes by which the last record's comment ran past the directory */
+    uint32_t comment_cut_rec; /* and which record that was */
 } mz_cd;
 
 /*
@@ -435,6 +440,9 @@ typedef struct mz_store {
 
     /* What the last load found that mmzip reads but some other ZIP readers may not (for mmzip check). */
     int count_wrapped;             /* 16-bit entry count that wrapped */
+    int count_differs;             /* the end record's entry count is not the directory's (read by its size) */
+    uint64_t count_recorded;       /* that count */
+    uint32_t comment_cut, comment_cut_rec; /* the last record's comment ran this far past the directory */
     uint16_t comment_declared;     /* the end record's comment length, when it runs past the end of the file */
     uint64_t locate_end;           /* where the end records found at load end (< file_size: bytes follow) */
     uint64_t foreign_hold;         /* writer: nothing below this offset may be overwritten (a foreign tail
@@ -537,6 +545,9 @@ int mz_rollback_locked(mz_store *s);
 /* commit.c */
 int mz_ensure_room(mz_store *s, uint64_t end);
 int mz_commit_locked(mz_store *s, int force_compact);
+/* Why a committed entry is read other than its records say (a field zipfile also reads past), in one clause
+ * for messages; 1 if there is such a reason, 0 (why empty) if not. */
+int mz_anomaly_why(mz_store *s, const mz_entry *e, char *why, size_t len);
 int mz_write_empty(mz_store *s);
 int mz_publish(mz_store *s);
 /* Clears the signature of a superseded local header at the very start of the archive (see commit.c). */

@@ -60,9 +60,10 @@ int mz_resolve_data(mz_store *s, mz_entry *e) {
     if (nlen != e->name_len || memcmp(h + MZ_LFH_FIXED, mz_name(s, e), nlen) != 0)
         return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': the local header names a different entry", s->path,
                        ENAME(e));
-    if (method != e->method)
-        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': the local header says method %u, the directory %u",
-                       s->path, ENAME(e), method, e->method);
+    /* A local header whose method disagrees with the directory: zipfile goes by the directory, and so does
+     * mmzip, but never unchecked: a stored entry's first read checks its CRC-32 (decoding always does), so
+     * bytes that are not the entry's are refused rather than returned. mmzip check reports the field. */
+    if (method != e->method && e->method == 0) __atomic_fetch_or(&e->mark, MZ_MARK_VERIFY, __ATOMIC_RELEASE);
     __atomic_store_n(&e->data_off, data, __ATOMIC_RELEASE);
     return MMZIP_OK;
 }
@@ -154,11 +155,28 @@ const char *mz_unfinished_why(mz_store *s, mz_entry *e, char *buf, size_t len) {
     return buf;
 }
 
+int mz_anomaly_why(mz_store *s, const mz_entry *e, char *why, size_t len) {
+    why[0] = '\0';
+    if (e->cd_rec + MZ_CDH_FIXED > s->cd_len || e->lfh_off + MZ_LFH_FIXED > s->file_size) return 0;
+    const uint8_t *r = s->cd + e->cd_rec;
+    uint16_t lmethod = mz_get16(s->map.base + e->lfh_off + 8);
+    uint32_t rcsize = mz_get32(r + 20);
+    if (e->method == 0 && rcsize != 0xFFFFFFFFu && rcsize > e->csize)
+        snprintf(why, len, "its directory record gives a compressed size (%u) larger than its size (%llu) for a "
+                 "stored entry: the first %llu bytes are read, as zipfile does, and checked against the CRC-32",
+                 rcsize, (unsigned long long)e->usize, (unsigned long long)e->usize);
+    else if (lmethod != e->method)
+        snprintf(why, len, "its local header says compression method %u, its directory record %u: the "
+                 "directory's is used, as zipfile does, and the CRC-32 checked", lmethod, e->method);
+    return why[0] != '\0';
+}
+
 int mz_verify_crc(mz_store *s, mz_entry *e, const uint8_t *data, uint64_t len) {
     uint32_t c = mz_crc32(0, data, (size_t)len);
     if (c != e->crc) {
         char why[1024];
-        if (!mz_unfinished_why(s, e, why, sizeof why)[0] && (e->mark & MZ_MARK_VERIFY))
+        if (!mz_unfinished_why(s, e, why, sizeof why)[0] && (e->mark & MZ_MARK_VERIFY) &&
+            !mz_anomaly_why(s, e, why, sizeof why))
             snprintf(why, sizeof why, "it is the last entry and looks torn by an interrupted writer: run 'mmzip "
                      "recover'");
         return mz_fail(MMZIP_ECRC, "%s: entry '%.*s': CRC-32 mismatch (directory says %08x, data gives %08x)%s%s",
@@ -498,8 +516,11 @@ int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t l
     int direct = e->method == 0 && len >= MZ_PREAD_MIN && e->state == MZ_COMMITTED &&
                  !(e->gp_flags & (MZ_FLAG_ENCRYPTED | MZ_FLAG_STRONG_ENCRYPTION)) &&
                  !(__atomic_load_n(&e->mark, __ATOMIC_ACQUIRE) & (MZ_MARK_VERIFY | MZ_MARK_BAD));
+    int st_direct = direct ? mz_resolve_data(s, e) : MMZIP_OK;
+    /* Resolving may find a reason to check the CRC first (a local header that disagrees on the method). */
+    if (direct && !st_direct && (__atomic_load_n(&e->mark, __ATOMIC_ACQUIRE) & MZ_MARK_VERIFY)) direct = 0;
     if (direct) {
-        int st = mz_resolve_data(s, e);
+        int st = st_direct;
         uint64_t size = e->usize, at = e->data_off + offset, lfh_off = e->lfh_off;
         uint32_t crc = e->crc;
         int known_good = (__atomic_load_n(&e->mark, __ATOMIC_ACQUIRE) & MZ_MARK_CRC_OK) != 0;

@@ -156,6 +156,10 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     s->e = cd->entries;
     s->n = s->n_committed = s->cap = cd->count;
     s->count_wrapped = cd->wrapped;
+    s->count_differs = cd->count_recorded != cd->count;
+    s->count_recorded = cd->count_recorded;
+    s->comment_cut = cd->comment_cut;
+    s->comment_cut_rec = cd->comment_cut_rec;
     s->comment_declared = t->comment_declared > t->comment_len ? t->comment_declared : 0;
     s->locate_end = t->end;
     s->cd = cd->image;

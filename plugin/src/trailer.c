@@ -61,6 +61,7 @@ static int parse_candidate_ex(const mz_source *src, uint64_t p, int must_end_at_
     t->z64_pos = UINT64_MAX;
     t->comment_len = clen;
     t->comment_declared = declared;
+    t->lenient = must_end_at_eof;
     uint64_t records_start = p;
 
     uint8_t loc[MZ_Z64_LOC_FIXED];
