@@ -145,9 +145,9 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
                                  (unsigned long long)t->cd_size, (unsigned long long)past, past == 1 ? "" : "s", i,
                                  qn, (unsigned long long)past, past == 1 ? "" : "s", (unsigned long long)records);
                 else
-                    st = mz_fail(MMZIP_ECORRUPT, "%s: central directory record %u ('%s') runs %llu byte%s past the "
-                                 "directory's end and into the end records: its name, extra field and comment "
-                                 "lengths (%u, %u, %u) are too long for it", src->name, i, qn,
+                    st = mz_fail(MMZIP_ECORRUPT, "%s: central directory record %u ('%s') runs past the directory, by "
+                                 "%llu byte%s, into the end records: its name, extra field and comment lengths "
+                                 "(%u, %u, %u) are too long for it", src->name, i, qn,
                                  (unsigned long long)past, past == 1 ? "" : "s", nlen, xlen, clen);
                 goto fail;
             }

@@ -186,8 +186,8 @@ CASES = [
     (zip64_size_past_eof, "open", ECORRUPT, "b.txt", ["does not fit"]),
     (zip64_sentinel_without_field, "open", ECORRUPT, "b.txt", ["ZIP64"]),
     (malformed_extra_field, "open", ECORRUPT, "b.txt", ["extra field"]),
-    (count_too_high, "open", ECORRUPT, None, ["5 entries"]),
-    (count_too_low, "open", ECORRUPT, None, ["records", "announces take", "directory size"]),
+    # An entry count higher or lower than the directory holds, and a local header whose method disagrees with
+    # the directory, are read as zipfile reads them, with a warning: test_zipfile_tolerance.py.
     (counts_disagree, "open", ECORRUPT, None, ["end record", "entries on this disk (1)", "total entries (2)"]),
     (name_runs_past_directory, "open", ECORRUPT, None, ["runs past the directory"]),
     (dotdot_name, "open", ECORRUPT, "../../etc/cron.d/evil", ["unsafe name"]),
@@ -203,7 +203,6 @@ CASES = [
     (local_name_differs, "get", ECORRUPT, "m.txt", ["local header names a different entry"]),
     (first_local_header_differs, "open", ECORRUPT, "a.txt", ["local header"]),
     (last_local_header_differs, "hidden", ECORRUPT, "b.txt", ["local header"]),
-    (local_method_differs, "get", ECORRUPT, "m.txt", ["method 8"]),
     (stored_sizes_disagree, "open", ECORRUPT, "b.txt", ["compressed size"]),
     # mmzip cat and a whole-entry read check a stored entry's CRC too (zero-copy get only on request).
     (stored_crc_wrong, "get", ECRC, "a.txt", ["CRC-32 mismatch"]),
