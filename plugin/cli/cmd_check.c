@@ -4,10 +4,40 @@
 
 #include <string.h>
 
+#define N_READERS 4
+static const char *const reader_names[N_READERS] = {"zipfile", "unzip", "7-Zip", "libzip"};
+
 typedef struct {
     int quiet;
     unsigned errors, interop;
+    unsigned untagged;            /* interop: lines without a {objects: ...} tag: effect on readers unknown */
+    char objection[N_READERS][200]; /* per reader, the first objection: "refuses it (why)" or "warns (why)" */
 } tally;
+
+/* Reads the tag " {objects: R verb, R verb: why}" or " {objects: none}" that ends an interop line. */
+static void tally_objections(tally *t, const char *msg) {
+    const char *tag = strstr(msg, " {objects: ");
+    if (!tag) {
+        t->untagged++;
+        return;
+    }
+    tag += strlen(" {objects: ");
+    if (strncmp(tag, "none}", 5) == 0) return;
+    const char *colon = strstr(tag, ": ");
+    const char *why = colon ? colon + 2 : "";
+    size_t why_len = strcspn(why, "}");
+    for (const char *p = tag; p && (!colon || p < colon);) {
+        for (int i = 0; i < N_READERS; i++) {
+            size_t n = strlen(reader_names[i]);
+            if (strncmp(p, reader_names[i], n) != 0 || p[n] != ' ' || t->objection[i][0]) continue;
+            int warns = strncmp(p + n + 1, "warns", 5) == 0;
+            snprintf(t->objection[i], sizeof t->objection[i], "%s (%.*s)", warns ? "warns" : "refuses it",
+                     (int)(why_len < 150 ? why_len : 150), why);
+        }
+        p = strstr(p, ", ");
+        if (p) p += 2;
+    }
+}
 
 static void report(const char *msg, void *ctx) {
     tally *t = ctx;
@@ -15,7 +45,7 @@ static void report(const char *msg, void *ctx) {
         t->errors++;
         fprintf(stderr, "%s\n", msg);
     } else if (strncmp(msg, "interop: ", 9) == 0) {
-        t->interop++;
+        tally_objections(t, msg);
         if (!t->quiet) fprintf(stderr, "%s\n", msg);
     } else if (!t->quiet) {
         fprintf(stderr, "%s\n", msg);
@@ -23,7 +53,8 @@ static void report(const char *msg, void *ctx) {
 }
 
 static int run(int argc, char **argv) {
-    tally t = {0, 0, 0};
+    tally t;
+    memset(&t, 0, sizeof t);
     const char *archive = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) t.quiet = 1;
@@ -39,10 +70,25 @@ static int run(int argc, char **argv) {
     st = mmzip_check(h, report, &t);
     size_t n = mmzip_count(h);
     mmzip_close(h);
+    /* Who objects, by the tags of the interop: lines: "yes", or "no: 7-Zip warns (why); libzip refuses it
+     * (why)". An error: line, or a finding whose effect on them is unknown, sends the reader to the lines. */
+    char verdict[1200];
+    size_t o = 0;
+    for (int i = 0; i < N_READERS && !st; i++) {
+        if (!t.objection[i][0]) continue;
+        o += (size_t)snprintf(verdict + o, sizeof verdict - o, "%s%s %s", o ? "; " : "no: ", reader_names[i],
+                              t.objection[i]);
+        if (o >= sizeof verdict) o = sizeof verdict - 1;
+    }
+    if (st || t.untagged)
+        snprintf(verdict + o, sizeof verdict - o, "%s%s", o ? "; " : "no: ",
+                 st ? "see the error: lines (mmzip cannot read it all either)" : "see the interop: lines");
+    else if (!o)
+        snprintf(verdict, sizeof verdict, "yes");
+    t.interop = strcmp(verdict, "yes") != 0;
     if (!t.quiet) {
         printf("%s: valid for mmzip: %s\n", archive, st ? "no" : "yes");
-        printf("%s: valid for every ZIP reader: %s\n", archive,
-               st || t.interop ? "no (see the error: and interop: lines)" : "yes");
+        printf("%s: valid for every ZIP reader: %s\n", archive, verdict);
     }
     if (st) return cli_fail("check", st);
     if (!t.quiet)
@@ -67,8 +113,14 @@ const command cmd_check = {
     "            interrupted mmzip write, move the directory back, or keep a foreign anomaly and append\n"
     "            after it; 'recover: nothing to do' when it would change nothing. Every error: that\n"
     "            recovery fixes says so and has its recover: line.\n"
-    "Standard output then says whether the archive is valid for mmzip (no error:) and for every ZIP reader\n"
-    "(no error: and no interop:).\n"
+    "Each interop: line ends with the readers mmzip is tested against that object to it, and how:\n"
+    "  {objects: 7-Zip warns, libzip refuses it: WHY}, or {objects: none}.\n"
+    "Standard output then says whether the archive is valid for mmzip (no error:) and for every ZIP reader:\n"
+    "  valid for every ZIP reader: yes                 none of Python zipfile, Info-ZIP unzip, 7-Zip and libzip\n"
+    "                                                  objects (refuses it, or warns);\n"
+    "  valid for every ZIP reader: no: R1 refuses it (WHY); R2 warns (WHY)\n"
+    "                                                  the readers that do, each with its first reason;\n"
+    "  valid for every ZIP reader: no: see the error: lines (mmzip cannot read it all either)\n"
     "Exit status 0 if mmzip can read every entry, 1 if any error was found.\n\n"
     "  -q, --quiet  print only the error: lines\n",
     run};

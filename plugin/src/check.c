@@ -91,6 +91,42 @@ static void quoted(char *out, size_t outlen, const char *name, size_t len) {
     out[o < outlen ? o : outlen - 1] = '\0';
 }
 
+/* The readers mmzip is tested against (tests/interop/test_check_verdict.py), as bits. */
+enum { R_ZIPFILE = 1, R_UNZIP = 2, R_7ZIP = 4, R_LIBZIP = 8 };
+
+/* The tag that ends an interop line: which readers object to the finding and how, and why in a few words,
+ * as " {objects: unzip warns, libzip refuses: <why>}", or " {objects: none}" for a finding that none of them
+ * objects to (the CLI's verdict "valid for every ZIP reader" is made from these tags). */
+static void objects_tag(char *out, size_t len, unsigned refuse, unsigned warn, const char *why) {
+    static const char *names[] = {"zipfile", "unzip", "7-Zip", "libzip"};
+    size_t o = (size_t)snprintf(out, len, " {objects: ");
+    int any = 0;
+    for (int i = 0; i < 4 && o < len; i++) {
+        unsigned bit = 1u << i;
+        if (!((refuse | warn) & bit)) continue;
+        o += (size_t)snprintf(out + o, len - o, "%s%s %s", any ? ", " : "", names[i],
+                              refuse & bit ? "refuses it" : "warns");
+        any = 1;
+    }
+    if (o < len) snprintf(out + o, len - o, any ? ": %s}" : "none}", why ? why : "");
+}
+
+static void interop_by(checker *c, unsigned refuse, unsigned warn, const char *why, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void interop_by(checker *c, unsigned refuse, unsigned warn, const char *why, const char *fmt, ...) {
+    char msg[1800], tag[300];
+    int n = snprintf(msg, sizeof msg, "interop: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + n, sizeof msg - 300 - (size_t)n, fmt, ap);
+    va_end(ap);
+    objects_tag(tag, sizeof tag, refuse, warn, why);
+    size_t used = strlen(msg);
+    snprintf(msg + used, sizeof msg - used, "%s", tag);
+    note(c, msg);
+}
+
+/* A finding whose effect on the tested readers is not known: the verdict says only to see it. */
 static void interop(checker *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void interop(checker *c, const char *fmt, ...) {
     char msg[1400];
@@ -112,13 +148,15 @@ static void recover_line(const char *msg, void *ctx) {
 
 /* Fields of the records that are wrong, and that mmzip reads past as zipfile does (central_dir.c, read.c):
  * one message each, through say(prefix + message). Under the store's read lock. */
-static void read_anomalies(mz_store *s, const char *prefix, mmzip_report_fn say, void *ctx) {
-    char msg[1600];
+static void read_anomalies(mz_store *s, const char *prefix, mmzip_report_fn say, void *ctx, int tagged) {
+    char msg[1900], tag[300];
     if (s->count_differs) {
         snprintf(msg, sizeof msg, "%s%s: the %s's entry count (%llu) is not the number of records in the central "
                  "directory (%u, %llu bytes): mmzip reads the records its size holds, as zipfile does; unzip and "
                  "7-Zip report an error", prefix, s->path, s->zip64 ? "ZIP64 end record" : "end record",
                  (unsigned long long)s->count_recorded, s->n_committed, (unsigned long long)s->cd_size);
+        objects_tag(tag, sizeof tag, R_UNZIP | R_7ZIP | R_LIBZIP, 0, "the end record's entry count");
+        if (tagged) strncat(msg, tag, sizeof msg - strlen(msg) - 1);
         say(msg, ctx);
     }
     if (s->comment_cut) {
@@ -126,6 +164,8 @@ static void read_anomalies(mz_store *s, const char *prefix, mmzip_report_fn say,
                  "directory, into the end records: mmzip cuts that comment at the directory's end (zipfile takes "
                  "the end records' bytes for it); unzip and 7-Zip report an error", prefix, s->path,
                  s->comment_cut_rec, s->comment_cut, s->comment_cut == 1 ? "" : "s");
+        objects_tag(tag, sizeof tag, R_7ZIP | R_LIBZIP, R_UNZIP, "an entry's comment length");
+        if (tagged) strncat(msg, tag, sizeof msg - strlen(msg) - 1);
         say(msg, ctx);
     }
     for (uint32_t i = 0; i < s->n_committed; i++) {
@@ -133,8 +173,10 @@ static void read_anomalies(mz_store *s, const char *prefix, mmzip_report_fn say,
         char why[1024], q[700];
         if (!mz_anomaly_why(s, e, why, sizeof why)) continue;
         quoted(q, sizeof q, mz_name(s, e), e->name_len);
-        snprintf(msg, sizeof msg, "%s%s: entry '%.300s': %.700s; unzip, 7-Zip and libzip report an error", prefix, s->path,
-                 q, why);
+        snprintf(msg, sizeof msg, "%s%s: entry '%.300s': %.700s; unzip, 7-Zip and libzip report an error", prefix,
+                 s->path, q, why);
+        objects_tag(tag, sizeof tag, R_UNZIP | R_7ZIP | R_LIBZIP, 0, "a local header or size that disagrees");
+        if (tagged) strncat(msg, tag, sizeof msg - strlen(msg) - 1);
         say(msg, ctx);
     }
 }
@@ -145,37 +187,63 @@ int mmzip_warnings(mmzip_t *h, mmzip_report_fn report, void *ctx) {
     if (!h || !report) return mz_fail(MMZIP_EINVAL, "mmzip_warnings: NULL argument");
     mz_store *s = h->s;
     pthread_rwlock_rdlock(&s->rw);
-    read_anomalies(s, "warning: ", report, ctx);
+    read_anomalies(s, "warning: ", report, ctx, 0);
     pthread_rwlock_unlock(&s->rw);
     return MMZIP_OK;
 }
 
 /* What mmzip reads but some other reader refuses or reads differently. */
 static void check_interop(checker *c, mz_store *s) {
-    read_anomalies(s, "interop: ", interop_line, c);
+    read_anomalies(s, "interop: ", interop_line, c, 1);
+    /* Each finding is tagged with the readers that object to it (docs/format.md, "What other readers
+     * accept"), as observed on the archives of tests/interop/test_check_verdict.py. */
     uint64_t end = s->locate_end ? s->locate_end : s->file_size;
     uint64_t records = end - s->trailer_len;
     if (!s->writable && end < s->file_size)
-        interop(c, "%s: %llu bytes follow the end records (at %llu); 7-Zip warns of data after the payload, and "
-                "readers that expect the end record at the end of the file may not find it", s->path,
-                (unsigned long long)(s->file_size - end), (unsigned long long)end);
+        interop_by(c, R_LIBZIP, R_7ZIP, "bytes after the end records",
+                   "%s: %llu bytes follow the end records (at %llu); 7-Zip warns of data after the archive, libzip "
+                   "refuses it", s->path, (unsigned long long)(s->file_size - end), (unsigned long long)end);
     if (s->cd_pos + s->cd_size != records)
-        interop(c, "%s: the end records (at %llu) do not follow the central directory (%llu bytes at %llu): Python "
-                "zipfile takes the %llu bytes between them for data prepended to the archive and refuses it (\"Bad "
-                "offset for central directory\")", s->path, (unsigned long long)records,
-                (unsigned long long)s->cd_size, (unsigned long long)s->cd_pos,
-                (unsigned long long)(records - s->cd_pos - s->cd_size));
+        interop_by(c, R_ZIPFILE | R_UNZIP | R_7ZIP, 0, "bytes between the directory and the end records",
+                   "%s: the end records (at %llu) do not follow the central directory (%llu bytes at %llu): Python "
+                   "zipfile takes the %llu bytes between them for data prepended to the archive and refuses it "
+                   "(\"Bad magic number for central directory\"), unzip and 7-Zip refuse it too; libzip goes by "
+                   "the recorded offset", s->path, (unsigned long long)records, (unsigned long long)s->cd_size,
+                   (unsigned long long)s->cd_pos, (unsigned long long)(records - s->cd_pos - s->cd_size));
     /* The slack below the directory (protocol.md §3.1) is a hole that no reader looks at. */
     mz_recovery_plan plan;
     int slack_ours = s->slack_hole && mz_plan_recovery(s, &plan, NULL, NULL) == MMZIP_OK && plan.ours;
     if (s->cd_pos > s->data_end && s->n_committed && !slack_ours)
-        interop(c, "%s: %llu bytes no entry refers to lie between the last entry (ending at %llu) and the central "
-                "directory (removed entries, or an interrupted relocation): readers that go by the directory "
-                "ignore them, readers that scan local headers in order may not", s->path, (unsigned long long)(s->cd_pos - s->data_end), (unsigned long long)s->data_end);
+        interop_by(c, 0, 0, NULL, "%s: %llu bytes no entry refers to lie between the last entry (ending at %llu) and "
+                   "the central directory (removed entries, or an interrupted relocation): readers that go by the "
+                   "directory ignore them, readers that scan local headers in order may not", s->path,
+                   (unsigned long long)(s->cd_pos - s->data_end), (unsigned long long)s->data_end);
     if (s->prefix)
-        interop(c, "%s: %llu bytes precede the archive (a self-extractor stub, or bytes prepended after it was "
-                "written); the directory's offsets do not count them, which zipfile and unzip correct for and "
-                "some readers do not", s->path, (unsigned long long)s->prefix);
+        interop_by(c, R_LIBZIP | (s->zip64 ? R_7ZIP : 0), R_UNZIP, "bytes before the archive that its offsets "
+                   "do not count",
+                   "%s: %llu bytes precede the archive (a self-extractor stub, or bytes prepended after it was "
+                   "written); the directory's offsets do not count them: zipfile corrects for them, unzip too with "
+                   "a warning, libzip refuses the archive (or reads another one found in those bytes)%s", s->path,
+                   (unsigned long long)s->prefix, s->zip64 ? ", and 7-Zip refuses it behind ZIP64 end records" : "");
+    uint64_t first = UINT64_MAX;
+    for (uint32_t i = 0; i < s->n_committed; i++)
+        if (s->e[i].lfh_off < first) first = s->e[i].lfh_off;
+    if (s->n_committed && first > s->prefix)
+        interop_by(c, 0, R_7ZIP, "bytes before the first local header",
+                   "%s: %llu bytes before the first entry's local header (%s); the offsets count them, so zipfile, "
+                   "unzip and libzip read the archive, and 7-Zip warns \"The archive is open with offset\"", s->path,
+                   (unsigned long long)(first - s->prefix),
+                   first >= MZ_LFH_FIXED && s->map.base && mz_lfh_sig_or_cleared(s->map.base + s->prefix)
+                       ? "the dead local headers of entries replaced or removed since"
+                       : "a self-extractor stub whose offsets were adjusted, or other bytes");
+    if (s->n_committed == 0 && s->cd_pos > 0)
+        interop_by(c, R_UNZIP | R_7ZIP, 0, "an empty directory after other bytes",
+                   "%s: the archive has no entries, and its end record follows %llu bytes that are not an entry "
+                   "(entries removed): unzip and 7-Zip refuse it; zipfile and libzip read an empty archive",
+                   s->path, (unsigned long long)s->cd_pos);
+    else if (s->n_committed == 0)
+        interop_by(c, 0, R_UNZIP, "the archive is empty",
+                   "%s: the archive has no entries: unzip warns \"zipfile is empty\" (status 1)", s->path);
     if (s->count_wrapped)
         interop(c, "%s: %u entries, recorded in the end record's 16-bit count as %u (it wrapped: no ZIP64 end "
                 "records); mmzip, zipfile and unzip go by the directory's size, readers that trust the count see %u",
@@ -189,8 +257,8 @@ static void check_interop(checker *c, mz_store *s) {
         char q[1300];
         if (e->mark & MZ_MARK_NONAME) {
             quoted(q, sizeof q, mz_name(s, e), e->name_len);
-            interop(c, "%s: entry %u's name '%s' is %s: mmzip cannot look it up and does not list it (zipfile "
-                    "cuts a name at its NUL); it is kept", s->path, i, q,
+            interop_by(c, 0, 0, NULL, "%s: entry %u's name '%s' is %s: mmzip cannot look it up and does not list "
+                    "it (zipfile cuts a name at its NUL); it is kept", s->path, i, q,
                     e->name_len == 0 ? "empty" : "cut short by a NUL byte");
             continue;
         }
