@@ -193,7 +193,11 @@ def test_foreign_anomalies_are_kept():
                 p = mmzip("check", path, check=False)
                 for w in check_words:
                     assert w in p.stderr + p.stdout, "%s: mmzip check lacks %r:\n%s%s" % (what, w, p.stdout, p.stderr)
-                assert "valid for every ZIP reader: no" in p.stdout, (what, p.stdout)
+                # Every reader reads past bytes between the last entry and the directory (the offsets count
+                # them): that finding is noted, with no objecting reader (test_check_verdict.py).
+                gap_only = damage is gap_before_directory
+                assert ("valid for every ZIP reader: yes" if gap_only else "valid for every ZIP reader: no") \
+                    in p.stdout, (what, p.stdout)
                 mmzip_ok = not check_words[0] == "error:"
                 assert ("valid for mmzip: yes" in p.stdout) == mmzip_ok, (what, p.stdout)
                 check_equal(p.returncode, 0 if mmzip_ok else 1, "%s: exit status of mmzip check" % what)

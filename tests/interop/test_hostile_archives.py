@@ -260,7 +260,8 @@ def run_case(d, case, stage, code, entry, words):
         check_equal(mmzip_cli("cat", path, "a.txt").stdout, A.data.decode(), "%s: the other entry" % what)
         p = mmzip_cli("check", path)
         expect_message(p.stderr, path, entry, ["interop:"] + words, what + " (mmzip check)")
-        assert "valid for every ZIP reader: no" in p.stdout, p.stdout
+        # zipfile, unzip, 7-Zip and libzip all read the other entries (and this one): no reader objects.
+        assert "valid for every ZIP reader: yes" in p.stdout and "{objects: none}" in p.stderr, (p.stdout, p.stderr)
         with mmzip.Archive(path) as a:
             check_equal(bytes(a["a.txt"]), A.data, "%s: Archive reads the other entry" % what)
         # A writable open keeps the entry: zipfile still lists it after a put.
