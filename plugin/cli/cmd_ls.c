@@ -67,7 +67,10 @@ const command cmd_ls = {
     "an entry whose in-place edit was interrupted by a killed writer is listed with its last committed\n"
     "size and CRC (or, for an entry modified in place through a writable view, its stale CRC), and a\n"
     "warning on standard error names\n"
-    "it and says what 'mmzip recover ARCHIVE' will do.\n\n"
+    "it and says what 'mmzip recover ARCHIVE' will do. A field of the archive's records that is wrong\n"
+    "but read past as Python zipfile reads it (an entry count that is not the directory's, a local header\n"
+    "whose method disagrees, a stored entry recorded longer than its size, the last entry comment running\n"
+    "past the directory) gets a warning on standard error naming it.\n\n"
     "  -1, --names   print only the names, one per line\n"
     "  -h, --help    show this help\n",
     run};
