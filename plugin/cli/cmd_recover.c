@@ -54,7 +54,8 @@ const command cmd_recover = {
     "Only what mmzip's own protocol leaves behind is repaired, recognized by the records only mmzip writes;\n"
     "anything else (a wrong CRC-32 without a marker, a missing local header, bytes after another writer's\n"
     "end records, gaps around its directory) is kept byte for byte and said to be kept, so that every entry\n"
-    "other readers read is still there. If nothing had to be done, it prints\n"
+    "other readers read is still there; a foreign archive with bytes before it (a self-extractor's stub,\n"
+    "a ZIP in another archive's comment) is not rewritten either. If nothing had to be done, it prints\n"
     "  ARCHIVE: nothing to recover; the archive was not changed\n"
     "and the file is byte for byte as it was. Every writable open repairs the same way (silently);\n"
     "'mmzip check' shows what recover would do, as its 'recover:' lines.\n",
