@@ -165,7 +165,8 @@ int mz_anomaly_why(mz_store *s, const mz_entry *e, char *why, size_t len) {
         snprintf(why, len, "its directory record gives a compressed size (%u) larger than its size (%llu) for a "
                  "stored entry: the first %llu bytes are read, as zipfile does, and checked against the CRC-32",
                  rcsize, (unsigned long long)e->usize, (unsigned long long)e->usize);
-    else if (lmethod != e->method)
+    else if (lmethod != e->method && mz_lfh_sig_or_cleared(s->map.base + e->lfh_off) &&
+             mz_get16(s->map.base + e->lfh_off + 26) == e->name_len)
         snprintf(why, len, "its local header says compression method %u, its directory record %u: the "
                  "directory's is used, as zipfile does, and the CRC-32 checked", lmethod, e->method);
     return why[0] != '\0';
