@@ -229,9 +229,30 @@ static int settle_table(mz_store *s, uint8_t *img, uint64_t img_len) {
  */
 static int dead_start(mz_store *s, int dry);
 
+/* 1 if a local header mmzip wrote (it carries the 0xA11E alignment field) lies at pos, within [pos, limit). */
+static int mmzip_header_at(mz_store *s, uint64_t pos, uint64_t limit) {
+    if (pos + MZ_LFH_FIXED > limit) return 0;
+    const uint8_t *h = s->map.base + pos;
+    if (!mz_lfh_sig_or_cleared(h)) return 0;
+    uint16_t nlen = mz_get16(h + 26), xlen = mz_get16(h + 28);
+    if (pos + MZ_LFH_FIXED + nlen + xlen > limit) return 0;
+    const uint8_t *x = h + MZ_LFH_FIXED + nlen;
+    for (uint32_t k = 0; k + 4 <= xlen;) {
+        uint16_t id = mz_get16(x + k), len = mz_get16(x + k + 2);
+        if (id == MZ_EXTRA_ALIGN) return 1;
+        k += 4u + len;
+    }
+    return 0;
+}
+
 int mz_neutralize_dead_start(mz_store *s) { return dead_start(s, 0); }
 
-int mz_dead_start_pending(mz_store *s) { return dead_start(s, 2) == 2 && dead_start(s, 1) == 1; }
+int mz_dead_start_pending(mz_store *s) {
+    uint64_t first_live = s->cd_pos, start = s->neutralized_to > s->prefix ? s->neutralized_to : s->prefix;
+    for (uint32_t i = 0; i < s->n; i++)
+        if (s->e[i].lfh_off < first_live) first_live = s->e[i].lfh_off;
+    return (dead_start(s, 2) == 2 || mmzip_header_at(s, start, first_live)) && dead_start(s, 1) == 1;
+}
 
 /* Walks the dead local headers before the first live entry, clearing their signatures (dry 1: returns 1 at the
  * first one that still has it, writing nothing; dry 2: returns 2 if they chain up to the first live entry). */
@@ -240,10 +261,11 @@ static int dead_start(mz_store *s, int dry) {
     for (uint32_t i = 0; i < s->n; i++)
         if (s->e[i].lfh_off < first_live) first_live = s->e[i].lfh_off;
     uint64_t start = s->neutralized_to > s->prefix ? s->neutralized_to : s->prefix;
-    /* Dead entries are a chain of local headers and data from the start up to the first live entry. Bytes
-     * before an archive whose offsets were made absolute (a self-extractor's stub, another archive: its local
-     * headers are followed by its own directory) are no such chain: they are foreign, and kept. */
-    if (!dry && dead_start(s, 2) != 2) return MMZIP_OK;
+    /* Dead entries are a chain of local headers and data from the start up to the first live entry (or, with
+     * room kept after one of them, start with a header mmzip wrote). Bytes before an archive whose offsets
+     * were made absolute (a self-extractor's stub, another archive: its local headers are followed by its own
+     * directory) are no such chain: they are foreign, and kept. */
+    if (!dry && dead_start(s, 2) != 2 && !mmzip_header_at(s, start, first_live)) return MMZIP_OK;
     uint64_t pos = start;
     while (pos + MZ_LFH_FIXED <= first_live) {
         const uint8_t *h = s->map.base + pos;
