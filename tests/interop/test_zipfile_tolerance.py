@@ -10,6 +10,7 @@ method disagrees with the directory (either way, first entry, middle entry, last
 counts higher, lower, zero, wrapped without matching modulo 65,536 (test_foreign_anomalies.py, 70,000
 entries); the last record's comment running past the directory."""
 import asan_preload  # noqa: F401  (first: under the sanitizer build it re-executes this script)
+import ctypes
 import hashlib
 import os
 import struct
@@ -17,7 +18,7 @@ import zipfile
 import zlib
 
 import mmzip
-from mmzip_testlib import MMZIP, TempDir, check_equal, main, mmzip as mmzip_cli, run
+from mmzip_testlib import LIBDIR, MMZIP, TempDir, check_equal, main, mmzip as mmzip_cli, run
 import zipbytes as zb
 from test_hostile_archives import count_too_high, count_too_low, local_method_differs
 
@@ -112,6 +113,22 @@ REFUSED = [
 ]
 
 
+def library_warnings(path):
+    """The messages of mmzip_warnings() on a read-only handle (the C API, through ctypes)."""
+    L = ctypes.CDLL(os.path.join(LIBDIR, "libmmzip.so") if LIBDIR else "libmmzip.so")
+    L.mmzip_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+    L.mmzip_close.argtypes = [ctypes.c_void_p]
+    fn_t = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p)
+    L.mmzip_warnings.argtypes = [ctypes.c_void_p, fn_t, ctypes.c_void_p]
+    got = []
+    cb = fn_t(lambda msg, ctx: got.append(msg.decode()))
+    h = ctypes.c_void_p()
+    check_equal(L.mmzip_open(path.encode(), b"r", None, ctypes.byref(h)), 0, "mmzip_open(%s)" % path)
+    check_equal(L.mmzip_warnings(h, cb, None), 0, "mmzip_warnings")
+    L.mmzip_close(h)
+    return got
+
+
 def zipfile_reads(path):
     """{name: bytes or None (zipfile refuses it)}, in directory order."""
     out = {}
@@ -140,6 +157,10 @@ def readable(d, case, words, refused):
     check_equal(sorted(p.stdout.split()), sorted(want), "%s: mmzip ls against zipfile's names" % what)
     for w in ["warning:", path] + words:
         assert w in p.stderr, "%s: ls warning lacks %r:\n%s" % (what, w, p.stderr)
+    lw = library_warnings(path)
+    assert lw and all(m.startswith("warning: ") for m in lw), (what, lw)
+    for w in [path] + words:
+        assert any(w in m for m in lw), "%s: mmzip_warnings lacks %r: %r" % (what, w, lw)
     for name, data in want.items():
         c = run([MMZIP, "cat", path, name], check=False, input=b"")
         if data is None:
@@ -200,5 +221,16 @@ def test_refused_naming_the_field():
             print("   ", p.stderr.strip())
 
 
+def test_no_warning_on_consistent_archives():
+    with TempDir() as d:
+        path = os.path.join(d, "clean.zip")
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("a.txt", P)
+            z.writestr("b.txt", P, compress_type=zipfile.ZIP_DEFLATED)
+        check_equal(library_warnings(path), [], "mmzip_warnings on a consistent archive")
+        p = mmzip_cli("ls", path)
+        check_equal(p.stderr, "", "mmzip ls stderr on a consistent archive")
+
+
 if __name__ == "__main__":
-    main([test_read_what_zipfile_reads, test_refused_naming_the_field])
+    main([test_read_what_zipfile_reads, test_refused_naming_the_field, test_no_warning_on_consistent_archives])
