@@ -164,8 +164,13 @@ int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {
     mz_store *s = h->s;
     checker c = {report, ctx, 0, 0, 0};
     pthread_rwlock_rdlock(&s->rw);
+    uint64_t total = 0, done = 0;
+    if (h->progress)
+        for (uint32_t i = 0; i < s->n_committed; i++) total += s->e[i].csize;
     for (uint32_t i = 0; i < s->n_committed; i++) {
         mz_entry *e = &s->e[i];
+        done += e->csize;
+        if (h->progress) h->progress(done, total, h->progress_ctx);
         if (e->mark & MZ_MARK_SHADOWED) continue; /* the writer's replaced entries: not in the next directory */
         if (mz_resolve_data(s, e) != MMZIP_OK) {
             problem(&c, MMZIP_ECORRUPT);
