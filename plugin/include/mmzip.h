@@ -134,6 +134,14 @@ typedef enum mmzip_commit_policy {
     MMZIP_COMMIT_MANUAL = 2     /* only mmzip_commit() and mmzip_close() commit */
 } mmzip_commit_policy;
 
+/*
+ * Progress of a long operation: called now and then by the puts of 64 MiB or more and by mmzip_check of a
+ * handle opened with it, and by mmzip_pack, with done out of total units of work (done grows and reaches
+ * total at the end; only the ratio means something). For progress bars (`mmzip put`, `check`, `pack` on a
+ * terminal). It must not call into the store.
+ */
+typedef void (*mmzip_progress_fn)(uint64_t done, uint64_t total, void *ctx);
+
 typedef struct mmzip_options {
     uint64_t max_file_size;        /* writable opens reserve this much address space; 0 = 1 TiB */
     uint32_t alignment;            /* data alignment of new entries, power of two, 1..32768 and at most the
@@ -148,15 +156,10 @@ typedef struct mmzip_options {
                                     * 0 = automatic: $MMZIP_COPY_THREADS if set, else the CPUs the process
                                     * may run on, at most 4 (see mmzip_read) */
     uint32_t reserved32_;          /* zero */
-    /* Called now and then during long operations of handles opened with these options (puts of 64 MiB or
-     * more, mmzip_check) and during mmzip_pack, with done out of total units of work (done grows, and
-     * reaches total at the end; only the ratio means something). NULL for none. It must not call into the
-     * store. */
-    void (*progress)(uint64_t done, uint64_t total, void *ctx);
-    void *progress_ctx;
+    mmzip_progress_fn progress;    /* NULL, or called during long operations: see mmzip_progress_fn */
+    void *progress_ctx;            /* passed to progress */
     uint64_t reserved_[1];         /* zero */
 } mmzip_options;
-typedef void (*mmzip_progress_fn)(uint64_t done, uint64_t total, void *ctx);
 
 /* Fills *opts with the defaults described above. */
 MMZIP_API void mmzip_options_init(mmzip_options *opts);
