@@ -56,8 +56,11 @@ static void put_ut(uint8_t *x, uint32_t mtime) {
     mz_put32(x + 5, mtime);
 }
 
+/* DOS times have 2-second steps: an odd second is rounded up, as Info-ZIP's zip does, so that the same file
+ * gets the same fields from both (zipfile truncates instead). */
 static void dos_fields(mz_stamp *st, time_t t, int utc) {
     struct tm tm;
+    t = (t + 1) & ~(time_t)1;
     if (!(utc ? gmtime_r(&t, &tm) : localtime_r(&t, &tm)) || tm.tm_year < 80) {
         st->dos_time = 0;
         st->dos_date = 0x0021; /* 1980-01-01, the earliest DOS date */

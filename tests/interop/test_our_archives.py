@@ -65,8 +65,9 @@ EXTRA_UT = 0x5455
 
 
 def dos_stamp(t):
-    """The DOS (time, date) fields of Unix time t, in local time, as zip and mmzip write them."""
-    tm = time.localtime(t)
+    """The DOS (time, date) fields of Unix time t, in local time, as zip and mmzip write them (an odd second
+    rounded up)."""
+    tm = time.localtime((t + 1) & ~1)
     return ((tm.tm_hour << 11) | (tm.tm_min << 5) | (tm.tm_sec // 2),
             ((tm.tm_year - 1980) << 9) | (tm.tm_mon << 5) | tm.tm_mday)
 
