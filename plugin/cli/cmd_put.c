@@ -205,7 +205,8 @@ static void free_list(file_list *l) {
     free(l->f);
 }
 
-static int put_dir(mmzip_t *h, const char *dir, const char *prefix, file_list *l, uint32_t align) {
+static int put_dir(mmzip_t *h, const char *dir, const char *prefix, file_list *l, uint32_t align,
+                   const struct stat *archive) {
     /* A prefix names a folder: "lung" puts "lung/.zattrs", not "lung.zattrs". */
     size_t plen = prefix ? strlen(prefix) : 0;
     const char *sep = plen && prefix[plen - 1] != '/' ? "/" : "";
@@ -217,6 +218,11 @@ static int put_dir(mmzip_t *h, const char *dir, const char *prefix, file_list *l
     for (size_t i = 0; i < l->n; i++) prog.bytes_total += (unsigned long long)l->f[i].st.st_size;
     for (size_t i = 0; i < l->n && code == EXIT_OK; i++) {
         char full[8192], key[8192];
+        /* The archive itself, inside the tree: its bytes change while it is read (zip skips it too). */
+        if (archive && l->f[i].st.st_dev == archive->st_dev && l->f[i].st.st_ino == archive->st_ino) {
+            fprintf(stderr, "mmzip put: %s/%s: skipped (it is the archive)\n", dir, l->f[i].rel);
+            continue;
+        }
         if (snprintf(full, sizeof full, "%s/%s", dir, l->f[i].rel) >= (int)sizeof full ||
             snprintf(key, sizeof key, "%s%s%s", plen ? prefix : "", sep, l->f[i].rel) >= (int)sizeof key) {
             fprintf(stderr, "mmzip put: path too long: %s\n", l->f[i].rel);
@@ -334,7 +340,8 @@ static int run(int argc, char **argv) {
     cli_progress_start();
     int code;
     if (dir) {
-        code = put_dir(h, dir, npos > 1 ? pos[1] : NULL, &l, align);
+        struct stat self;
+        code = put_dir(h, dir, npos > 1 ? pos[1] : NULL, &l, align, stat(pos[0], &self) == 0 ? &self : NULL);
     } else if (fd > 0 && S_ISREG(in.st_mode)) {
         char *buf = NULL;
         size_t cap = 0;

@@ -82,6 +82,19 @@ def test_prefix_is_a_folder():
         check_equal(names(a), ["a/b/.zattrs", "a/b/umis/.zarray"], "names under a two-level prefix")
 
 
+def test_archive_inside_the_tree():
+    """The archive, when it lies in the tree it is given, is not put into itself (its bytes change meanwhile)."""
+    with TempDir() as d:
+        write(os.path.join(d, "s", "x"), b"x")
+        a = os.path.join(d, "a.zip")
+        mmzip("put", a, "--dir", d)  # a.zip does not exist yet when the tree is listed
+        check_equal(names(a), ["s/x"], "names after the first put of the tree")
+        p = mmzip("put", a, "--dir", d, "again")
+        assert "a.zip: skipped (it is the archive)" in p.stderr, p.stderr
+        check_equal(names(a), ["again/s/x", "s/x"], "names after the second put of the tree")
+        zip_tools_ok(a)
+
+
 def test_identical_content_writes_nothing():
     with TempDir() as d:
         a = os.path.join(d, "a.zip")
@@ -265,5 +278,5 @@ def test_source_date_epoch():
 
 
 if __name__ == "__main__":
-    main([test_prefix_is_a_folder, test_identical_content_writes_nothing, test_no_input_is_a_usage_error,
+    main([test_prefix_is_a_folder, test_archive_inside_the_tree, test_identical_content_writes_nothing, test_no_input_is_a_usage_error,
           test_progress_on_a_terminal_only, test_times_and_modes_like_zip, test_source_date_epoch])
