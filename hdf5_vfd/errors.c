@@ -40,3 +40,11 @@ int h5mz_fail_core(int code, const char *fmt, ...) {
 }
 
 const char *h5mz_last_error(void) { return last_message; }
+
+static _Thread_local char open_failure[sizeof last_message];
+
+void h5mz_note_open_failure(void) { memcpy(open_failure, last_message, sizeof open_failure); }
+
+const char *h5mz_open_failure(void) { return open_failure; }
+
+void h5mz_clear_open_failure(void) { open_failure[0] = '\0'; }

@@ -263,7 +263,8 @@ static H5FD_t *vfd_open(const char *name, unsigned flags, hid_t fapl, haddr_t ma
     int existing = !(flags & (H5F_ACC_CREAT | H5F_ACC_TRUNC | H5F_ACC_EXCL));
     char *in_archive = existing ? referred_member(fa, name) : NULL;
     if (in_archive) name = in_archive;
-    int st = f ? h5mz_target_parse(name, fa ? (fa->from_file ? NULL : fa->member) : config_member, &target)
+    int st = f ? h5mz_target_parse(name, fa ? (fa->from_file ? NULL : fa->member) : config_member, !existing,
+                                     &target)
                : h5mz_fail(MMZIP_ENOMEM, "mmzip driver: out of memory opening '%s'", name);
     free(config_member);
     if (st == MMZIP_OK) {
@@ -273,6 +274,7 @@ static H5FD_t *vfd_open(const char *name, unsigned flags, hid_t fapl, haddr_t ma
     }
     free(in_archive);
     if (st) {
+        h5mz_note_open_failure();
         push_error(__func__, st, H5E_CANTOPENFILE);
         free(f);
         return NULL;

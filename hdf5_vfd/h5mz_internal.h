@@ -36,6 +36,12 @@ H5MZ_HIDDEN int h5mz_fail(int code, const char *fmt, ...) __attribute__((format(
 H5MZ_HIDDEN int h5mz_fail_core(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The calling thread's last message ("" if none). */
 H5MZ_HIDDEN const char *h5mz_last_error(void);
+/* The message of the calling thread's last failed open of a file by the driver (vfd_open), kept apart from
+ * the last message, which later failures that are handled may replace; h5mz_clear_open_failure() forgets it
+ * before an open, so that what is there after it is that open's. */
+H5MZ_HIDDEN void h5mz_note_open_failure(void);
+H5MZ_HIDDEN const char *h5mz_open_failure(void);
+H5MZ_HIDDEN void h5mz_clear_open_failure(void);
 
 /* ---------------------------------------------------------------------------------------------------- */
 /* member_locator.c                                                                                       */
@@ -50,11 +56,13 @@ typedef struct h5mz_target {
 } h5mz_target;
 
 /*
- * Splits name ("a.zip" or "a.zip#/dir/x.h5") and reconciles it with member_hint (from the FAPL; NULL or ""
- * if none). A leading '/' of either member spelling is dropped. Fails with MMZIP_EINVAL if both name a
- * member and they differ, or the archive part is empty.
+ * Splits name ("a.zip" or "a.zip#/dir/x.h5") by mmzip_split_name's rule (MMZIP_NAME_CREATE if creating:
+ * the file or member is to be created) and reconciles it with member_hint (from the FAPL; NULL or "" if
+ * none). A leading '/' of either member spelling is dropped. Fails with mmzip_split_name's status for a
+ * name that is ambiguous (MMZIP_EINVAL, both readings in the message) or means nothing (MMZIP_ENOENT), and
+ * with MMZIP_EINVAL if both spellings name a member and they differ.
  */
-H5MZ_HIDDEN int h5mz_target_parse(const char *name, const char *member_hint, h5mz_target *out);
+H5MZ_HIDDEN int h5mz_target_parse(const char *name, const char *member_hint, int creating, h5mz_target *out);
 H5MZ_HIDDEN void h5mz_target_free(h5mz_target *t);
 
 /* 1 if name looks like a path into an archive: it contains ".zip#/" or ends in ".zip" (ASCII case-blind). */

@@ -1,9 +1,10 @@
 /*
  * member_locator.c - which member of which archive a file name means.
  *
- * Names follow the "archive.zip#/path/in/archive.h5" convention. An archive may itself have '#' in its
- * path, so the separator is the first "#/" whose left side is an existing file; for a name that does not
- * exist yet (an archive about to be created) it is simply the first "#/".
+ * Names follow the "archive.zip#/path/in/archive.h5" convention. '#' and "#/" are legal in file names too,
+ * so which file such a name means is the core's rule (mmzip_split_name, mmzip.h), the same for every route:
+ * a name that exists as written is that file, "A#/M" is a member only when A is an archive, and a name that
+ * fits both readings is refused.
  *
  * An archive named alone opens its only HDF5 member. HDF5 recognises a file by its signature at offset 0,
  * 512, 1024, 2048, ... (a user block may come first), so the same rule picks the members that HDF5 would
@@ -24,30 +25,14 @@ static const char *skip_slashes(const char *s) {
     return s;
 }
 
-static int is_existing_file(const char *path, size_t len) {
-    char *p = strndup(path, len);
-    if (!p) return 0;
-    struct stat st;
-    int ok = stat(p, &st) == 0 && !S_ISDIR(st.st_mode);
-    free(p);
-    return ok;
-}
-
-/* The "#/" that separates archive from member, or NULL. */
-static const char *find_separator(const char *name) {
-    const char *first = strstr(name, "#/");
-    for (const char *p = first; p; p = strstr(p + 1, "#/"))
-        if (is_existing_file(name, (size_t)(p - name))) return p;
-    return first;
-}
-
-int h5mz_target_parse(const char *name, const char *member_hint, h5mz_target *out) {
+int h5mz_target_parse(const char *name, const char *member_hint, int creating, h5mz_target *out) {
     memset(out, 0, sizeof *out);
     if (!name || !*name) return h5mz_fail(MMZIP_EINVAL, "mmzip driver: empty file name");
-    const char *sep = find_separator(name);
-    size_t archive_len = sep ? (size_t)(sep - name) : strlen(name);
-    if (archive_len == 0)
-        return h5mz_fail(MMZIP_EINVAL, "mmzip driver: '%s' names a member but no archive before '#/'", name);
+    size_t archive_len;
+    unsigned how = creating ? MMZIP_NAME_CREATE | MMZIP_NAME_CREATE_ARCHIVE : 0;
+    int st = mmzip_split_name(name, how, &archive_len);
+    if (st) return h5mz_fail_core(st, "mmzip driver");
+    const char *sep = archive_len < strlen(name) ? name + archive_len : NULL;
     const char *from_name = sep ? skip_slashes(sep + 2) : NULL;
     const char *from_hint = member_hint ? skip_slashes(member_hint) : NULL;
     if (from_name && !*from_name) from_name = NULL;
@@ -174,13 +159,20 @@ int h5mz_find_only_hdf5_member(mmzip_t *archive, const char *archive_path, char 
         st = h5mz_fail(MMZIP_ENOTFOUND, "%s: the archive holds no HDF5 member (no stored member, nor deflated "
                        "member named *.h5/*.nc/..., starts with the HDF5 signature)", archive_path);
     } else if (found.count > 1) {
-        char list[512] = "";
-        size_t used = 0;
-        for (size_t i = 0; i < found.count && used < sizeof list; i++) {
-            int w = snprintf(list + used, sizeof list - used, "%s'%s'", i ? ", " : "", found.names[i]);
-            if (w < 0) break;
+        /* The first names, whole (a name cut in the middle would be a wrong name), and how many more. */
+        char list[640] = "";
+        size_t used = 0, shown = 0;
+        for (; shown < found.count && shown < 8; shown++) {
+            size_t room = sizeof list - used;
+            int w = snprintf(list + used, room, "%s'%s'", shown ? ", " : "", found.names[shown]);
+            if (w < 0 || (size_t)w >= room - 24) {
+                list[used] = '\0';
+                break;
+            }
             used += (size_t)w;
         }
+        if (shown < found.count)
+            snprintf(list + used, sizeof list - used, "%sand %zu more", shown ? ", " : "", found.count - shown);
         st = h5mz_fail(MMZIP_EINVAL, "%s: the archive holds %zu HDF5 members (%s); name one, as in '%s#/%s'",
                        archive_path, found.count, list, archive_path, found.names[0]);
     } else {

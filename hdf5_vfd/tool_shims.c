@@ -33,6 +33,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <hdf5.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,14 +66,41 @@ static void *next_definition(const char *symbol) {
 /* ---------------------------------------------------------------------------------------------------- */
 /* Which names go to the driver                                                                           */
 
+/* HDF5's tools (h5ls, h5dump) turn HDF5's error printing off and say only "unable to open file", which
+ * hides what the driver knows: which archive, which members it holds, how to name one. So the driver's
+ * message of a failed open goes to stderr, once per process and message (h5dump and h5ls try the open again
+ * with every driver they know), unless HDF5 prints its error stack itself (it holds the message then). */
+static void report_once(const char *message) {
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static char last[2048];
+    if (!message || !*message) return;
+    pthread_mutex_lock(&mu);
+    if (strncmp(last, message, sizeof last - 1) != 0) {
+        snprintf(last, sizeof last, "%s", message);
+        fprintf(stderr, "libmmzip_h5fd: %s\n", message);
+        fflush(stderr);
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+static int hdf5_prints_errors(void) {
+    H5E_auto2_t func = NULL;
+    void *data = NULL;
+    return H5Eget_auto2(H5E_DEFAULT, &func, &data) >= 0 && func != NULL;
+}
+
 /* Opens the archive's only HDF5 member (named or not); on success *data and *size are its bytes and the caller
  * releases *archive. */
 static int open_member_bytes(const char *name, h5mz_archive **archive, const void **data, uint64_t *size) {
     h5mz_target t;
-    int st = h5mz_target_parse(name, NULL, &t);
+    int st = h5mz_target_parse(name, NULL, 0, &t);
     if (st) return st;
     st = h5mz_archive_acquire(t.archive, 0, archive);
-    if (st == MMZIP_OK && !t.member) st = h5mz_find_only_hdf5_member(h5mz_archive_handle(*archive), t.archive, &t.member);
+    if (st == MMZIP_OK && !t.member) {
+        st = h5mz_find_only_hdf5_member(h5mz_archive_handle(*archive), t.archive, &t.member);
+        /* Several HDF5 members: netCDF-C would go on to say "Unknown file format" of the ZIP itself. */
+        if (st == MMZIP_EINVAL) report_once(h5mz_last_error());
+    }
     if (st == MMZIP_OK) {
         st = mmzip_get(h5mz_archive_handle(*archive), t.member, data, size);
         if (st) st = h5mz_fail_core(st, "%s: member '%s'", t.archive, t.member);
@@ -127,8 +155,13 @@ __attribute__((visibility("default"))) hid_t H5Fopen(const char *name, unsigned 
     if (!diverts(name, fapl, 0)) return next(name, flags, fapl);
     hid_t own = mmzip_access_like(fapl);
     if (own < 0) return own;
+    h5mz_clear_open_failure();
     hid_t file = next(name, flags, own);
+    /* The calls below would clear HDF5's error stack, which the caller (h5py) reads to say why. */
+    hid_t stack = file < 0 ? H5Eget_current_stack() : H5I_INVALID_HID;
+    if (file < 0 && !hdf5_prints_errors()) report_once(h5mz_open_failure());
     H5Pclose(own);
+    if (stack >= 0) H5Eset_current_stack(stack);
     return file;
 }
 
@@ -138,8 +171,12 @@ __attribute__((visibility("default"))) hid_t H5Fcreate(const char *name, unsigne
     if (!diverts(name, fapl, 1)) return next(name, flags, fcpl, fapl);
     hid_t own = mmzip_access_like(fapl);
     if (own < 0) return own;
+    h5mz_clear_open_failure();
     hid_t file = next(name, flags, fcpl, own);
+    hid_t stack = file < 0 ? H5Eget_current_stack() : H5I_INVALID_HID;
+    if (file < 0 && !hdf5_prints_errors()) report_once(h5mz_open_failure());
     H5Pclose(own);
+    if (stack >= 0) H5Eset_current_stack(stack);
     return file;
 }
 

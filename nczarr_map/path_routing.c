@@ -43,6 +43,19 @@ static int holds_zarr(const char *path) {
     return found;
 }
 
+/* 1 if path[0, n) ends in ".zip", any case. */
+static int has_zip_suffix(const char *path, size_t n) { return n >= 4 && strncasecmp(path + n - 4, ".zip", 4) == 0; }
+
+/* 1 if some reading of the bare name could be a zip archive: it ends in ".zip", has ".zip" before a '#'
+ * ("x.zip#mode=...") or before a "#/" (an archive's member or group). */
+static int names_zip_somewhere(const char *path) {
+    size_t len = strlen(path);
+    if (has_zip_suffix(path, len)) return 1;
+    for (const char *p = strchr(path, '#'); p; p = strchr(p + 1, '#'))
+        if (has_zip_suffix(path, (size_t)(p - path))) return 1;
+    return 0;
+}
+
 /* "x.zip#/group": the sub-dataset's URL, NULL to pass it on (an HDF5 member), or a refusal. */
 static char *route_subdataset(const char *archive, const char *target, mzn_route_kind kind, int *refusal) {
     char *group = mzn_subdataset_normalize(target);
@@ -141,25 +154,46 @@ char *mzn_route_path(const char *path, mzn_route_kind kind, int *refusal) {
         mzn_url_clear(&u);
         return url;
     }
-    /* "#/" after ".zip": a sub-dataset or a member (an archive's own path may contain '#'). */
-    const char *hash = strstr(path, ".zip#/");
-    if (!hash) hash = strstr(path, ".ZIP#/");
-    hash = hash ? hash + 4 : strchr(path, '#');
-    if (hash) return mzn_url_names_zip(path) ? route_bare_with_fragment(path, hash, kind, refusal) : NULL;
-    if (!mzn_url_names_zip(path)) return NULL;
+    /* A bare name: which file it means is the core's rule for "archive#/member" (mmzip_split_name): a name
+     * that exists as written is that file, "a.zip#/g" is a sub-dataset or member only when a.zip is the
+     * archive, and a name that fits both is refused rather than guessed. Names this plugin could not serve
+     * under either reading (no ".zip" before a "#/" or at the end) are netCDF-C's. */
+    if (!names_zip_somewhere(path)) return NULL;
+    /* "x.zip#mode=...": a mode fragment on a name that is not itself a file, after the archive's name,
+     * which may hold '#' and "#/" too ("we#ird.zip#mode=nczarr,zip", "d#/x.zip#mode=nczarr,zip"). */
+    if (access(path, F_OK) != 0)
+        for (const char *hash = strchr(path, '#'); hash; hash = strchr(hash + 1, '#'))
+            if (hash[1] != '/' && has_zip_suffix(path, (size_t)(hash - path)) && strstr(hash + 1, "mode="))
+                return route_bare_with_fragment(path, hash, kind, refusal);
+    size_t cut;
+    unsigned how = kind == MZN_ROUTE_CREATE ? MMZIP_NAME_CREATE | MMZIP_NAME_CREATE_ARCHIVE : 0;
+    int st = mmzip_split_name(path, how, &cut);
+    if (st == MMZIP_EINVAL || (st == MMZIP_ENOENT && strstr(path, "#/"))) {
+        mzn_diag("%s", mmzip_last_error());
+        *refusal = st == MMZIP_EINVAL ? NC_EINVAL : ENOENT;
+        return NULL;
+    }
+    if (st != MMZIP_OK) return NULL;
+    size_t len = strlen(path);
+    if (cut < len) {
+        if (!has_zip_suffix(path, cut)) return NULL; /* an archive not named .zip: only the HDF5 driver's */
+        char *archive = strndup(path, cut);
+        char *url = archive ? route_subdataset(archive, path + cut + 2, kind, refusal) : NULL;
+        free(archive);
+        return url;
+    }
+    if (!has_zip_suffix(path, len)) return NULL;
     if (kind == MZN_ROUTE_OPEN && !holds_zarr(path)) return NULL;
     return mzn_url_for_path(path, ZIP_FRAGMENT);
 }
 
 char *mzn_route_zarr_group_archive(const char *path) {
-    if (!path || mzn_url_has_scheme(path)) return NULL;
-    /* The last ".zip#/": an archive's own path may contain '#', a group path cannot contain ".zip#/". */
-    const char *hash = NULL;
-    for (const char *p = path; (p = strchr(p, '#')) != NULL; p++)
-        if (p[1] == '/' && p - path >= 4 && strncasecmp(p - 4, ".zip", 4) == 0) hash = p;
-    if (!hash) return NULL;
-    char *archive = strndup(path, (size_t)(hash - path));
-    char *group = archive ? mzn_subdataset_normalize(hash + 2) : NULL;
+    if (!path || mzn_url_has_scheme(path) || !names_zip_somewhere(path)) return NULL;
+    size_t cut;
+    if (mmzip_split_name(path, 0, &cut) != MMZIP_OK || cut == strlen(path) || !has_zip_suffix(path, cut))
+        return NULL;
+    char *archive = strndup(path, cut);
+    char *group = archive ? mzn_subdataset_normalize(path + cut + 2) : NULL;
     int is_group = 0;
     if (group && !group[0]) {
         is_group = holds_zarr(archive);

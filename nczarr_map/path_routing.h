@@ -10,6 +10,9 @@
  *   - "x.zip#/group/sub" where the archive holds a Zarr group (or, for nc_create, nothing yet and a name
  *     without an HDF5 suffix): rewritten to "file:///abs/x.zip#mode=nczarr,zip&group=/group/sub", the
  *     sub-dataset rooted at that group (subdataset.h has the precedence).
+ * Which file a bare name holding "#/" means (the file as written, or an archive and a path in it) is the core's
+ * rule, mmzip_split_name (mmzip.h), shared with every other route; a name it finds ambiguous is refused
+ * with its message (NC_EINVAL), one that means nothing with ENOENT.
  * Everything else, including "archive.zip#/member.h5", is passed on unchanged (to the HDF5 driver's
  * interposers, reached through netCDF-C, or to netCDF-C), except an "#/" address that names neither an
  * HDF5 member nor a Zarr group, which is refused with a message.

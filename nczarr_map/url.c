@@ -91,7 +91,7 @@ static char *percent_decode(const char *s, size_t n) {
 static void percent_encode_into(strbuf *b, const char *s) {
     static const char hex[] = "0123456789ABCDEF";
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '%' || *p == '#' || *p == '?' || *p < 0x20 || *p == 0x7F) {
+        if (*p == '%' || *p == '#' || *p == '?' || *p < 0x20 || *p >= 0x7F) {
             char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
             sb_add(b, e, 3);
         } else {
@@ -177,7 +177,7 @@ char *mzn_url_for_subdataset(const char *path, const char *group) {
     sb_str(&b, base);
     free(base);
     for (const unsigned char *p = (const unsigned char *)group; *p; p++) {
-        if (*p == '%' || *p == '&' || *p == '#' || *p == '?' || *p < 0x20 || *p == 0x7F) {
+        if (*p == '%' || *p == '&' || *p == '#' || *p == '?' || *p < 0x20 || *p >= 0x7F) {
             char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
             sb_add(&b, e, 3);
         } else {

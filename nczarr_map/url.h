@@ -7,8 +7,9 @@
  *   - a mode list whose last token is zarr, xarray or noxarray makes nc_open loop forever (the mode
  *     inference loop tests only the last token), so the storage token "zip" always goes last;
  *   - "zip" alone does not select NCZarr, so "nczarr" is added when no format token is present.
- * Paths are percent-encoded for '%', '#', '?' and control bytes (what would break the URL) and decoded
- * back by mzn_url_parse(); netCDF-C passes the encoded text through unchanged.
+ * Paths are percent-encoded for '%', '#', '?', control bytes (what would break the URL) and bytes from
+ * 0x7F up, and decoded back by mzn_url_parse(); netCDF-C passes the encoded text through unchanged, while
+ * the raw bytes of a non-ASCII name did not survive its way to the map (nccopy to "é.zip" wrote ".zip").
  * All functions are pure and thread-safe; returned strings are malloc'ed.
  */
 #ifndef MZN_URL_H

@@ -25,6 +25,12 @@ extern const command cmd_ls, cmd_cat, cmd_put, cmd_check, cmd_recover, cmd_pack,
 
 /* Prints "mmzip CMD: <message>" for a failed library call and returns the matching exit code. */
 int cli_fail(const char *cmd, int status);
+/*
+ * 0 if name is the archive file as written by mmzip_split_name's rule (create: the command creates it if
+ * missing); otherwise prints why (the name is ambiguous, naming both readings, or names a member of
+ * another archive, which no subcommand takes) and returns EXIT_FAIL. Nothing is opened or created.
+ */
+int cli_archive_name(const char *cmd, const char *name, int create);
 /* True if argv[i] is -h or --help. Prints the command's help to stdout and sets *exit_code. */
 int cli_wants_help(const command *c, int argc, char **argv, int *exit_code);
 int cli_usage(const command *c, const char *why);

@@ -6,6 +6,7 @@
 
 static int run(int argc, char **argv) {
     if (argc != 3) return cli_usage(&cmd_cat, argc < 3 ? "missing ARCHIVE or KEY" : "too many arguments");
+    if (cli_archive_name("cat", argv[1], 0)) return EXIT_FAIL;
     mmzip_t *h;
     mmzip_options o;
     mmzip_options_init(&o);

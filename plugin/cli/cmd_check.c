@@ -38,6 +38,7 @@ static int run(int argc, char **argv) {
         else return cli_usage(&cmd_check, "too many arguments");
     }
     if (!archive) return cli_usage(&cmd_check, "missing ARCHIVE");
+    if (cli_archive_name("check", archive, 0)) return EXIT_FAIL;
     mmzip_t *h;
     mmzip_options o;
     mmzip_options_init(&o);

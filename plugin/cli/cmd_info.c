@@ -3,6 +3,7 @@
 
 static int run(int argc, char **argv) {
     if (argc != 2) return cli_usage(&cmd_info, argc < 2 ? "missing ARCHIVE" : "too many arguments");
+    if (cli_archive_name("info", argv[1], 0)) return EXIT_FAIL;
     mmzip_t *h;
     int st = mmzip_open(argv[1], "r", NULL, &h);
     if (st) return cli_fail("info", st);

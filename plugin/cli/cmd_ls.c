@@ -35,6 +35,7 @@ static int run(int argc, char **argv) {
         else return cli_usage(&cmd_ls, "too many arguments");
     }
     if (!archive) return cli_usage(&cmd_ls, "missing ARCHIVE");
+    if (cli_archive_name("ls", archive, 0)) return EXIT_FAIL;
     mmzip_t *h;
     int st = mmzip_open(archive, "r", NULL, &h);
     if (st) return cli_fail("ls", st);

@@ -22,6 +22,7 @@ static int run(int argc, char **argv) {
         else return cli_usage(&cmd_pack, "too many arguments");
     }
     if (npos < 1) return cli_usage(&cmd_pack, "missing ARCHIVE");
+    if (cli_archive_name("pack", pos[0], 0) || (pos[1] && cli_archive_name("pack", pos[1], 1))) return EXIT_FAIL;
     struct stat before, after;
     if (stat(pos[0], &before) != 0) before.st_size = 0;
     mmzip_options o;

@@ -276,6 +276,7 @@ static int run(int argc, char **argv) {
     }
     if (npos < 1 || (!dir && npos < 2)) return cli_usage(&cmd_put, "missing ARCHIVE or KEY");
     if (dir && npos > 2) return cli_usage(&cmd_put, "too many arguments");
+    if (cli_archive_name("put", pos[0], 1)) return EXIT_FAIL;
 
     /* Everything about the input is settled before the archive is opened: a command that cannot run
      * creates no archive. */

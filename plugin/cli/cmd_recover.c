@@ -4,6 +4,7 @@
 static int run(int argc, char **argv) {
     if (argc != 2) return cli_usage(&cmd_recover, argc < 2 ? "missing ARCHIVE" : "too many arguments");
     const char *archive = argv[1];
+    if (cli_archive_name("recover", archive, 0)) return EXIT_FAIL;
     mmzip_t *h;
     /* A writable open is what repairs; its report says what it found. */
     int st = mmzip_open(archive, "r+", NULL, &h);

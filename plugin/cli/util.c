@@ -12,6 +12,17 @@ int cli_fail(const char *cmd, int status) {
     return status == MMZIP_EBUSY ? EXIT_BUSY : EXIT_FAIL;
 }
 
+int cli_archive_name(const char *cmd, const char *name, int create) {
+    size_t cut;
+    int st = mmzip_split_name(name, create ? MMZIP_NAME_CREATE : 0, &cut);
+    if (st) return cli_fail(cmd, st);
+    if (cut == strlen(name)) return EXIT_OK;
+    fprintf(stderr, "mmzip %s: '%s' names the member '%s' of the archive '%.*s'; mmzip %s takes an archive "
+            "(name the archive, and the member as an argument where the command takes one)\n", cmd, name,
+            name + cut + 2, (int)cut, name, cmd);
+    return EXIT_FAIL;
+}
+
 int cli_wants_help(const command *c, int argc, char **argv, int *exit_code) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) break;

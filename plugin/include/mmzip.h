@@ -651,10 +651,57 @@ MMZIP_API int mmzip_recover(const char *path, uint64_t *discarded);
 MMZIP_API int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts);
 
 /* ---------------------------------------------------------------------------------------------------- */
+/* Names of the form "archive#/member"                                                                   */
+
+/*
+ * The HDF5 driver, the netCDF storage map and the Python package accept "archive.zip#/path" for a member
+ * or a sub-dataset inside an archive. '#' and even "#/" are legal in file names too, so they, and the CLI,
+ * read every name by this one rule, deciding from what exists on disk:
+ *
+ *   - a name without "#/" is the file it names (no system call is made);
+ *   - a name that exists as written (fstatat, not following a last symbolic link) is that file;
+ *   - "A#/M" is the member M of the archive A only if A is an archive: an existing regular file that is a
+ *     ZIP (it starts with a ZIP record, or has an end-of-central-directory record in its last 64 KiB + 22
+ *     bytes); with MMZIP_NAME_CREATE_ARCHIVE also a path A that does not exist, whose directory exists,
+ *     when "A#" does not exist either (an archive to be created for the member: a name that walks into an
+ *     existing directory "A#" means something in that directory, not a new A);
+ *   - with MMZIP_NAME_CREATE, the name as written is also a reading when it does not exist and its
+ *     directory does (a file to be created);
+ *   - every "#/" of the name is a candidate separator. If two readings are valid (the file as written and
+ *     an archive, or two archives), the name is ambiguous: MMZIP_EINVAL, and mmzip_last_error() names both
+ *     readings. The caller must then open or create nothing.
+ *   - if a name holding "#/" has no valid reading: MMZIP_ENOENT, the message naming the name and the
+ *     archive it looked for.
+ *
+ * On MMZIP_OK, *archive_len is the length of the file's path within name: strlen(name) for the file as
+ * written, or the offset of the "#/" that separates archive from member (the member starts at
+ * name + *archive_len + 2 and may be empty: "a.zip#/" is the archive itself). A name containing "#/"
+ * costs a few stat() calls and, per candidate archive, one open and a read of its first 4 bytes (or its last
+ * 64 KiB). No lock is taken and nothing is created. Thread-safe. MMZIP_EINVAL also for a NULL argument or
+ * an unknown flag. A route that creates only whole archives (it cannot address a member) passes
+ * MMZIP_NAME_CREATE alone; one that also creates an archive for a new member passes both. Examples, with
+ * both flags: "d#/x.zip" where the directory "d#" exists is the file d#/x.zip (created if missing), never a
+ * new archive "d"; "d#/x.zip#/g" where d#/x.zip is a ZIP is its member g; "new.zip#/g" where neither
+ * new.zip nor new.zip# exists is the member g of a new archive new.zip; "a.zip#/g" where a.zip is a ZIP and
+ * a directory "a.zip#" exists is ambiguous (the file a.zip#/g, existing or to be created, or a.zip's g).
+ */
+#define MMZIP_NAME_CREATE 1u         /* the caller creates the file as written if it does not exist */
+#define MMZIP_NAME_CREATE_ARCHIVE 2u /* the caller creates an archive for "A#/M" if A does not exist */
+MMZIP_API int mmzip_split_name(const char *name, unsigned flags, size_t *archive_len);
+
+/* ---------------------------------------------------------------------------------------------------- */
 /* Errors and versions                                                                                   */
 
 /* The last error message of the calling thread ("" if none). */
 MMZIP_API const char *mmzip_last_error(void);
+
+/*
+ * The errno of the calling thread's last failure when it came from the operating system (EACCES, ENOSPC,
+ * EISDIR, ...; ENOENT for MMZIP_ENOENT), 0 when it did not (a corrupt archive, a missing entry) or nothing
+ * failed. Set with the message: valid until the thread's next mmzip call. For callers that raise the
+ * system's own kinds of error (the Python package's PermissionError, FileNotFoundError).
+ */
+MMZIP_API int mmzip_last_errno(void);
 
 /* A short name for a status code ("MMZIP_ECRC: CRC mismatch"). */
 MMZIP_API const char *mmzip_strerror(int status);

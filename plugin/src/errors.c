@@ -6,12 +6,22 @@
 
 /* Per thread, so that concurrent readers each keep the message of their own failure. */
 static __thread char last_error[1024];
+/* The errno of the system call behind the last failure, for callers that map failures to their own
+ * errno-based errors (the Python package's FileNotFoundError, PermissionError, ...). */
+static __thread int last_errno;
 
 const char *mmzip_last_error(void) { return last_error; }
 
-void mz_clear_error(void) { last_error[0] = '\0'; }
+int mmzip_last_errno(void) { return last_errno; }
+
+void mz_clear_error(void) {
+    last_error[0] = '\0';
+    last_errno = 0;
+}
 
 int mz_fail(int status, const char *fmt, ...) {
+    /* No system call failed, except for the archive found missing, which every caller reports as ENOENT. */
+    last_errno = status == MMZIP_ENOENT ? ENOENT : 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
@@ -20,6 +30,7 @@ int mz_fail(int status, const char *fmt, ...) {
 }
 
 int mz_fail_errno(int status, int err, const char *fmt, ...) {
+    last_errno = err;
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(last_error, sizeof last_error, fmt, ap);

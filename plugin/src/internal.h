@@ -21,6 +21,7 @@
  *   pack.c         rewriting an archive without dead space
  *   edit.c         editing a committed entry in place (undo journal) and the entry holds that exclude readers
  *   inplace.c      writable views of stored entries (Python's r+ arrays): markers, CRC refresh at commit
+ *   member_names.c which file an "archive#/member" name means (mmzip_split_name)
  *   errors.c       status codes and the per-thread error message
  */
 #ifndef MMZIP_INTERNAL_H

@@ -433,7 +433,7 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
     if (exists && S_ISDIR(st.st_mode)) {
         pthread_mutex_unlock(&registry_mu);
         free(h);
-        return mz_fail(MMZIP_EINVAL, "%s: is a directory, not a ZIP archive", path);
+        return mz_fail_errno(MMZIP_EINVAL, EISDIR, "%s: not a ZIP archive", path);
     }
     mz_store *s = NULL;
     if (exists) {

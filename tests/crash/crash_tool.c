@@ -1,10 +1,15 @@
 /*
  * crash_tool.c - the process the crash tests kill, and the checks they run afterwards.
  *
- *   crash_tool write    SCENARIO ARCHIVE LOG [durable]  run the scenario, appending "k" to LOG after commit k
+ *   crash_tool write    SCENARIO ARCHIVE LOG [durable|hold]
+ *                                                       run the scenario, appending "k" to LOG after commit k;
+ *                                                       with "hold", write "held" to LOG after the last step and
+ *                                                       wait to be killed instead of exiting, so that a test
+ *                                                       that kills it never finds it gone
  *   crash_tool verify   SCENARIO ARCHIVE K              read-only open (no repair): state K or K+1, exactly
  *   crash_tool recover  SCENARIO ARCHIVE K              writable open (repairs): state K or K+1, exactly
- *   crash_tool reader   SCENARIO ARCHIVE SECONDS        open and refresh in a loop while a writer runs; every
+ *   crash_tool reader   SCENARIO ARCHIVE STATES         open and refresh in a loop while a writer runs, until
+ *                                                       it has seen STATES different committed states; every
  *                                                       snapshot must be exactly a committed state
  *   crash_tool pack     SCENARIO ARCHIVE -              mmzip_pack in place
  * Linked with the test build of the library (crash points from MMZIP_CRASH_AT, see plugin/src/io.c).
@@ -15,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,7 +32,9 @@ static int fail(const char *what) {
     return 2;
 }
 
-static int do_write(const char *name, const char *archive, const char *log, int durable) {
+static int do_write(const char *name, const char *archive, const char *log, int durable, int hold) {
+    /* A held writer must not outlive the test that was to kill it. */
+    if (hold && prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return 2;
     mmzip_options o;
     mmzip_options_init(&o);
     if (durable) o.flags |= MMZIP_DURABLE;
@@ -39,6 +48,11 @@ static int do_write(const char *name, const char *archive, const char *log, int 
         char line[32];
         int len = snprintf(line, sizeof line, "%d\n", k);
         if (write(fd, line, (size_t)len) != len) return 2;
+    }
+    if (hold) {
+        /* Provably alive until the kill: the test never has to guess whether the writer is still writing. */
+        if (write(fd, "held\n", 5) != 5) return 2;
+        for (;;) pause();
     }
     close(fd);
     if (mmzip_close(h) != MMZIP_OK) return fail("close");
@@ -99,15 +113,13 @@ static int snapshot_state(mmzip_t *h, const char *name, int from) {
     return ok ? at : -1;
 }
 
-static int do_reader(const char *name, const char *archive, double seconds) {
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int last = 0, snapshots = 0, opens = 0;
+/* Ends when it has seen `want` different committed states, however long that takes on this machine (the
+ * test keeps a writer going until then; CTest's timeout catches a hang). */
+static int do_reader(const char *name, const char *archive, int want) {
+    int last = 0, snapshots = 0, opens = 0, states = 0, previous = -1;
     ino_t ino = 0;
     mmzip_t *h = NULL;
-    for (;;) {
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 > seconds) break;
+    while (states < want) {
         if (!h || snapshots % 7 == 0) {
             if (h) mmzip_close(h);
             int st = mmzip_open(archive, "r", NULL, &h);
@@ -138,25 +150,30 @@ static int do_reader(const char *name, const char *archive, double seconds) {
             fprintf(stderr, "crash_tool: a reader went back from state %d to %d\n", last, at);
             return 1;
         }
+        if (at != previous) states++;
+        previous = at;
         last = at;
         snapshots++;
     }
     if (h) mmzip_close(h);
-    printf("reader: %d snapshots (%d opens), last state %d, every one exactly committed\n", snapshots, opens, last);
+    printf("reader: %d snapshots (%d opens) of %d different states, last state %d, every one exactly committed\n",
+           snapshots, opens, states, last);
     return 0;
 }
 
 int main(int argc, char **argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: crash_tool write|verify|recover|reader SCENARIO ARCHIVE ARG [durable]\n");
+        fprintf(stderr, "usage: crash_tool write|verify|recover|reader SCENARIO ARCHIVE ARG [durable|hold]\n");
         return 2;
     }
     const char *cmd = argv[1], *name = argv[2], *archive = argv[3];
     if (scenario_steps(name) < 0) return 2;
-    if (strcmp(cmd, "write") == 0) return do_write(name, archive, argv[4], argc > 5 && strcmp(argv[5], "durable") == 0);
+    if (strcmp(cmd, "write") == 0)
+        return do_write(name, archive, argv[4], argc > 5 && strcmp(argv[5], "durable") == 0,
+                        argc > 5 && strcmp(argv[5], "hold") == 0);
     if (strcmp(cmd, "verify") == 0) return do_verify(name, archive, atoi(argv[4]), "r");
     if (strcmp(cmd, "recover") == 0) return do_verify(name, archive, atoi(argv[4]), "r+");
-    if (strcmp(cmd, "reader") == 0) return do_reader(name, archive, atof(argv[4]));
+    if (strcmp(cmd, "reader") == 0) return do_reader(name, archive, atoi(argv[4]));
     if (strcmp(cmd, "pack") == 0) return mmzip_pack(archive, NULL, NULL) == MMZIP_OK ? 0 : fail("pack");
     return 2;
 }

@@ -69,12 +69,26 @@ def recorded_steps(progress, member):
     return mine[-1] if mine else -1
 
 
-def kill_writer_after(arc, progress, members, delay):
-    """Starts a writer of members, lets it work for delay seconds once it has them open, then SIGKILLs it."""
+def flush_count(progress, member):
+    """How many flushes of member the progress file records."""
+    if not os.path.exists(progress):
+        return 0
+    with open(progress) as f:
+        return sum(1 for l in f.read().split("\n") if l.startswith(member + " "))
+
+
+def kill_writer_after(arc, progress, members, flushes, delay):
+    """Starts a writer of members and, once it has them open and has recorded `flushes` more flushes of each,
+    lets it go on for `delay` seconds more and SIGKILLs it. The writer never stops by itself, so the kill
+    always finds it writing; the delay only spreads the kills over the writer's steps, and no check depends
+    on how far it got in that time."""
+    before = {m: flush_count(progress, m) for m in members}
     writer = subprocess.Popen([PYTHON, "-c", WRITER, arc, progress, str(STEP_ELEMS)] + list(members),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if writer.stdout.readline() != b"open\n":
         raise AssertionError("the writer failed to start:\n" + writer.stderr.read().decode())
+    while writer.poll() is None and any(flush_count(progress, m) < before[m] + flushes for m in members):
+        time.sleep(0.005)
     time.sleep(delay)
     if writer.poll() is not None:
         raise AssertionError("the writer exited by itself:\n" + writer.stderr.read().decode())
@@ -161,10 +175,10 @@ def test_sigkill_at_random_moments():
         rng, arc, progress, others = crash_setup(d, "crash.zip")
         total_seen = 0
         for rnd in range(ROUNDS):
-            # Once it has the member open, let it work for a random while (round 0 may die before its
-            # first flush), then kill it.
-            delay = rng.uniform(0.0, 0.15) if rnd == 0 else rng.uniform(0.05, 0.8)
-            kill_writer_after(arc, progress, ["log/run.h5"], delay)
+            # Once it has the member open (and, after round 0, once it has flushed 1-3 more steps), let it
+            # work for a random while more, then kill it. Round 0 may die before its first flush.
+            delay = rng.uniform(0.0, 0.15) if rnd == 0 else rng.uniform(0.0, 0.3)
+            kill_writer_after(arc, progress, ["log/run.h5"], 0 if rnd == 0 else rng.randint(1, 3), delay)
             last = recorded_steps(progress, "log/run.h5")
             now, refused = check_unrepaired(arc)
             if "log/run.h5" not in now:
@@ -208,7 +222,7 @@ def test_sigkill_two_members_written_at_once():
         rng, arc, progress, others = crash_setup(d, "two.zip")
         seen = {m: 0 for m in TWO_MEMBERS}
         for rnd in range(6):
-            kill_writer_after(arc, progress, TWO_MEMBERS, rng.uniform(0.05, 0.8))
+            kill_writer_after(arc, progress, TWO_MEMBERS, rng.randint(1, 3), rng.uniform(0.0, 0.3))
             now, refused = check_unrepaired(arc)
             check_repaired(arc, others, rnd)
             for m in TWO_MEMBERS:

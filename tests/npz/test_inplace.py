@@ -100,22 +100,25 @@ def test_commit_refreshes_crc():
 
 
 CHILD = r"""
-import sys, time, numpy as np, mmzip
+import sys, numpy as np, mmzip
 z = mmzip.open(sys.argv[1], "r+")
 a = z["a"]
 a[:500] = 7.0
 if sys.argv[2] == "commit":
     z.commit()
 print("written", flush=True)
-time.sleep(60)
+sys.stdin.read()  # alive, mid-edit, until the test kills it
 """
 
 
 def killed_child(path, when):
-    p = subprocess.Popen([PY, "-c", CHILD, path, when], stdout=subprocess.PIPE, text=True, env=ENV)
+    p = subprocess.Popen([PY, "-c", CHILD, path, when], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         env=ENV)
     assert p.stdout.readline().strip() == "written"
     os.kill(p.pid, signal.SIGKILL)
     assert p.wait() == -signal.SIGKILL
+    p.stdin.close()
+    p.stdout.close()
 
 
 def test_killed_between_write_and_commit():

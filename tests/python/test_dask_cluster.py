@@ -25,7 +25,7 @@ SERIES = 1000                # the series grows by this much per generation
 GENERATIONS = 8
 
 APPENDER = r"""
-import sys, time, numpy as np, xarray as xr, zarr, mmzip
+import sys, numpy as np, xarray as xr, zarr, mmzip
 path, generations, series = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 with mmzip.ZarrStore(path, mode="a") as s:
     for g in range(1, generations + 1):
@@ -36,7 +36,7 @@ with mmzip.ZarrStore(path, mode="a") as s:
         zarr.consolidate_metadata(s)
         s.flush()  # one commit per generation: readers see all of it or none of it
         print(g, flush=True)
-        time.sleep(0.2)
+        sys.stdin.readline()  # the test's go-ahead for the next generation, once it has read this one
 """
 
 
@@ -109,44 +109,56 @@ def main():
             print("reduction ok; chunks read by %d worker process(es)" % len(readers), flush=True)
             store.close()
 
-            # 2. One process appends (one commit per generation) while the workers read.
-            env = dict(os.environ)
+            # 2. One process appends (one commit per generation) while the workers read. The appender and
+            # the test go in step, so that what the reads can see does not depend on this machine's speed:
+            # after commit g (the appender says g and waits), every read sees exactly generation g; after the
+            # go-ahead, reads race the appender's next commit and see g or g + 1, never anything torn.
             appender = subprocess.Popen([PYTHON, "-c", APPENDER, arc, str(GENERATIONS), str(SERIES)],
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-            seen, by_pid, rounds = set(), {}, 0
-            deadline = time.time() + 90
-            while time.time() < deadline:
-                running = appender.poll() is None
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True, env=dict(os.environ))
+            seen, by_pid = set(), {}
+
+            def round_of_reads(allowed):
                 results = client.gather(client.map(check_committed_state, [arc] * 8, pure=False))
                 for status, g, info in results:
                     assert status == "ok", "a worker saw a state that is not a complete commit: " \
                         "generation %d: %s" % (g, info)
+                    assert g in allowed, "a worker saw generation %d, want one of %r" % (g, allowed)
                     seen.add(g)
                     by_pid.setdefault(info, set()).add(g)
+
+            for g in range(1, GENERATIONS + 1):
+                line = appender.stdout.readline()
+                if line.strip() != str(g):
+                    raise AssertionError("appender said %r for generation %d: %s" % (
+                        line, g, appender.stderr.read()[-2000:]))
+                round_of_reads({g})
                 # The same through the client: open here, reduce on the workers (they reopen the pickled
                 # store, at the newest commit; appends never change what the older metadata describes).
                 with mmzip.ZarrStore(arc) as s:
                     cds = xr.open_zarr(s, chunks={"time": SERIES})
-                    g = int(cds.attrs["generation"])
+                    check_equal(int(cds.attrs["generation"]), g, "generation seen by the client")
                     n = SERIES * (g + 1)
                     check_equal(cds.sizes["time"], n, "length of the series at generation %d" % g)
                     check_equal(int(cds["series"].sum().compute()), 3 * n * (n - 1) // 2,
                                 "sum of the series at generation %d" % g)
                     check_equal(int(cds["v%d" % g].sum().compute()), 64 * g, "sum of v%d" % g)
                     check_equal(int(cds["big"].sum().compute()), int(want.sum()), "big while appending")
-                rounds += 1
-                if not running:
-                    break
-            out, err = appender.communicate(timeout=60)
+                appender.stdin.write("go\n")
+                appender.stdin.flush()
+                if g < GENERATIONS:
+                    round_of_reads({g, g + 1})
+            out, err = appender.communicate(timeout=300)  # closes its stdin: the loop has ended
             check_equal(appender.returncode, 0, "appender exit status (stderr: %s)" % err[-2000:])
-            check_equal(out.split(), [str(g) for g in range(1, GENERATIONS + 1)], "generations committed")
+            check_equal(out.split(), [], "appender output after the last generation")
             # After the appender is done, every worker sees the last generation.
             final = client.gather(client.map(check_committed_state, [arc] * 4, pure=False))
             check_equal(sorted(set(r[1] for r in final)), [GENERATIONS], "final generation in the workers")
             assert all(r[0] == "ok" for r in final), final
-            print("%d rounds while appending; generations seen: %s; per worker: %s" % (
-                rounds, sorted(seen), {p: len(v) for p, v in by_pid.items()}), flush=True)
-            assert len(seen) >= 3, "the reads did not overlap the appends (generations seen: %r)" % sorted(seen)
+            print("generations seen while appending: %s; per worker: %s" % (
+                sorted(seen), {p: len(v) for p, v in by_pid.items()}), flush=True)
+            check_equal(sorted(seen & set(range(1, GENERATIONS + 1))), list(range(1, GENERATIONS + 1)),
+                        "generations the workers saw")
         print("total %.1f s" % (time.time() - t0))
         z = zarr.ZipStore(arc, mode="r")
         check_equal(int(zarr.open_group(z, mode="r").attrs["generation"]), GENERATIONS, "zarr's ZipStore")

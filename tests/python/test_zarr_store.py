@@ -293,7 +293,10 @@ def test_second_writer_gets_a_clear_error():
         s = mmzip.ZarrStore(arc, mode="w")
         s["a"] = b"1"
         s.flush()
-        p = in_other_process("import sys, mmzip\nmmzip.ZarrStore(sys.argv[1], mode='a')", arc, check=False)
+        # Mode "a" takes the writer lock at its first write (opening it only reads).
+        p = in_other_process("import sys, mmzip\ns = mmzip.ZarrStore(sys.argv[1], mode='a')\nprint(bytes(s['a']))\n"
+                             "s['b'] = b'2'", arc, check=False)
+        assert p.stdout == "b'1'\n", p.stdout
         assert p.returncode != 0 and "MmzipError" in p.stderr and "open for writing by another process" in \
             p.stderr, p.stderr
         try:
@@ -474,12 +477,15 @@ def test_views_of_a_writer():
             s.close()
         assert any(issubclass(x.category, ResourceWarning) for x in w), [str(x.message) for x in w]
         check_equal(bytes(v), b"two", "a writer's view after close")
-        p = in_other_process("import sys, mmzip\nmmzip.ZarrStore(sys.argv[1], mode='a')", arc, check=False)
+        # Mode "a" takes the writer lock at its first write (opening it only reads).
+        p = in_other_process("import sys, mmzip\nmmzip.ZarrStore(sys.argv[1], mode='a')['x'] = b'2'", arc,
+                             check=False)
         assert p.returncode != 0 and "open for writing" in p.stderr, "the lock was released under a live view"
         del v
         import gc
         gc.collect()
-        in_other_process("import sys, mmzip\nmmzip.ZarrStore(sys.argv[1], mode='a').close()", arc)
+        in_other_process("import sys, mmzip\ns = mmzip.ZarrStore(sys.argv[1], mode='a')\ns['x'] = b'3'\n"
+                         "s.close()", arc)
 
 
 def test_read_cache_follows_commits():

@@ -1,16 +1,39 @@
-"""mmzip - Python helper for the mmzip ZIP store.
+"""mmzip - Python helper for the mmzip ZIP store: many files in one ZIP archive, read in place from one
+shared memory map, written by appending and published by atomic commits.
 
-Three things:
+Zarr, xarray, Dask:
+
+* ``mmzip.ZarrStore(path, mode="a")`` is a zarr-python 2 store over one archive, in the place of
+  ``zarr.ZipStore`` (same default mode and keywords): ``xr.open_zarr(mmzip.ZarrStore("a.zarr.zip"))``.
+  Reads are zero-copy views; an existing archive opened with the default mode is only read until the first
+  write. Needs zarr-python 2.
+
+NumPy:
+
+* ``mmzip.open(path, mode)`` gives an ``NpzArchive``; ``mmzip.savez(path, **arrays)`` writes one: ``.npz``
+  arrays as views into one mapping, written aligned, writable in place in modes r+/w+/a+.
+
+netCDF and HDF5:
 
 * ``mmzip.enable_netcdf()`` makes netCDF-C, and so netCDF4-python, open ``.zarr.zip`` archives in place
   (bare paths ending in ``.zip``, ``file:///...#mode=nczarr,zip``, ``#mode=zarr,zip``). Call it before
   ``import netCDF4``: the plugin must be loaded before libnetcdf to take its place.
 * ``mmzip.register_h5py()`` registers the HDF5 driver ``"mmzip"`` with h5py:
   ``h5py.File("a.zip", "r", driver="mmzip", member="x.h5")``.
-* ``mmzip.Archive`` opens an archive directly: ``Archive("a.zip")["key"]`` is a zero-copy, read-only
-  ``memoryview`` into the shared mapping (``numpy.frombuffer`` turns it into an array without a copy).
-* ``mmzip.open(path, mode)`` / ``mmzip.savez(path, **arrays)``: NumPy arrays (``.npz``) as views into one
-  mapping, written aligned, writable in place in modes r+/w+/a+ (npz.py).
+
+The archive itself:
+
+* ``mmzip.Archive`` opens an archive directly: in ``with mmzip.Archive("a.zip") as a:``, ``a["key"]`` is a
+  zero-copy, read-only ``memoryview`` into the shared mapping (``numpy.frombuffer`` turns it into an array
+  without a copy), valid until the archive is closed.
+* ``mmzip.release_kept()`` gives back what the process keeps of closed archives; ``mmzip.libdir()`` says
+  where the libraries are.
+
+Errors: ``mmzip.MmzipError``, an ``OSError`` with the library's message, ``code`` (the mmzip status) and
+``errno``/``filename`` when the system gave a reason. A missing archive, a directory, a refused permission
+and a name taken are also the builtin ``FileNotFoundError``, ``IsADirectoryError``, ``PermissionError``,
+``FileExistsError``: as ``MmzipFileNotFoundError``, ``MmzipIsADirectoryError``, ``MmzipPermissionError`` and
+``MmzipFileExistsError``, which derive from both. A full disk is an ``MmzipError`` with ``errno`` ENOSPC.
 """
 import ctypes
 import os
@@ -18,10 +41,13 @@ import sys
 import urllib.parse
 
 from . import _core
-from ._core import MmzipError, libdir
+from ._core import (MmzipError, MmzipFileExistsError, MmzipFileNotFoundError, MmzipIsADirectoryError,
+                    MmzipPermissionError, libdir)
 from ._core import lib_path as _lib_path
 
-__all__ = ["enable_netcdf", "register_h5py", "Archive", "MmzipError", "libdir", "open", "savez", "NpzArchive"]
+__all__ = ["ZarrStore", "open", "savez", "NpzArchive", "enable_netcdf", "register_h5py", "Archive", "release_kept",
+           "libdir", "MmzipError", "MmzipFileNotFoundError", "MmzipIsADirectoryError", "MmzipPermissionError",
+           "MmzipFileExistsError"]
 
 
 _netcdf_plugin = None
@@ -83,9 +109,14 @@ def _dataset_exists(name):
             return _dataset_exists(path + "#/" + group[-1].strip("/"))
         return os.path.exists(path)
     if "#/" in name:
-        archive, member = name.split("#/", 1)
-        if not os.path.isfile(archive):
-            return False
+        # The reading every route makes of the name (mmzip_split_name): an ambiguous one is left to
+        # netCDF-C's open, which refuses it naming both readings, rather than created over.
+        try:
+            archive, member = _core.split_name(name)
+        except MmzipError as e:
+            return e.code != _core.ENOENT
+        if member is None:
+            return os.path.lexists(name)
         try:
             with Archive(archive) as a:
                 # A member (HDF5 route), or a group's entries (a Zarr sub-dataset, "a.zip#/group/sub").
@@ -197,6 +228,10 @@ def release_kept():
 class Archive:
     """An open archive. ``mode`` is "r", "r+", "w+" or "w" as in mmzip_open(). Use as a context manager.
 
+    ``path`` is the archive's file as written, even if it holds ``#`` or ``#/``; a name that the shared
+    rule for "archive#/member" (mmzip_split_name) reads as a member of another archive, or that is
+    ambiguous, raises MmzipError and opens nothing.
+
     ``a[key]`` returns a read-only memoryview of the entry (zero-copy for stored entries), valid while
     the archive is open. ``a[key] = bytes`` appends (committed at once unless inside ``with a.batch():``).
     With ``verify=True`` (MMZIP_VERIFY_CRC), ``a[key]`` checks a stored entry's CRC-32 once before its
@@ -207,14 +242,14 @@ class Archive:
 
     def __init__(self, path, mode="r", verify=False):
         self._h = ctypes.c_void_p()
-        self.path = os.fspath(path)
+        self.path = _core.whole_file(os.fspath(path), mode in ("w", "w+"), "mmzip.Archive")
         opts = None
         if verify:
             opts = _core.Options()
             _lib().mmzip_options_init(ctypes.byref(opts))
             opts.flags |= _core.VERIFY_CRC
             opts = ctypes.byref(opts)
-        _check(_lib().mmzip_open(os.fsencode(self.path), mode.encode(), opts, ctypes.byref(self._h)))
+        _check(_lib().mmzip_open(os.fsencode(self.path), mode.encode(), opts, ctypes.byref(self._h)), self.path)
 
     def verify(self, key):
         """Checks the CRC-32 of entry ``key`` (mmzip_verify); raises MmzipError (code -8) on a mismatch."""
@@ -224,6 +259,8 @@ class Archive:
         _check(rc)
 
     def close(self):
+        """Commits what is pending (a writer) and releases the archive (mmzip_close). Views returned by
+        ``a[key]`` must not be used after it. Calling it again does nothing."""
         if self._h:
             h, self._h = self._h, ctypes.c_void_p()
             _check(_lib().mmzip_close(h))
@@ -235,6 +272,7 @@ class Archive:
             _check(_lib().mmzip_discard(h))
 
     def __enter__(self):
+        """``with Archive(...) as a:`` closes the archive at the end of the block."""
         return self
 
     def __exit__(self, *exc):
@@ -270,6 +308,7 @@ class Archive:
         return bool(_lib().mmzip_exists(self._h, _core.entry_name(key)))
 
     def keys(self, prefix=""):
+        """The names of the entries (those starting with ``prefix`` if given), in archive order."""
         names = []
 
         def cb(info, ctx):
@@ -289,9 +328,13 @@ class Archive:
         return len(self.keys())
 
     def commit(self):
+        """Publishes what was written since the last commit (mmzip_commit): one central-directory write,
+        after which other processes see it. Puts outside ``batch()`` are committed at once anyway."""
         _check(_lib().mmzip_commit(self._h))
 
     def refresh(self):
+        """A reader moves to the newest commit of the archive (mmzip_refresh); views returned earlier stay
+        valid. MmzipError (ESTALE) if the file was replaced (pack): open it again."""
         _check(_lib().mmzip_refresh(self._h))
 
     class _Batch:
@@ -325,4 +368,7 @@ def __getattr__(name):
     if name in ("open", "savez", "NpzArchive"):
         from . import npz
         return getattr(npz, name)
+    if name == "ZarrStore":
+        from .zarr_store import ZarrStore  # raises the ImportError that says what is missing (zarr 2)
+        return ZarrStore
     raise AttributeError("module 'mmzip' has no attribute %r" % name)

@@ -7,17 +7,66 @@ is how a grown ``mmzip_info`` once overwrote Python's heap: ``tests/python/test_
 (names, offsets, sizes), and every prototype (argument count and kinds) against the header.
 """
 import ctypes
+import errno
 import os
 
 from ._paths import LIBDIR as _BUILT_LIBDIR
 
 
 class MmzipError(OSError):
-    """An mmzip call failed. ``code`` is the mmzip_status (negative), ``str()`` the library's message."""
+    """An mmzip call failed. ``code`` is the mmzip_status (negative), ``str()`` the library's message.
 
-    def __init__(self, code, message):
+    It is an ``OSError``: ``errno`` is the system's error behind the failure when there is one (EACCES,
+    ENOSPC, ...; ENOENT for a missing archive, EBUSY for an archive another writer holds), else None;
+    ``filename`` the archive when known. Failures that the system names are raised as the matching builtin
+    subclass too: ``FileNotFoundError``, ``IsADirectoryError``, ``PermissionError``, ``FileExistsError``
+    (see ``error_for``), so ``except FileNotFoundError`` catches a missing archive as it does for ``open()``.
+    """
+
+    def __init__(self, code, message, errno=None, filename=None):
         super().__init__(message)
         self.code = code
+        self.message = message
+        if errno:
+            self.errno = errno
+            self.strerror = os.strerror(errno)
+        if filename is not None:
+            self.filename = filename
+
+    def __str__(self):
+        return self.message
+
+    def __reduce__(self):  # pickles (Dask workers) as it was made, not as OSError's (errno, strerror)
+        return (type(self), (self.code, self.message, self.errno, self.filename))
+
+
+class MmzipFileNotFoundError(MmzipError, FileNotFoundError):
+    """The archive does not exist (and the mode does not create it): an MmzipError and a FileNotFoundError."""
+
+
+class MmzipIsADirectoryError(MmzipError, IsADirectoryError):
+    """The path names a directory, not an archive: an MmzipError and an IsADirectoryError."""
+
+
+class MmzipPermissionError(MmzipError, PermissionError):
+    """The system refused access to the archive or its directory: an MmzipError and a PermissionError."""
+
+
+class MmzipFileExistsError(MmzipError, FileExistsError):
+    """The archive exists where a new one was to be created: an MmzipError and a FileExistsError."""
+
+
+_ERRNO_CLASSES = {errno.ENOENT: MmzipFileNotFoundError, errno.EISDIR: MmzipIsADirectoryError,
+                  errno.EACCES: MmzipPermissionError, errno.EPERM: MmzipPermissionError,
+                  errno.EEXIST: MmzipFileExistsError}
+
+
+def error_for(code, message, err=None, filename=None):
+    """The exception for mmzip_status ``code``: the MmzipError subclass of the system's ``err`` (or of the
+    errno the status stands for: ENOENT, EBUSY, EEXIST, ENOMEM), MmzipError itself otherwise."""
+    if not err:
+        err = _STATUS_ERRNO.get(code)
+    return _ERRNO_CLASSES.get(err, MmzipError)(code, message, err, filename)
 
 
 # mmzip_status values used by the package.
@@ -29,6 +78,11 @@ ECRC = -8
 EBUSY = -9
 ETOOBIG = -11
 ENOENT = -12
+EEXIST = -14
+ENOMEM = -3
+
+# The statuses that are an errno whatever the system call behind them (if any).
+_STATUS_ERRNO = {ENOENT: errno.ENOENT, EBUSY: errno.EBUSY, EEXIST: errno.EEXIST, ENOMEM: errno.ENOMEM}
 
 # mmzip_options.flags
 DURABLE = 1 << 0
@@ -41,6 +95,8 @@ COMMIT_EACH = 0
 COMMIT_AMORTIZED = 1
 COMMIT_MANUAL = 2
 
+NAME_CREATE = 1 << 0           # mmzip_split_name flags
+NAME_CREATE_ARCHIVE = 1 << 1
 LIST_NO_DATA_OFFSET = 1 << 0   # mmzip_list_ex flags
 NAMES_CHILDREN = 1 << 0        # mmzip_list_names flags
 
@@ -59,8 +115,8 @@ def lib_path(name):
     naming the directory if it is not there."""
     path = os.path.join(libdir(), name)
     if not os.path.exists(path):
-        raise MmzipError(ENOENT, "mmzip: %s not found in %s (set MMZIP_LIBDIR to the directory that has it)"
-                         % (name, libdir()))
+        raise error_for(ENOENT, "mmzip: %s not found in %s (set MMZIP_LIBDIR to the directory that has it)"
+                        % (name, libdir()), filename=path)
     return path
 
 
@@ -136,8 +192,10 @@ PROTOTYPES = {
     "mmzip_rollback": (_int, [_vp]),
     "mmzip_get_info": (_int, [_vp, _P(Info)]),
     "mmzip_last_error": (_cp, []),
+    "mmzip_last_errno": (_int, []),
     "mmzip_version": (_cp, []),
     "mmzip_release_kept": (None, []),
+    "mmzip_split_name": (_int, [_cp, _uint, _P(_sz)]),
 }
 
 _lib = None
@@ -157,13 +215,14 @@ def lib():
 
 
 def last_error():
+    """The calling thread's last message of the library."""
     return lib().mmzip_last_error().decode("utf-8", "replace")
 
 
-def check(rc):
-    """Raises MmzipError with the library's message for a non-zero status."""
+def check(rc, filename=None):
+    """Raises the error of a non-zero status (error_for): the library's message, and its errno."""
     if rc != 0:
-        raise MmzipError(rc, last_error())
+        raise error_for(rc, last_error(), lib().mmzip_last_errno(), filename)
 
 
 def entry_name(key):
@@ -176,3 +235,30 @@ def entry_name(key):
 def listed_name(info):
     """The name of an mmzip_entry_info as str (see entry_name)."""
     return ctypes.string_at(info.name, info.name_len).decode("utf-8", "surrogateescape")
+
+
+def split_name(path, create=False, create_archive=False):
+    """What ``path`` names by the rule every route shares for "archive#/member" (mmzip_split_name in
+    mmzip.h): ``(path, None)`` for the file as written, ``(archive, member)`` for a member of an archive
+    ("" for "a.zip#/"). ``create``: the caller creates the file as written if it does not exist;
+    ``create_archive``: it creates an archive for a member if there is none. Raises MmzipError (EINVAL)
+    for an ambiguous name, naming both readings, and (ENOENT) for one that means nothing."""
+    raw = os.fsencode(path)
+    cut = ctypes.c_size_t()
+    flags = (NAME_CREATE if create else 0) | (NAME_CREATE_ARCHIVE if create_archive else 0)
+    check(lib().mmzip_split_name(raw, flags, ctypes.byref(cut)))
+    if cut.value == len(raw):
+        return path, None
+    return os.fsdecode(raw[:cut.value]), os.fsdecode(raw[cut.value + 2:])
+
+
+def whole_file(path, create, who):
+    """``path`` if the rule of split_name reads it as the file it names; MmzipError otherwise, for an API
+    (``who``) that opens whole archives only, so that it never opens or creates a file at the other
+    reading of the name."""
+    archive, member = split_name(path, create)
+    if member is not None:
+        raise MmzipError(EINVAL, "%s: '%s' names the member '%s' of the archive '%s', and %s opens a whole "
+                         "archive (open '%s' and address the member by its name)"
+                         % (who, os.fsdecode(path), member, archive, who, archive))
+    return path

@@ -130,10 +130,11 @@ class NpzArchive:
             raise ValueError("mmzip.open: unknown mode %r (use one of %s)" % (mode, ", ".join(_MODES)))
         if alignment < 64 or alignment > 4096 or alignment & (alignment - 1):
             raise ValueError("mmzip.open: alignment must be a power of two from 64 to 4096, not %r" % alignment)
-        self.path = os.fspath(path)
+        core_mode, self._in_place = _MODES[mode]
+        # The file as written; never the other reading of a name holding "#/" (mmzip_split_name).
+        self.path = _c.whole_file(os.fspath(path), mode not in ("r", "r+"), "mmzip.open")
         self.mode = mode
         self.alignment = alignment
-        core_mode, self._in_place = _MODES[mode]
         self._writable = core_mode != "r"
         self._h = _Handle(self.path, core_mode)
         # The views' keeper: a second read-only handle on the same store (mmzip shares one store per process,
@@ -193,6 +194,7 @@ class NpzArchive:
         return self._files
 
     def keys(self):
+        """The member names, as ``files``."""
         return self.files
 
     def __iter__(self):
@@ -211,6 +213,7 @@ class NpzArchive:
             return False
 
     def items(self):
+        """(name, array) pairs of every member, as ``a[name]`` gives them."""
         return [(k, self[k]) for k in self.files]
 
     # -- reading -----------------------------------------------------------------------------------

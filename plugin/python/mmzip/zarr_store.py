@@ -7,7 +7,18 @@ What it changes for someone who used ``zarr.ZipStore``:
 * Rewriting a key replaces it: the archive never holds two directory entries of one name.
 * Writes are appended and published in batches: ``flush()`` commits, ``close()`` commits and releases.
   Other processes see the last commit, which is always a complete, valid ZIP archive.
-* One writer per archive, across processes: a second writable open raises ``MmzipError`` (EBUSY) at once.
+* The default mode is "a", as for ``zarr.ZipStore``, but an existing archive is only read until the first
+  write: opening it takes no lock and changes nothing, so any number of processes may open it with the default
+  mode and read. The first write (``store[key] = ...``, ``del``, ``rmdir``) takes the writer lock.
+* One writer per archive, across processes: a second writer raises ``MmzipError`` (EBUSY) at once (with
+  mode "a", at its first write).
+* In one process, a writer takes the archive over from the stores that read it: one that holds no view
+  returned by ``store[key]`` lets go of the archive and opens it again at its next read (then seeing the
+  writer's commits). So ``xr.open_zarr(store)``, ``ds.close()`` and a writer of the same archive work in
+  one process without waiting for the garbage collector.
+* Failures are ``MmzipError``, an ``OSError``; a missing archive, a directory, a refused permission are
+  also ``FileNotFoundError``, ``IsADirectoryError``, ``PermissionError``, and a full disk has ``errno``
+  ENOSPC.
 * It pickles by path and mode, so Dask and multiprocessing workers reopen it (see ``__setstate__``).
 
 Lifetime of the zero-copy views. A view returned by ``store[key]`` stays valid after ``close()``: the views
@@ -23,6 +34,7 @@ import os
 import threading
 import warnings
 import weakref
+import zipfile
 import zlib
 
 from numcodecs.compat import ensure_contiguous_ndarray_like
@@ -45,6 +57,19 @@ class StoreReadOnlyError(ReadOnlyError):
         PermissionError.__init__(self, message)
 
 
+class _ViewCount:
+    """Live zero-copy views of a read-only handle; it holds no reference to the handle, so that counting
+    does not keep the handle alive."""
+
+    def __init__(self):
+        self.n = 0
+        self.mu = threading.Lock()
+
+    def gone(self):
+        with self.mu:
+            self.n -= 1
+
+
 class _Handle:
     """One core handle. Zero-copy views hold a reference to it, so the mapping outlives them; it is closed
     when the store has let go of it (close()) and no view is left."""
@@ -53,7 +78,7 @@ class _Handle:
         self.h = ctypes.c_void_p()
         self.path = path
         before = _file_id(path)
-        _check(_c().mmzip_open(os.fsencode(path), cmode.encode(), ctypes.byref(opts), ctypes.byref(self.h)))
+        _check(_c().mmzip_open(os.fsencode(path), cmode.encode(), ctypes.byref(opts), ctypes.byref(self.h)), path)
         # The file the core opened, if nothing was renamed over the path meanwhile (pack does): what a
         # descriptor of our own must show before its bytes are trusted as the core's (raw_fd).
         self.file_id = before if before is not None and _file_id(path) == before else None
@@ -66,6 +91,7 @@ class _Handle:
         self.generation = _c().mmzip_generation(self.h).contents
         self.places = (-1, {})
         self.fd = None            # for the compressed bytes of deflated entries (opened on first need)
+        self.read_views = _ViewCount()  # buffers of views handed out by _core_view, alive
 
     def raw_fd(self):
         """A descriptor of the file the core mapped, or None if that cannot be made sure of (the archive was
@@ -109,23 +135,87 @@ def _file_id(path):
     return (st.st_dev, st.st_ino)
 
 
+# The stores of this process that hold a read-only handle, by id: a writer of this process that the core
+# refuses because of them (an archive open read-only in a process cannot also be open for writing there)
+# asks the idle ones to let go (_let_go_of_readers).
+_readers = {}
+_readers_mu = threading.Lock()
+
+
+def _reader_add(store):
+    k = id(store)
+    with _readers_mu:
+        _readers[k] = weakref.ref(store, lambda _r, k=k: _readers.pop(k, None))
+
+
+def _reader_remove(store):
+    with _readers_mu:
+        _readers.pop(id(store), None)
+
+
+def _let_go_of_readers(path):
+    """Makes the read-only stores of this process that read the archive at path, and hold no view, let go
+    of their handle. Returns how many did, and how many could not (views alive)."""
+    fid = _file_id(path)
+    with _readers_mu:
+        stores = [r() for r in _readers.values()]
+    let_go = kept = 0
+    for s in stores:
+        if s is not None and (s.path == path or fid is not None and s._file_id() == fid):
+            if s._let_go():
+                let_go += 1
+            else:
+                kept += 1
+    return let_go, kept
+
+
+def _open_handle(path, cmode, opts):
+    """A _Handle; a writable open refused because this process reads the archive is tried again once the
+    idle readers have let go."""
+    # Only the refusal's fields are kept, not the exception: its traceback would hold the caller's frames,
+    # and with them the handle this open makes, until the garbage collector ran.
+    try:
+        return _Handle(path, cmode, opts)
+    except MmzipError as e:
+        if cmode == "r" or e.code != _core.EBUSY or "read-only in this process" not in str(e):
+            raise  # another writer, in this process or another
+        let_go, kept = _let_go_of_readers(path)
+        if not let_go and not kept:
+            raise  # not our readers: another writer, or handles of another kind
+        refused = (e.code, str(e), e.errno)
+    if let_go:
+        try:
+            return _Handle(path, cmode, opts)
+        except MmzipError as e:
+            if e.code != _core.EBUSY:
+                raise
+            refused = (e.code, str(e), e.errno)
+    why = ("%d mmzip.ZarrStore reader(s) of this process still hold views returned by store[key]; " % kept
+           if kept else "")
+    raise MmzipError(refused[0], "%s (%sreaders let go when they hold no view; other handles - "
+                     "mmzip.Archive, h5py, netCDF - must be closed)" % (refused[1], why), refused[2], path)
+
+
 # Store modes -> core modes. "a" creates the archive if missing; "w" replaces it; "w-" (zarr's "x") creates
 # it and fails if it exists.
 _MODES = {"r": "r", "r+": "r+", "a": "w+", "w": "w", "w-": "w", "x": "w"}
 
+# zipfile's compression methods, by number, for the message that refuses them.
+_METHODS = {zipfile.ZIP_DEFLATED: "ZIP_DEFLATED", zipfile.ZIP_BZIP2: "ZIP_BZIP2", zipfile.ZIP_LZMA: "ZIP_LZMA"}
 
-def _split_subdataset(path):
-    """``"a.zip#/g/sub"`` -> (absolute archive path, "g/sub"); a path without ``#/`` -> (absolute path, "").
-    The separator is the first ``#/`` whose left side is an existing file (an archive's own name may hold
-    ``#/``), else the first one, as the HDF5 driver and the netCDF plugin read such names."""
-    seps = [i for i in range(len(path)) if path.startswith("#/", i)]
-    cut = next((i for i in seps if os.path.isfile(path[:i])), seps[0] if seps else None)
-    if cut is None:
+
+def _split_subdataset(path, mode):
+    """``"a.zip#/g/sub"`` -> (absolute archive path, "g/sub"); the file as written -> (absolute path, "").
+    Which one a name holding ``#/`` means is the rule every route shares (mmzip_split_name, mmzip.h): a
+    path that exists as written is that file, ``a.zip#/g`` is a group only when ``a.zip`` is the archive
+    (or, for the creating modes, a new file in an existing directory), and an ambiguous name is refused."""
+    archive, group = _core.split_name(path, create=mode in ("a", "w", "w-", "x"), create_archive=mode == "a")
+    if group is None:
         return os.path.abspath(path), ""
-    parts = [p for p in path[cut + 2:].split("/") if p]
+    parts = [p for p in group.split("/") if p]
     if any(p in (".", "..") for p in parts):
         raise ValueError("mmzip.ZarrStore: %r: '.' and '..' are not group names" % (path,))
-    return os.path.abspath(path[:cut]), "/".join(parts)
+    return os.path.abspath(archive), "/".join(parts)
 
 
 class ZarrStore(Store):
@@ -133,11 +223,29 @@ class ZarrStore(Store):
 
     ``path`` may name a sub-dataset, ``"archive.zip#/group/sub"`` (the address the netCDF plugin and the
     HDF5 driver read too): the store is then rooted at that group, its keys relative to it; modes "r",
-    "r+" and "a" only (a sub-dataset of an append-only archive cannot be truncated).
+    "r+" and "a" only (a sub-dataset of an append-only archive cannot be truncated). A path that exists as
+    written is that file even if it holds ``#/``; ``a.zip#/g`` is a group only when ``a.zip`` is a ZIP
+    archive (or, in mode "a", a new file in an existing directory while no ``a.zip#`` exists); a
+    name that fits both readings raises MmzipError naming both, and nothing is opened or created.
 
-    ``mode``: "r" (read-only; the archive must exist), "r+" (read/write; must exist), "a" (read/write,
-    created if missing), "w" (a new, empty archive that replaces any existing one when first committed),
-    "w-" or "x" (a new archive; FileExistsError if the file exists).
+    ``mode``: "a" (the default, as for ``zarr.ZipStore``: read/write, created if missing), "r" (read-only;
+    the archive must exist), "r+" (read/write; must exist), "w" (a new, empty archive that replaces any
+    existing one when first committed), "w-" or "x" (a new archive; FileExistsError if the file exists).
+
+    What "a" costs: on an existing archive, nothing until the first write. The store opens it read-only (no
+    lock, no change to the file; other processes may read and write it meanwhile), and the first write
+    (``store[key] = ...``, ``del store[key]``, ``rmdir``) takes the writer lock, so a second writer fails
+    there (``MmzipError``, EBUSY), not at the open, and the store then sees the newest commit. Only a writer
+    commits at ``close()``. A missing archive is created: it appears, empty if nothing was written, at
+    the first commit (``flush()`` or ``close()``); an empty file (a creation that was interrupted) is
+    started afresh. Use "r" to be sure nothing is ever written, "r+" to take the lock at the open.
+
+    ``compression`` and ``allowZip64`` are ``zarr.ZipStore``'s: mmzip stores entries uncompressed (that is
+    what lets reads be views into the mapping), so only ``zipfile.ZIP_STORED`` is accepted for writing;
+    compress chunks with Zarr's compressors instead (the ``compressor=`` of the array; Blosc by default),
+    which compress each chunk before it reaches the store. mmzip always writes ZIP64 records, so
+    ``allowZip64=False`` is refused for writing. In mode "r" both are accepted and ignored, as they only
+    concern writing (mmzip reads deflated archives).
 
     ``durable=True`` fsyncs every commit (survives a power loss, not only a crash of the process).
     ``alignment`` aligns the data of new entries (power of two up to the page size; default 64).
@@ -148,14 +256,35 @@ class ZarrStore(Store):
     A writer killed before ``flush()`` leaves the archive at its last commit.
     Readers: the store sees the commit that was last when it was opened; ``refresh()`` moves it to the
     newest one (views handed out earlier stay valid). Stores of one file in one process share their view.
+    A writer opened in this process takes the archive over from the reading stores that hold no view
+    returned by ``store[key]``: they let go and open it again at their next read, seeing the writer's
+    commits. So a reader need not be closed (nor ``ds.close()`` of xarray reach it) before a writer of this
+    process opens the archive; one that holds such a view keeps the writer out (EBUSY, saying so).
+
+    Errors are ``mmzip.MmzipError`` (an ``OSError``), and ``FileNotFoundError``, ``IsADirectoryError``,
+    ``PermissionError``, ``FileExistsError`` where the system names the cause; ``errno`` ENOSPC for a full disk.
     """
 
     _erasable = True
 
-    def __init__(self, path, mode="r", *, durable=False, alignment=None, dimension_separator=None):
+    def __init__(self, path, mode="a", *, compression=zipfile.ZIP_STORED, allowZip64=True, durable=False,
+                 alignment=None, dimension_separator=None):
+        if isinstance(mode, int):
+            raise TypeError("mmzip.ZarrStore: the second argument is the mode (zarr.ZipStore's is compression): "
+                            "pass compression= as a keyword")
         if mode not in _MODES:
             raise ValueError("mmzip.ZarrStore: mode must be one of r, r+, a, w, w-, x, not %r" % (mode,))
-        self.path, self.group = _split_subdataset(os.fspath(path))
+        if mode != "r" and compression != zipfile.ZIP_STORED:
+            raise ValueError("mmzip.ZarrStore: compression=%s: mmzip stores entries uncompressed (so that reads "
+                             "are views into the archive's mapping); only zipfile.ZIP_STORED is accepted. "
+                             "Compress the chunks with Zarr's compressors instead (the array's compressor=, "
+                             "Blosc by default): they compress each chunk before it reaches the store"
+                             % _METHODS.get(compression, repr(compression)))
+        if mode != "r" and not allowZip64:
+            raise ValueError("mmzip.ZarrStore: allowZip64=False: mmzip always writes ZIP64 records (any size of "
+                             "archive, any number of entries); readers without ZIP64 support cannot read its "
+                             "archives. Pass allowZip64=True (the default), or open with mode 'r'")
+        self.path, self.group = _split_subdataset(os.fspath(path), mode)
         if self.group and mode not in ("r", "r+", "a"):
             raise ValueError("mmzip.ZarrStore: mode %r would truncate %s, and the sub-dataset %r lives in an "
                              "append-only archive: use 'a' (created if missing) or 'r+'"
@@ -166,12 +295,36 @@ class ZarrStore(Store):
         self.alignment = alignment
         self._dimension_separator = dimension_separator
         self.pickled_from_mode = None
+        self._released = False    # let go of the archive for a writer of this process (_let_go)
+        self._upgradable = False  # mode "a" on an existing archive, read-only until the first write
+        self._mu = threading.Lock()  # the handle being replaced (_upgrade, a reopen): other threads wait
         self._open(mode)
 
     def _open(self, mode):
         if mode in ("w-", "x") and os.path.lexists(self.path):
-            raise FileExistsError("mmzip.ZarrStore: %s exists (mode %r creates a new archive only)"
-                                  % (self.path, mode))
+            raise _core.error_for(_core.EEXIST, "mmzip.ZarrStore: %s exists (mode %r creates a new archive only)"
+                                  % (self.path, mode), filename=self.path)
+        if mode == "a" and os.path.isfile(self.path) and os.path.getsize(self.path) > 0:
+            # Read-only until the first write (_upgrade): a reader with the default mode takes no lock.
+            self._open_reader()
+            self._upgradable = True
+            self._writeable = True
+            return
+        self._h = _open_handle(self.path, _MODES[mode], self._options(mode))
+        self._writeable = self._h.writable
+        if not self._h.writable:
+            _reader_add(self)
+            # Another handle of this process may have kept an older view of the file: start from the newest
+            # commit.
+            _check(_c().mmzip_refresh(self._h.h))
+
+    def _open_reader(self):
+        self._h = _Handle(self.path, "r", self._options("r"))
+        self._released = False
+        _reader_add(self)
+        _check(_c().mmzip_refresh(self._h.h))
+
+    def _options(self, mode):
         opts = _core.Options()
         _c().mmzip_options_init(ctypes.byref(opts))
         opts.commit_policy = _core.COMMIT_MANUAL
@@ -183,22 +336,69 @@ class ZarrStore(Store):
             opts.flags |= _core.PUBLISH_ON_COMMIT
         if self.alignment:
             opts.alignment = int(self.alignment)
-        self._h = _Handle(self.path, _MODES[mode], opts)
-        self._writeable = self._h.writable
-        if not self._h.writable:
-            # Another handle of this process may have kept an older view of the file: start from the newest
-            # commit.
-            _check(_c().mmzip_refresh(self._h.h))
+        return opts
 
     # -- state -------------------------------------------------------------------------------------------
 
     def _handle(self):
         h = self._h
         if h is None:
-            raise ValueError("mmzip.ZarrStore: %s is closed" % self.path)
+            with self._mu:
+                h = self._h
+                if h is None:
+                    if not self._released:
+                        raise ValueError("mmzip.ZarrStore: %s is closed" % self.path)
+                    self._open_reader()
+                    h = self._h
         return h
 
+    def _file_id(self):
+        h = self._h
+        return h.file_id if h is not None else None
+
+    def _let_go(self):
+        """A reader lets go of its handle for a writer of this process, unless a view it handed out is alive
+        (the view needs the mapping). It opens the archive again at its next access. True if it let go."""
+        h = self._h
+        if h is None or h.writable:
+            return False
+        h.places = (-1, {})  # the cached views: dropped, so that only the caller's views count
+        if h.read_views.n:
+            return False
+        self._h = None
+        self._released = True
+        _reader_remove(self)
+        return True  # the handle closes as `h` goes, unless another thread is using it this instant
+
+    def _upgrade(self, what):
+        """Mode "a": the first write takes the writer lock (a writable handle in place of the reader)."""
+        old = self._h
+        if old is not None:
+            old.places = (-1, {})
+            if old.read_views.n:
+                raise _core.error_for(_core.EBUSY, "mmzip.ZarrStore: cannot %s in %s: mode 'a' takes the writer "
+                                      "lock at the first write, and %d view(s) returned by store[key] are still "
+                                      "alive (they need the read-only mapping): drop them first, or open with "
+                                      "mode 'r+'" % (what, self.path, old.read_views.n), filename=self.path)
+        self._h = None
+        _reader_remove(self)
+        del old
+        try:
+            self._h = _open_handle(self.path, "w+", self._options("a"))
+        except BaseException:
+            try:
+                self._open_reader()  # still a reader, as before the write was tried
+            except MmzipError:
+                self._released = True
+            raise
+        self._upgradable = False
+        return self._h
+
     def _writer(self, what):
+        if self._upgradable:
+            with self._mu:
+                if self._upgradable:
+                    return self._upgrade(what)
         h = self._handle()
         if not h.writable:
             if self.pickled_from_mode:
@@ -214,7 +414,7 @@ class ZarrStore(Store):
         closed store: nothing to do."""
         h = self._h
         if h is not None and h.writable:
-            _check(_c().mmzip_commit(h.h))
+            _check(_c().mmzip_commit(h.h), self.path)
 
     def refresh(self):
         """Read-only stores: moves to the newest commit of the archive. A writer always sees its own state."""
@@ -225,12 +425,14 @@ class ZarrStore(Store):
     def close(self):
         """Commits (writers) and releases the archive. Calling it again does nothing."""
         h, self._h = self._h, None
+        self._released = self._upgradable = False
+        _reader_remove(self)
         if h is None:
             return
         err = None
         if h.writable:
             try:
-                _check(_c().mmzip_commit(h.h))
+                _check(_c().mmzip_commit(h.h), self.path)
             except MmzipError as e:
                 err = e
             with h.views_mu:
@@ -245,6 +447,7 @@ class ZarrStore(Store):
             raise err
 
     def __enter__(self):
+        """``with ZarrStore(...) as store:`` closes (commits and releases) the store at the end."""
         return self
 
     def __exit__(self, *exc):
@@ -257,6 +460,8 @@ class ZarrStore(Store):
             pass
 
     def __getstate__(self):
+        """Pickles by path and mode (see __setstate__); a writer commits first, so that the copy sees what it
+        wrote."""
         # Like zarr's ZipStore: what is written is published first, so that the copy sees it.
         self.flush()
         return {"path": self.path, "group": self.group, "mode": self.mode, "durable": self.durable, "alignment": self.alignment,
@@ -274,17 +479,25 @@ class ZarrStore(Store):
         self.alignment = state["alignment"]
         self._dimension_separator = state["dimension_separator"]
         self.pickled_from_mode = state["pickled_from_mode"]
+        self._released = self._upgradable = False
+        self._mu = threading.Lock()
         if state["mode"] != "r":
             self.pickled_from_mode = self.pickled_from_mode or state["mode"]
         self.mode = state["mode"]
         self._open("r")
 
     def __eq__(self, other):
+        """Stores are equal when they open the same archive (and group) with the same mode."""
         return (isinstance(other, ZarrStore) and self.path == other.path and self.group == other.group
                 and self.mode == other.mode)
 
     def __repr__(self):
-        state = "closed" if self._h is None else ("read-only" if not self._h.writable else "writable")
+        if self._upgradable:
+            state = "read-only until the first write"
+        elif self._h is None:
+            state = "read-only" if self._released else "closed"
+        else:
+            state = "read-only" if not self._h.writable else "writable"
         where = self.path + ("#/" + self.group if self.group else "")
         return "<mmzip.ZarrStore %r mode=%r %s>" % (where, self.mode, state)
 
@@ -298,7 +511,7 @@ class ZarrStore(Store):
     def __getitem__(self, key):
         h = self._h
         if h is None:
-            self._handle()  # raises: closed
+            h = self._handle()  # raises if closed; reopens a reader that let go for a writer
         if h.writable:
             return self._get_writer(h, key)
         # Read-only: where a key's bytes are does not change until the core's generation counter moves (a
@@ -348,6 +561,10 @@ class ZarrStore(Store):
             return memoryview(b"")
         buf = (ctypes.c_char * n.value).from_address(p.value)
         buf._mmzip_handle = h  # keeps the mapping alive as long as any view of it
+        count = h.read_views
+        with count.mu:
+            count.n += 1
+        weakref.finalize(buf, count.gone)  # what a writer of this process waits for (_let_go)
         return memoryview(buf).cast("B").toreadonly()
 
     def _inflate(self, h, key, where):
@@ -403,7 +620,7 @@ class ZarrStore(Store):
         h = self._writer("write %r" % (key,))
         k = self._key(key)
         data = ensure_contiguous_ndarray_like(value).view("u1")
-        _check(_c().mmzip_put(h.h, k, data.ctypes.data, data.nbytes, 0))
+        _check(_c().mmzip_put(h.h, k, data.ctypes.data, data.nbytes, 0), self.path)
 
     def __delitem__(self, key):
         h = self._writer("delete %r" % (key,))
@@ -437,6 +654,7 @@ class ZarrStore(Store):
             return [n[len(self._root):] for n in names] if self._root and not flags else names
 
     def keys(self):
+        """Every key of the store (relative to its group for a sub-dataset), in archive order."""
         return self._names("", 0)
 
     def __iter__(self):
@@ -448,11 +666,13 @@ class ZarrStore(Store):
         return int(_c().mmzip_count(self._handle().h))
 
     def listdir(self, path=None):
+        """The names directly below ``path`` (keys and sub-groups, without their own children), sorted."""
         path = normalize_storage_path(path)
         prefix = path + "/" if path else ""
         return sorted({n.rstrip("/") for n in self._names(prefix, _core.NAMES_CHILDREN)})
 
     def rmdir(self, path=None):
+        """Removes every key below ``path`` (the whole store if None); committed by the next flush/close."""
         h = self._writer("remove %r" % (path or "/",))
         path = normalize_storage_path(path)
         prefix = path + "/" if path else ""
@@ -481,4 +701,5 @@ class ZarrStore(Store):
         return size
 
     def clear(self):
+        """Removes every key of the store (``rmdir("")``)."""
         self.rmdir("")
