@@ -4,8 +4,9 @@ copy floor: `cat` of every file into one file (the bytes read and written once, 
 
 Two trees: many small files (default 100,000 x 100 B, where per-file costs dominate) and few large ones (default
 16 x 64 MiB = 1 GiB, where the copy dominates). Each repeat runs the four commands one after the other on the
-same hot page cache, so that load from other processes falls on all of them alike; the output is deleted
-before each command (none of them syncs). Prints, per tree, min/median/max seconds of each command and of the
+same hot page cache, in an order that rotates from one repeat to the next, so that load from other processes
+falls on all of them alike; the output is deleted and the file system synced before each command (untimed:
+none of them syncs, and the dirty pages one leaves would otherwise throttle the next). Prints, per tree, min/median/max seconds of each command and of the
 ratios mmzip/zip, mmzip/zipfile and mmzip/floor taken within each repeat, and the load average before and after
 (the figures mean little on a loaded machine unless compared within one run).
 
@@ -92,12 +93,15 @@ def bench(label, tree, work, repeat, check):
         for p in out.values():
             if os.path.exists(p):
                 os.unlink(p)
+        cmds = [("mmzip", [MMZIP, "put", out["mmzip.zip"], "--dir", tree_abs], None),
+                ("zip", ["zip", "-0", "-r", "-q", out["zip.zip"], "."], tree_abs),
+                ("zipfile", [sys.executable, "-c", ZIPFILE_WRITER, tree_abs, out["zipfile.zip"]], None),
+                ("floor", ["sh", "-c", "find . -type f -print0 | xargs -0 cat > '%s'" % out["floor.bin"]], tree_abs)]
         t = {}
-        t["mmzip"] = timed([MMZIP, "put", out["mmzip.zip"], "--dir", tree_abs])
-        t["zip"] = timed(["zip", "-0", "-r", "-q", out["zip.zip"], "."], cwd=tree_abs)
-        t["zipfile"] = timed([sys.executable, "-c", ZIPFILE_WRITER, tree_abs, out["zipfile.zip"]])
-        t["floor"] = timed(["sh", "-c", "find . -type f -print0 | xargs -0 cat > '%s'" % out["floor.bin"]],
-                           cwd=tree_abs)
+        for k, cmd, cwd in cmds[r % 4:] + cmds[:r % 4]:
+            os.sync()
+            t[k] = timed(cmd, cwd)
+        print("  run %d: %s" % (r + 1, "  ".join("%s %.3f" % (k, t[k]) for k in times)), flush=True)
         for k, v in t.items():
             times[k].append(v)
         for k in ratios:
