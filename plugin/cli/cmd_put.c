@@ -150,7 +150,27 @@ typedef struct {
 typedef struct {
     tree_file *f;
     size_t n, cap;
+    int folders; /* list the folders too, each as "rel/" */
 } file_list;
+
+static int add(file_list *l, const char *rel, const char *suffix, const struct stat *st) {
+    if (l->n == l->cap) {
+        size_t ncap = l->cap ? l->cap * 2 : 64;
+        tree_file *p = realloc(l->f, ncap * sizeof *p);
+        if (!p) return -1;
+        l->f = p;
+        l->cap = ncap;
+    }
+    size_t n = strlen(rel), k = strlen(suffix);
+    char *r = malloc(n + k + 1);
+    if (!r) return -1;
+    memcpy(r, rel, n);
+    memcpy(r + n, suffix, k + 1);
+    l->f[l->n].rel = r;
+    l->f[l->n].st = *st;
+    l->n++;
+    return 0;
+}
 
 static int collect(const char *root, const char *rel, file_list *l) {
     char path[8192];
@@ -173,23 +193,16 @@ static int collect(const char *root, const char *rel, file_list *l) {
         }
         struct stat st;
         if (stat(full, &st) != 0) continue;
-        if (S_ISDIR(st.st_mode)) rc = collect(root, child, l);
-        else if (S_ISREG(st.st_mode)) {
-            if (l->n == l->cap) {
-                size_t ncap = l->cap ? l->cap * 2 : 64;
-                tree_file *p = realloc(l->f, ncap * sizeof *p);
-                if (!p) {
-                    fprintf(stderr, "mmzip put: out of memory listing %s\n", root);
-                    rc = -1;
-                    break;
-                }
-                l->f = p;
-                l->cap = ncap;
-            }
-            l->f[l->n].rel = strdup(child);
-            l->f[l->n].st = st;
-            if (!l->f[l->n].rel) rc = -1;
-            else l->n++;
+        int nomem = 0;
+        if (S_ISDIR(st.st_mode)) {
+            nomem = l->folders && add(l, child, "/", &st) != 0;
+            if (!nomem) rc = collect(root, child, l);
+        } else if (S_ISREG(st.st_mode)) {
+            nomem = add(l, child, "", &st) != 0;
+        }
+        if (nomem) {
+            fprintf(stderr, "mmzip put: out of memory listing %s\n", root);
+            rc = -1;
         }
     }
     closedir(d);
@@ -229,6 +242,13 @@ static int put_dir(mmzip_t *h, const char *dir, const char *prefix, file_list *l
             code = EXIT_FAIL;
             break;
         }
+        if (S_ISDIR(l->f[i].st.st_mode)) { /* a folder entry, "x/", dated and with the mode of the folder */
+            mmzip_attr attr = {(int64_t)l->f[i].st.st_mtime, (uint32_t)(S_IFDIR | (l->f[i].st.st_mode & 07777)), 0};
+            s = mmzip_putv_attr(h, key, NULL, 0, align, &attr);
+            if (s) code = cli_fail("put", s);
+            prog.files = i + 1;
+            continue;
+        }
         int fd = open(full, O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
             code = fail_errno(full);
@@ -263,6 +283,7 @@ static int run(int argc, char **argv) {
     uint32_t align = 0;
     int durable = 0;
     const char *dir = NULL;
+    int folders = 0;
     const char *pos[3] = {0};
     int npos = 0;
     for (int i = 1; i < argc; i++) {
@@ -270,12 +291,14 @@ static int run(int argc, char **argv) {
         else if (strncmp(argv[i], "--align=", 8) == 0) align = (uint32_t)strtoul(argv[i] + 8, NULL, 10);
         else if (strcmp(argv[i], "--durable") == 0) durable = 1;
         else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) dir = argv[++i];
+        else if (strcmp(argv[i], "--folders") == 0) folders = 1;
         else if (strcmp(argv[i], "-") != 0 && argv[i][0] == '-') return cli_usage(&cmd_put, "unknown option");
         else if (npos < 3) pos[npos++] = argv[i];
         else return cli_usage(&cmd_put, "too many arguments");
     }
     if (npos < 1 || (!dir && npos < 2)) return cli_usage(&cmd_put, "missing ARCHIVE or KEY");
     if (dir && npos > 2) return cli_usage(&cmd_put, "too many arguments");
+    if (folders && !dir) return cli_usage(&cmd_put, "--folders goes with --dir");
     if (cli_archive_name("put", pos[0], 1)) return EXIT_FAIL;
 
     /* Everything about the input is settled before the archive is opened: a command that cannot run
@@ -290,6 +313,12 @@ static int run(int argc, char **argv) {
         if (!S_ISDIR(in.st_mode)) {
             snprintf(why, sizeof why, "%s is not a directory (without --dir: mmzip put ARCHIVE KEY FILE)", dir);
             return cli_usage(&cmd_put, why);
+        }
+        l.folders = folders;
+        /* With a prefix, the folder it names is an entry too (as zip -r gives DIR/ for DIR). */
+        if (folders && npos > 1 && *pos[1] && add(&l, "", "", &in) != 0) {
+            free_list(&l);
+            return fail_errno(dir);
         }
         if (collect(dir, "", &l) != 0) {
             free_list(&l);
@@ -364,14 +393,15 @@ static int run(int argc, char **argv) {
 const command cmd_put = {
     "put", "append a file (or a directory tree) as committed entries",
     "usage: mmzip put [--align N] [--durable] ARCHIVE KEY [FILE|-]\n"
-    "       mmzip put [--align N] [--durable] ARCHIVE --dir DIRECTORY [PREFIX]\n\n"
+    "       mmzip put [--align N] [--durable] [--folders] ARCHIVE --dir DIRECTORY [PREFIX]\n\n"
     "Appends FILE (or standard input, which must not be a terminal) to ARCHIVE as the stored entry KEY,\n"
     "creating the archive if it does not exist. A KEY that exists is replaced; content identical to the\n"
     "stored entry's writes nothing (the archive is left as it was). The entry is committed when the\n"
     "command returns: a crash before then leaves the archive as it was.\n"
     "With --dir, adds every regular file under DIRECTORY, named by its relative path (under the folder\n"
     "PREFIX: 'lung' and 'lung/' both give lung/.zattrs), in one commit - e.g. a Zarr directory store into\n"
-    "a .zarr.zip. No folder entries are written (as zip -r -D).\n"
+    "a .zarr.zip. No folder entries are written (as zip -r -D), unless --folders is given: then every\n"
+    "folder is an entry too, 'x/' (and PREFIX/ for DIRECTORY), dated and with its mode, as zip -r writes.\n"
     "Entries are dated and get Unix modes as zip writes them: a file's modification time and permissions,\n"
     "or for standard input the time of the put and 0644 ($SOURCE_DATE_EPOCH, if set, is the latest time\n"
     "written). Progress goes to standard error when it is a terminal and the command runs over a second.\n\n"

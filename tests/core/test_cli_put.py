@@ -229,6 +229,28 @@ def test_times_and_modes_like_zip():
                 check_equal(im.create_system, 3, "made by Unix (%s)" % rel)
                 lt = time.localtime((files[rel][1] + 1) & ~1)  # odd seconds round up, as zip does
                 check_equal(im.date_time, tuple(lt[:6]), "DOS time of %s" % rel)
+        # --folders: folder entries as zip -r writes them (no -D); unzip then restores the folders' modes and
+        # times too.
+        dirs = {"sub": (0o750, t + 11), "sub/deeper": (0o700, t + 13)}
+        for rel, (mode, mtime) in dirs.items():
+            os.chmod(os.path.join(tree, rel), mode)
+            os.utime(os.path.join(tree, rel), (mtime, mtime))
+        mine, ref = os.path.join(d, "mf.zip"), os.path.join(d, "reff.zip")
+        mmzip("put", "--folders", mine, "--dir", tree)
+        subprocess.run(["zip", "-r", "-q", ref, "."], cwd=tree, check=True)
+        check_equal(names(mine), names(ref), "names with --folders against zip -r")
+        with zipfile.ZipFile(mine) as zm, zipfile.ZipFile(ref) as zr:
+            for rel in dirs:
+                im, ir = zm.getinfo(rel + "/"), zr.getinfo(rel + "/")
+                check_equal((im.external_attr, im.date_time), (ir.external_attr, ir.date_time),
+                            "folder entry %s/ against zip's" % rel)
+        got, want = unzip_tree(mine, os.path.join(d, "xf_mine")), unzip_tree(ref, os.path.join(d, "xf_ref"))
+        check_equal(got, want, "modes and times of everything unzip extracts, against zip -r")
+        for rel, (mode, mtime) in dirs.items():
+            check_equal(got[rel], (0o40000 | mode, mtime), "mode and time unzip gives the folder %s" % rel)
+        mmzip("put", "--folders", os.path.join(d, "pf.zip"), "--dir", tree, "lung")
+        check_equal(names(os.path.join(d, "pf.zip"))[:3], ["lung/", "lung/a.txt", "lung/run.sh"],
+                    "the folder of the prefix is an entry too")
         # Standard input: the time of the put, mode 0644. A folder entry: 040755 and the MS-DOS directory bit,
         # which unzip makes into a folder one can enter, as from zip.
         a = os.path.join(d, "s.zip")
