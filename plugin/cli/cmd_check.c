@@ -11,6 +11,7 @@ typedef struct {
 
 static void report(const char *msg, void *ctx) {
     tally *t = ctx;
+    cli_progress_done(); /* a finding gets a line of its own, not the end of the progress line */
     if (strncmp(msg, "error: ", 7) == 0) {
         t->errors++;
         fprintf(stderr, "%s\n", msg);
@@ -20,6 +21,11 @@ static void report(const char *msg, void *ctx) {
     } else if (!t->quiet) {
         fprintf(stderr, "%s\n", msg);
     }
+}
+
+static void progress(uint64_t done, uint64_t total, void *ctx) {
+    (void)ctx;
+    cli_progress_bytes("check", done, total);
 }
 
 static int run(int argc, char **argv) {
@@ -34,9 +40,14 @@ static int run(int argc, char **argv) {
     if (!archive) return cli_usage(&cmd_check, "missing ARCHIVE");
     if (cli_archive_name("check", archive, 0)) return EXIT_FAIL;
     mmzip_t *h;
-    int st = mmzip_open(archive, "r", NULL, &h);
+    mmzip_options o;
+    mmzip_options_init(&o);
+    o.progress = progress;
+    int st = mmzip_open(archive, "r", &o, &h);
     if (st) return cli_fail("check", st);
+    cli_progress_start();
     st = mmzip_check(h, report, &t);
+    cli_progress_done();
     size_t n = mmzip_count(h);
     mmzip_close(h);
     if (!t.quiet) {

@@ -420,6 +420,8 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
     if (!h) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", path);
     h->writable = writable;
     h->verify_get = (o.flags & MMZIP_VERIFY_CRC) != 0;
+    h->progress = o.progress;
+    h->progress_ctx = o.progress_ctx;
 
     pthread_mutex_lock(&registry_mu);
     struct stat st;

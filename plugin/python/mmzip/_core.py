@@ -127,7 +127,8 @@ class Options(ctypes.Structure):  # mmzip_options
                 ("commit_policy", ctypes.c_uint32), ("max_pending_entries", ctypes.c_uint32),
                 ("max_pending_bytes", ctypes.c_uint64), ("max_decoded_size", ctypes.c_uint64),
                 ("copy_threads", ctypes.c_uint32), ("reserved32_", ctypes.c_uint32),
-                ("reserved_", ctypes.c_uint64 * 3)]
+                ("progress", ctypes.c_void_p), ("progress_ctx", ctypes.c_void_p),
+                ("reserved_", ctypes.c_uint64 * 1)]
 
 
 class EntryInfo(ctypes.Structure):  # mmzip_entry_info
