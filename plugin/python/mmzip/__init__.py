@@ -34,6 +34,9 @@ Errors: ``mmzip.MmzipError``, an ``OSError`` with the library's message, ``code`
 and a name taken are also the builtin ``FileNotFoundError``, ``IsADirectoryError``, ``PermissionError``,
 ``FileExistsError``: as ``MmzipFileNotFoundError``, ``MmzipIsADirectoryError``, ``MmzipPermissionError`` and
 ``MmzipFileExistsError``, which derive from both. A full disk is an ``MmzipError`` with ``errno`` ENOSPC.
+A damaged entry (its bytes do not match its CRC-32) is ``mmzip.CRCError``, an ``MmzipError`` and a
+``zipfile.BadZipFile`` (what zarr's ``ZipStore`` and ``numpy.load`` raise), from every read that hands out a
+whole entry: ``ZarrStore``, ``Archive[key]``, ``mmzip.open(...)[name]`` check the CRC-32 by default.
 """
 import ctypes
 import os
@@ -41,13 +44,13 @@ import sys
 import urllib.parse
 
 from . import _core
-from ._core import (MmzipError, MmzipFileExistsError, MmzipFileNotFoundError, MmzipIsADirectoryError,
+from ._core import (CRCError, MmzipError, MmzipFileExistsError, MmzipFileNotFoundError, MmzipIsADirectoryError,
                     MmzipPermissionError, libdir)
 from ._core import lib_path as _lib_path
 
 __all__ = ["ZarrStore", "open", "savez", "NpzArchive", "enable_netcdf", "register_h5py", "Archive", "release_kept",
            "libdir", "MmzipError", "MmzipFileNotFoundError", "MmzipIsADirectoryError", "MmzipPermissionError",
-           "MmzipFileExistsError"]
+           "MmzipFileExistsError", "CRCError"]
 
 
 _netcdf_plugin = None
@@ -234,8 +237,14 @@ class Archive:
 
     ``a[key]`` returns a read-only memoryview of the entry (zero-copy for stored entries), valid while
     the archive is open. ``a[key] = bytes`` appends (committed at once unless inside ``with a.batch():``).
-    With ``verify=True`` (MMZIP_VERIFY_CRC), ``a[key]`` checks a stored entry's CRC-32 once before its
-    first view; compressed entries are always checked. ``a.verify(key)`` checks one entry on demand.
+    ``a[key]`` hands out a whole entry, so by default (``verify=True``, the core's MMZIP_VERIFY_CRC) it
+    checks a stored entry's CRC-32 before its first view and raises ``mmzip.CRCError`` (an ``MmzipError``
+    and a ``zipfile.BadZipFile``) naming the archive, the entry and both CRCs if the bytes are damaged.
+    The check is one pass over the entry, made once: an entry found good is remembered for as long as the
+    archive is open in this process (its bytes never change; a replaced entry is a new entry, checked
+    again). Compressed entries are always checked when decoded. ``verify=False`` hands stored entries out
+    unread (no pass over the data: pages are read only when touched), as ``mmzip_get`` does; then
+    ``a.verify(key)`` checks one entry on demand.
     Keys are str (UTF-8) or bytes; ``keys()`` gives a name that is not UTF-8 with its bytes as surrogate
     escapes (as ``os.fsdecode`` does), which finds the entry again.
 
@@ -246,7 +255,7 @@ class Archive:
     Readers that have the old archive open keep reading it.
     """
 
-    def __init__(self, path, mode="r", verify=False):
+    def __init__(self, path, mode="r", verify=True):
         self._h = ctypes.c_void_p()
         self.path = _core.whole_file(os.fspath(path), mode in ("w", "w+"), "mmzip.Archive")
         self._unpublished = mode == "w"
@@ -281,7 +290,7 @@ class Archive:
                     if info.edits_recovered else ""), RuntimeWarning, stacklevel=2)
 
     def verify(self, key):
-        """Checks the CRC-32 of entry ``key`` (mmzip_verify); raises MmzipError (code -8) on a mismatch."""
+        """Checks the CRC-32 of entry ``key`` (mmzip_verify); raises CRCError (code -8) on a mismatch."""
         rc = _lib().mmzip_verify(self._h, _core.entry_name(key))
         if rc == -1:
             raise KeyError(key)

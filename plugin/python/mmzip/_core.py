@@ -9,6 +9,8 @@ is how a grown ``mmzip_info`` once overwrote Python's heap: ``tests/python/test_
 import ctypes
 import errno
 import os
+import re
+import zipfile
 
 from ._paths import LIBDIR as _BUILT_LIBDIR
 
@@ -64,9 +66,32 @@ _ERRNO_CLASSES = {errno.ENOENT: MmzipFileNotFoundError, errno.EISDIR: MmzipIsADi
 def error_for(code, message, err=None, filename=None):
     """The exception for mmzip_status ``code``: the MmzipError subclass of the system's ``err`` (or of the
     errno the status stands for: ENOENT, EBUSY, EEXIST, ENOMEM), MmzipError itself otherwise."""
+    if code == ECRC:
+        return CRCError(code, message, err or None, filename)
     if not err:
         err = _STATUS_ERRNO.get(code)
     return _ERRNO_CLASSES.get(err, MmzipError)(code, message, err, filename)
+
+
+class CRCError(MmzipError, zipfile.BadZipFile):
+    """An entry's bytes do not match the CRC-32 of its directory record (MMZIP_ECRC, ``code`` -8): the archive
+    is damaged. Raised by every read that hands out a whole stored entry (``Archive[key]``, ``ZarrStore``,
+    ``mmzip.open(...)[name]``) before any of its bytes is returned. It is an ``MmzipError`` (so an
+    ``OSError``) and also a ``zipfile.BadZipFile``, the exception zarr's ``ZipStore`` (through zipfile)
+    raises for the same damage, so code written for ``ZipStore`` catches it unchanged.
+    ``path``, ``entry``: the archive and the entry; ``expected``: the CRC-32 of the directory record;
+    ``computed``: the CRC-32 of the bytes (from the library's message; None if it did not say)."""
+
+    _PARSE = re.compile(r"^(?P<path>.*?): entry '(?P<entry>.*)': CRC-32 mismatch \(directory says "
+                        r"(?P<expected>[0-9a-f]{8}), data gives (?P<computed>[0-9a-f]{8})\)", re.S)
+
+    def __init__(self, code, message, errno=None, filename=None):
+        super().__init__(code, message, errno, filename)
+        m = self._PARSE.match(message)
+        self.path = m.group("path") if m else filename
+        self.entry = m.group("entry") if m else None
+        self.expected = int(m.group("expected"), 16) if m else None
+        self.computed = int(m.group("computed"), 16) if m else None
 
 
 # mmzip_status values used by the package.
@@ -231,7 +256,8 @@ def last_error():
 
 
 def check(rc, filename=None):
-    """Raises the error of a non-zero status (error_for): the library's message, and its errno."""
+    """Raises the error of a non-zero status (error_for): the library's message, and its errno; CRCError for
+    MMZIP_ECRC."""
     if rc != 0:
         raise error_for(rc, last_error(), lib().mmzip_last_errno(), filename)
 

@@ -157,9 +157,20 @@ class NpzArchive:
     Mapping-like: ``len(a)``, ``iter(a)`` (names without ``.npy``, like ``numpy.load(...).files``),
     ``name in a``, ``a[name]`` (``name`` with or without ``.npy``), ``a[name] = array``, ``a.files``,
     ``a.keys()``, ``a.commit()``, ``a.close()``; a context manager. ``repr(a)`` is a table of contents.
+
+    ``a[name]`` hands out a whole array, so with ``verify=True`` (the default) the member's CRC-32 is checked
+    before the array is returned, and a damaged member raises ``mmzip.CRCError`` (an ``MmzipError`` and a
+    ``zipfile.BadZipFile``, what ``numpy.load`` raises through zipfile) naming the archive, the member and
+    both CRCs. One pass of the core's crc32 over the member, once: the array is then cached, and the core
+    remembers the member as good while the archive is open in this process. In modes r+, w+ and a+ the check
+    comes before the first writable view (a commit recomputes the CRC over the bytes as they are, which would
+    otherwise make damage look valid). ``verify=False`` hands a stored array out unread, a view whose pages
+    are read only when touched: for taking a few slices of an array larger than memory, where one pass over
+    it is the cost to avoid; then nothing checks the bytes (``mmzip check`` does). Compressed members are
+    checked when decoded either way. ``a.edit(name)`` and ``a.mapping`` (the whole file's bytes) never check.
     """
 
-    def __init__(self, path, mode="r", alignment=_DEFAULT_ALIGN):
+    def __init__(self, path, mode="r", alignment=_DEFAULT_ALIGN, verify=True):
         if mode not in _MODES:
             raise ValueError("mmzip.open: unknown mode %r (use one of %s)" % (mode, ", ".join(_MODES)))
         if alignment < 64 or alignment > 4096 or alignment & (alignment - 1):
@@ -169,6 +180,7 @@ class NpzArchive:
         self.path = _c.whole_file(os.fspath(path), mode not in ("r", "r+"), "mmzip.open")
         self.mode = mode
         self.alignment = alignment
+        self.verify = bool(verify)
         self._writable = core_mode != "r"
         # Mode "w": the new archive is built unnamed and renamed over the path at the first commit (commit(),
         # close()), so that a failure before - an exception out of the with block, a full disk, the process
@@ -295,8 +307,20 @@ class NpzArchive:
             raise ValueError("%s: no stored member to locate the mapping by" % self.path)
         return self._mapping
 
+    def _check_crc(self, member, info=None):
+        """verify=True: the CRC-32 of a stored member, before anything of it is handed out (mmzip_verify: one
+        pass the first time, nothing once the store knows the member is good). Compressed members are
+        checked by mmzip_get when decoded."""
+        if not self.verify:
+            return
+        if info is None:
+            info = self._stat(member)
+        if info.method == 0:
+            _check(_core().mmzip_verify(self._live(), _c.entry_name(member)))
+
     def _load(self, member):
         info = self._stat(member)
+        self._check_crc(member, info)
         p, n = self._raw(member)
         if not member.endswith(".npy"):
             return ctypes.string_at(p, n) if n else b""
@@ -325,6 +349,8 @@ class NpzArchive:
             return a
         member = self._member(key)
         if self._in_place and member.endswith(".npy"):
+            if member not in self._edited:
+                self._check_crc(member)
             return self.edit(key)
         a = self._cache.get(member)
         if a is None:
@@ -519,14 +545,16 @@ class NpzArchive:
         return "\n".join(out)
 
 
-def open(path, mode="r", alignment=_DEFAULT_ALIGN):  # noqa: A001 - the package's name for it
+def open(path, mode="r", alignment=_DEFAULT_ALIGN, verify=True):  # noqa: A001 - the package's name for it
     """Opens an archive of arrays (a .npz). Modes: r (read), r+ (read, append, arrays writable in place),
     w (new archive, append), w+ (new, writable in place), a (create or append), a+ (create or append,
     writable in place). ``alignment``: the boundary (64..4096) the data of arrays written here starts on.
     Modes w and w+ build the new archive unnamed and rename it over ``path`` at the first commit (``commit()``,
     ``close()``): until then readers see the archive that was there, and an exception out of the ``with``
-    block, a full disk or the process killed leaves that archive as it was (or no file)."""
-    return NpzArchive(path, mode, alignment)
+    block, a full disk or the process killed leaves that archive as it was (or no file).
+    ``verify``: check each member's CRC-32 once before its array is handed out (default; raises
+    mmzip.CRCError on damage), or hand stored arrays out unread (False; see NpzArchive)."""
+    return NpzArchive(path, mode, alignment, verify)
 
 
 def savez(file, *args, **kwds):

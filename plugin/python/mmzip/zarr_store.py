@@ -4,6 +4,12 @@ What it changes for someone who used ``zarr.ZipStore``:
 
 * Reads of stored chunks are read-only memoryviews into the archive's one shared mapping: no read call, no
   copy until zarr copies the chunk into the array it returns (or decompresses it).
+* Every read checks the entry's CRC-32, as ``ZipStore`` does, before handing out any byte of it: a damaged
+  chunk raises ``mmzip.CRCError`` naming the archive, the entry and both CRCs. It is an ``MmzipError`` and a
+  ``zipfile.BadZipFile``, the exception ``ZipStore`` raises for the same damage. A stored entry is checked
+  once (one pass of the core's crc32 over its bytes) and then remembered as good while the archive is open
+  in this process; an entry replaced by a commit (seen after ``refresh()``) is checked again. Deflated
+  entries are checked each time they are inflated.
 * Rewriting a key replaces it: the archive never holds two directory entries of one name.
 * Writes are appended and published in batches: ``flush()`` commits, ``close()`` commits and releases.
   Other processes see the last commit, which is always a complete, valid ZIP archive.
@@ -332,6 +338,9 @@ class ZarrStore(Store):
         opts = _core.Options()
         _c().mmzip_options_init(ctypes.byref(opts))
         opts.commit_policy = _core.COMMIT_MANUAL
+        # Every read hands out a whole entry: its CRC-32 is checked before the first view of it (once per
+        # entry while the archive is open in this process; see __getitem__).
+        opts.flags |= _core.VERIFY_CRC
         if self.durable:
             opts.flags |= _core.DURABLE
         if _MODES[mode] in ("w", "w+") and not os.path.exists(self.path) or _MODES[mode] == "w":
@@ -602,8 +611,8 @@ class ZarrStore(Store):
                              % (self.path, key, len(out) if d.eof else "more than %d" % len(out), size))
         got = zlib.crc32(out)
         if got != crc:
-            raise MmzipError(_core.ECRC, "%s: entry '%s': CRC-32 mismatch (directory says %08x, data gives %08x)"
-                             % (self.path, key, crc, got))
+            raise _core.CRCError(_core.ECRC, "%s: entry '%s': CRC-32 mismatch (directory says %08x, data gives "
+                                 "%08x)" % (self.path, self._root + key, crc, got), None, self.path)
         return out
 
     def _get_writer(self, h, key):
