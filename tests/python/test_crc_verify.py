@@ -3,8 +3,8 @@ zarr arrays over it), mmzip.Archive[key] and whole arrays of mmzip.open(...) rai
 archive, the entry and both CRCs, before any byte of the entry is handed out, as zarr's ZipStore, numpy.load
 (zipfile) and unzip refuse the same archive. Undamaged archives read the exact values. The check is made
 once per entry per handle (counted), again for an entry replaced by a commit. The unverified routes
-(Archive(verify=False), mmzip.open(verify=False)) keep their documented behaviour: the damaged bytes as
-they are in the file."""
+(Archive(verify=False), mmzip.open(verify=False), HDF5 members by default) keep their documented behaviour:
+the damaged bytes as they are in the file; h5py's driver="mmzip" with verify=True refuses the open."""
 import os
 import sys
 
@@ -396,6 +396,51 @@ def _npy_bytes(arr):
     return f.getvalue()
 
 
+def test_hdf5_member_verify_option():
+    """HDF5 members are read in part, in place: by default nothing checks their CRC (documented), so h5py
+    reads the damaged value; h5py.File(..., driver="mmzip", verify=True) fails at the open naming the archive,
+    the member and both CRCs, and reads an undamaged member exactly; unzip refuses the damaged archive too."""
+    import h5py
+    mmzip.register_h5py()
+    with TempDir() as d:
+        plain = os.path.join(d, "plain.h5")
+        want = np.arange(10000, dtype="<f8") / 3
+        with h5py.File(plain, "w") as f:
+            offset = f.create_dataset("v", data=want).id.get_offset()  # contiguous: its bytes at `offset`
+        arc = os.path.join(d, "h.zip")
+        mmzip_cli("put", arc, "data.h5", plain)
+        mmzip_cli("put", arc, "good.h5", plain)
+        with h5py.File(arc, "r", driver="mmzip", member="data.h5", verify=True) as h:
+            check_equal(h["v"][:].tobytes(), want.tobytes(), "verify=True, undamaged member")
+        off, info = data_offset(arc, "data.h5")
+        flip(arc, off + offset + 8 * 123 + 2, 0x10)
+        damaged = file_bytes(arc, off, info.file_size)
+        computed = zlib.crc32(damaged)
+        unzip_refuses(arc, "data.h5")
+        code = ("import sys, h5py, mmzip\n"
+                "mmzip.register_h5py()\n"
+                "with h5py.File(sys.argv[1], 'r', driver='mmzip', member='data.h5') as h:\n"
+                "    sys.stdout.write(h['v'][:].tobytes().hex())\n")
+        p = subprocess.run([PYTHON, "-c", code, arc], capture_output=True, text=True, timeout=120)
+        check_equal(p.returncode, 0, "default open in another process: " + p.stderr)
+        check_equal(bytes.fromhex(p.stdout), damaged[offset:offset + want.nbytes],
+                    "default (unchecked) read: the bytes as they are in the file")
+        try:
+            h5py.File(arc, "r", driver="mmzip", member="data.h5", verify=True)
+            raise AssertionError("verify=True opened the damaged member")
+        except OSError as e:
+            msg = str(e)
+            for part in (arc, "'data.h5'", "%08x" % info.CRC, "%08x" % computed, "CRC-32 mismatch"):
+                assert part in msg, "%r not in %s" % (part, msg)
+        with h5py.File(arc, "r", driver="mmzip", member="good.h5", verify=True) as h:
+            check_equal(h["v"][:].tobytes(), want.tobytes(), "verify=True, the undamaged neighbour")
+        try:
+            h5py.File(arc, "r", driver="mmzip", member="data.h5", flags=4)
+            raise AssertionError("an unknown driver flag was accepted")
+        except mmzip.MmzipError as e:
+            assert "flags=0x4" in str(e), e
+
+
 def test_exception_pickles():
     """Dask sends a worker's exception back pickled: CRCError keeps its type and fields."""
     import pickle
@@ -409,4 +454,4 @@ def test_exception_pickles():
 if __name__ == "__main__":
     main([test_zarr_store_from_directory_store, test_zarr_store_written_archive_and_archive_getitem,
           test_verified_once_per_entry_per_handle, test_npz_whole_arrays, test_deflated_entries,
-          test_exception_pickles])
+          test_hdf5_member_verify_option, test_exception_pickles])

@@ -192,7 +192,10 @@ def register_h5py():
     ``h5py.File("a.zip", mode, driver="mmzip", member="x.h5")`` opens the member x.h5 of a.zip in place
     (``member`` may be omitted when the archive holds a single HDF5 member, or given in the path as
     ``"a.zip#/x.h5"``). Modes r, r+, a, w. ``durable=True`` makes every flush and close survive a power
-    loss (fsync), not only a crash of the process. See docs/hdf5-guide.md."""
+    loss (fsync), not only a crash of the process. HDF5 reads parts of the member, in place, and by default
+    nothing checks its CRC-32 (that would read all of it); ``verify=True`` checks it once at the open, which
+    fails (OSError naming the archive, the member and both CRCs) if the member is damaged. See
+    docs/hdf5-guide.md."""
     global _h5_plugin
     import h5py
     if _h5_plugin is None:
@@ -201,15 +204,17 @@ def register_h5py():
         lib.H5Pset_fapl_mmzip.restype = ctypes.c_int
         _h5_plugin = lib
 
-    def set_fapl(plist, member=None, flags=0, durable=False, **kwds):
+    def set_fapl(plist, member=None, flags=0, durable=False, verify=False, **kwds):
         if kwds:
             raise TypeError("unexpected arguments for driver 'mmzip': %s" % ", ".join(sorted(kwds)))
         if durable:
             flags |= 1  # H5FD_MMZIP_DURABLE
+        if verify:
+            flags |= 2  # H5FD_MMZIP_VERIFY
         m = os.fsencode(member) if member is not None else None
         if _h5_plugin.H5Pset_fapl_mmzip(plist.id, m, flags) < 0:
-            raise MmzipError(-4, "driver 'mmzip': H5Pset_fapl_mmzip refused member=%r flags=%#x (the only "
-                             "flag is 1, durable)" % (member, flags))
+            raise MmzipError(-4, "driver 'mmzip': H5Pset_fapl_mmzip refused member=%r flags=%#x (the "
+                             "known flags are 1, durable, and 2, verify)" % (member, flags))
 
     h5py.register_driver("mmzip", set_fapl)
 
