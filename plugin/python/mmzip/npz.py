@@ -320,7 +320,7 @@ class NpzArchive:
             info = self._stat(member)
         if info.method == 0:
             rc = _core().mmzip_verify(self._live(), _c.entry_name(member))
-            if rc == _c.ECRC and _core().mmzip_exists(self._live(), _c.entry_name(_EDIT_PREFIX + member)):
+            if rc == _c.ECRC and self._marked(member):
                 # Being modified in place by a writer (or left so by one that died): its CRC is stale until
                 # that writer's commit (or recovery) by design, and readers see the bytes as written.
                 return
