@@ -42,6 +42,7 @@ import ctypes
 import os
 import sys
 import urllib.parse
+import weakref
 
 from . import _core
 from ._core import (CRCError, MmzipError, MmzipFileExistsError, MmzipFileNotFoundError, MmzipIsADirectoryError,
@@ -233,6 +234,27 @@ def release_kept():
     _lib().mmzip_release_kept()
 
 
+class _Handle:
+    """The core's handle of an Archive. Views returned by ``a[key]`` hold a reference to it, so the mapping
+    they show outlives them: the handle is closed when the archive has let go of it and no view is left
+    (a view of a temporary archive, ``bytes(Archive(p)["k"])``, is valid, not a pointer into freed memory)."""
+
+    def __init__(self):
+        self.h = ctypes.c_void_p()
+        self.views = 0
+
+    def view_gone(self):
+        self.views -= 1
+
+    def __del__(self):
+        if self.h:
+            h, self.h = self.h, ctypes.c_void_p()
+            try:
+                _lib().mmzip_close(h)
+            except Exception:
+                pass
+
+
 class Archive:
     """An open archive. ``mode`` is "r", "r+", "w+" or "w" as in mmzip_open(). Use as a context manager.
 
@@ -240,8 +262,8 @@ class Archive:
     rule for "archive#/member" (mmzip_split_name) reads as a member of another archive, or that is
     ambiguous, raises MmzipError and opens nothing.
 
-    ``a[key]`` returns a read-only memoryview of the entry (zero-copy for stored entries), valid while
-    the archive is open. ``a[key] = bytes`` appends (committed at once unless inside ``with a.batch():``).
+    ``a[key]`` returns a read-only memoryview of the entry (zero-copy for stored entries); the mapping it
+    shows stays valid for as long as the view is alive, also past ``close()`` (see ``close``). ``a[key] = bytes`` appends (committed at once unless inside ``with a.batch():``).
     ``a[key]`` hands out a whole entry, so by default (``verify=True``, the core's MMZIP_VERIFY_CRC) it
     checks a stored entry's CRC-32 before its first view and raises ``mmzip.CRCError`` (an ``MmzipError``
     and a ``zipfile.BadZipFile``) naming the archive, the entry and both CRCs if the bytes are damaged.
@@ -261,9 +283,11 @@ class Archive:
     """
 
     def __init__(self, path, mode="r", verify=True):
-        self._h = ctypes.c_void_p()
+        self._owner = _Handle()
+        self._h = self._owner.h
         self.path = _core.whole_file(os.fspath(path), mode in ("w", "w+"), "mmzip.Archive")
         self._unpublished = mode == "w"
+        self._writable = mode != "r"
         opts = None
         if verify or self._unpublished:
             opts = _core.Options()
@@ -302,16 +326,37 @@ class Archive:
         _check(rc)
 
     def close(self):
-        """Commits what is pending (a writer) and releases the archive (mmzip_close). Views returned by
-        ``a[key]`` must not be used after it. Calling it again does nothing."""
-        if self._h:
-            h, self._h = self._h, ctypes.c_void_p()
+        """Commits what is pending (a writer) and releases the archive (mmzip_close). Calling it again does
+        nothing. Views returned by ``a[key]`` that are still alive keep the mapping (and a writer's lock)
+        until the last of them is dropped; a writer is committed now all the same, and warned
+        (ResourceWarning) that its lock is held until then."""
+        if not self._h:
+            return
+        owner, self._owner, self._h = self._owner, None, ctypes.c_void_p()
+        if not owner.views:
+            h, owner.h = owner.h, ctypes.c_void_p()
             _check(_lib().mmzip_close(h))
+            return
+        if self._writable:
+            _check(_lib().mmzip_commit(owner.h), self.path)
+            import warnings
+            warnings.warn("mmzip.Archive: %s is committed, but %d view(s) returned by a[key] are still alive: "
+                          "the writer lock is held until they are dropped" % (self.path, owner.views),
+                          ResourceWarning, stacklevel=2)
+        # The handle closes when the last view referring to it goes.
 
     def discard(self):
-        """Releases the archive without committing what is pending (see mmzip_discard)."""
+        """Releases the archive without committing what is pending (see mmzip_discard). Views still alive
+        keep the mapping until they are dropped, as with ``close``; what is pending is given up now."""
         if self._h:
-            h, self._h = self._h, ctypes.c_void_p()
+            owner, self._owner, self._h = self._owner, None, ctypes.c_void_p()
+            h, owner.h = owner.h, ctypes.c_void_p()
+            if owner.views:
+                # mmzip_discard unmaps, and views still alive would then point at nothing: refuse plainly.
+                owner.h = h
+                self._owner, self._h = owner, h
+                raise MmzipError(_core.EBUSY, "mmzip.Archive: %s: cannot discard what is pending while %d view(s) "
+                                 "returned by a[key] are alive; drop them first" % (self.path, owner.views))
             _check(_lib().mmzip_discard(h))
 
     def __enter__(self):
@@ -338,7 +383,12 @@ class Archive:
         _check(rc)
         if n.value == 0:
             return memoryview(b"")
-        return memoryview((ctypes.c_char * n.value).from_address(p.value)).cast("B").toreadonly()
+        buf = (ctypes.c_char * n.value).from_address(p.value)
+        owner = self._owner
+        buf._mmzip_handle = owner  # keeps the mapping alive as long as the view (see _Handle)
+        owner.views += 1
+        weakref.finalize(buf, owner.view_gone)
+        return memoryview(buf).cast("B").toreadonly()
 
     def __setitem__(self, key, data):
         data = bytes(data)

@@ -63,6 +63,10 @@ class StoreReadOnlyError(ReadOnlyError):
         PermissionError.__init__(self, message)
 
 
+# The entries of Zarr v2 and v3 that hold JSON metadata, by their last path component.
+_METADATA_NAMES = frozenset((".zarray", ".zattrs", ".zgroup", ".zmetadata", "zarr.json"))
+
+
 class _ViewCount:
     """Live zero-copy views of a read-only handle; it holds no reference to the handle, so that counting
     does not keep the handle alive."""
@@ -534,6 +538,14 @@ class ZarrStore(Store):
         return (self._root + key).encode("utf-8")
 
     def __getitem__(self, key):
+        value = self._get(key)
+        if type(value) is memoryview and key.rpartition("/")[2] in _METADATA_NAMES:
+            # Metadata as bytes, as zarr's own stores give it: readers such as xarray 2023.01 hand it to
+            # json.loads, which takes no memoryview. It is small; chunks stay zero-copy.
+            return bytes(value)
+        return value
+
+    def _get(self, key):
         h = self._h
         if h is None:
             h = self._handle()  # raises if closed; reopens a reader that let go for a writer
