@@ -496,6 +496,10 @@ MMZIP_API int mmzip_unreserve(mmzip_t *h, const char *key);
  * Until the writable open, mmzip_unfinished_edits() on a read-only handle lists the entry
  * (MMZIP_UNFINISHED_INPLACE), and CRC mismatches reported for it name the marker file and `mmzip recover`.
  *
+ * Before the first view of an entry is handed out, its bytes are checked against its CRC-32 (one pass, once
+ * per store): MMZIP_ECRC, naming the entry, if they differ. Without it, the commit's new CRC would make damage
+ * that was there before the edit look valid to every later check.
+ *
  * Replacing or removing a key while it is being edited leaves the view writing into the superseded bytes.
  */
 MMZIP_API int mmzip_inplace(mmzip_t *h, const char *key, void **data, uint64_t *size);

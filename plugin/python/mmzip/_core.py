@@ -265,8 +265,13 @@ def check(rc, filename=None):
 def entry_name(key):
     """An entry name as the library takes it: bytes as they are, str as UTF-8. Names that are not UTF-8 (a
     foreign archive's CP437 names) are listed with their bytes kept as surrogate escapes (listed_name), as
-    os.fsdecode does, so that a listed name always finds its entry again."""
-    return bytes(key) if isinstance(key, (bytes, bytearray)) else key.encode("utf-8", "surrogateescape")
+    os.fsdecode does, so that a listed name always finds its entry again. A name holding a NUL byte is
+    refused (ValueError): the library takes C strings, so it would be cut at the NUL and name another entry."""
+    name = bytes(key) if isinstance(key, (bytes, bytearray)) else key.encode("utf-8", "surrogateescape")
+    if b"\0" in name:
+        raise ValueError("entry name %r holds a NUL byte: ZIP names cannot, and it would name the entry %r"
+                         % (key, name.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")))
+    return name
 
 
 def listed_name(info):

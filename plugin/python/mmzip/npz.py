@@ -370,7 +370,9 @@ class NpzArchive:
         """A writable view of a stored array, modified in place (modes r+, w+, a+). The change is published,
         and the member's CRC refreshed, by commit() or close(). Until close() the marker file
         ``<archive>.mmzip-inplace`` names the member, to tell recovery to refresh the CRC if this process dies
-        first (it is not a member: numpy.load and zipfile do not see it)."""
+        first (it is not a member: numpy.load and zipfile do not see it). The member's CRC-32 is checked
+        before the view is handed out, whatever ``verify`` says (CRCError if it does not match): the commit
+        recomputes it over the bytes as they then are, which would otherwise make earlier damage look valid."""
         if not self._in_place:
             raise ValueError("%s: arrays are writable in place only in modes r+, w+ and a+ (mode %r)"
                              % (self.path, self.mode))
@@ -594,7 +596,12 @@ def savez(file, *args, **kwds):
         if arr.dtype.hasobject:
             raise ValueError("%s: %s: arrays of Python objects cannot be stored without pickling; nothing was "
                              "written" % (path, k))
-        arrays.append((k if k.endswith(".npy") else k + ".npy", arr))
+        member = k if k.endswith(".npy") else k + ".npy"
+        try:
+            _c.entry_name(member)  # refused names (a NUL byte) before anything is written
+        except ValueError as e:
+            raise ValueError("%s: %s; nothing was written" % (path, e)) from None
+        arrays.append((member, arr))
     opts = _c.Options()
     _core().mmzip_options_init(ctypes.byref(opts))
     opts.flags |= _c.PUBLISH_ON_COMMIT        # the file appears (or replaces the old one) at the one commit

@@ -535,6 +535,8 @@ class ZarrStore(Store):
     def _key(self, key):
         if not isinstance(key, str):
             raise TypeError("mmzip.ZarrStore: keys are str, not %s" % type(key).__name__)
+        if "\0" in key:  # a C string would end there and name another entry
+            raise KeyError("mmzip.ZarrStore: key %r holds a NUL byte, which no entry name can" % key)
         return (self._root + key).encode("utf-8")
 
     def __getitem__(self, key):
