@@ -129,8 +129,32 @@ def test_nul_names_refused(d):
         assert z.namelist() == ["k"] and z.read("k") == b"kept", z.namelist()
 
 
+def test_every_array_deleted(d):
+    """Deleting every array leaves the empty ZIP numpy.savez() of nothing writes: unzip and 7-Zip refuse an
+    archive of no entries with (dead) bytes before its end record."""
+    for writer in (np.savez, mmzip.savez):
+        p = os.path.join(d, "emptied-%s.npz" % writer.__module__.split(".")[0])
+        writer(p, a=np.arange(10), b=np.arange(5))
+        with mmzip.open(p, "a") as z:
+            del z["a"]
+            del z["b"]
+        empty = os.path.join(d, "reference.npz")
+        np.savez(empty)
+        with open(p, "rb") as f, open(empty, "rb") as g:
+            assert f.read() == g.read(), "not the 22-byte empty ZIP"
+        assert np.load(p).files == []
+        with zipfile.ZipFile(p) as z:
+            assert z.namelist() == [] and z.testzip() is None
+        u = subprocess.run(["unzip", "-t", p], capture_output=True, text=True)
+        assert "zipfile is empty" in u.stdout + u.stderr, u.stdout + u.stderr  # unzip's word for it, status 1
+        s = subprocess.run(["7z", "t", p], capture_output=True, text=True)
+        assert s.returncode == 0 and "Everything is Ok" in s.stdout, s.stdout + s.stderr
+        c = subprocess.run([MMZIP, "check", p], capture_output=True, text=True)
+        assert c.returncode == 0 and "valid for every ZIP reader: yes" in c.stdout, c.stdout + c.stderr
+
+
 with tempfile.TemporaryDirectory() as d:
-    for t in (test_edit_does_not_launder, test_nul_names_refused):
+    for t in (test_edit_does_not_launder, test_nul_names_refused, test_every_array_deleted):
         print("--", t.__name__)
         t(d)
 print("all checks passed")

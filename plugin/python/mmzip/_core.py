@@ -231,6 +231,7 @@ PROTOTYPES = {
     "mmzip_last_errno": (_int, []),
     "mmzip_version": (_cp, []),
     "mmzip_release_kept": (None, []),
+    "mmzip_pack": (_int, [_cp, _cp, _P(Options)]),
     "mmzip_split_name": (_int, [_cp, _uint, _P(_sz)]),
 }
 

@@ -465,6 +465,8 @@ class NpzArchive:
         self._keeper = None  # arrays still hold it (through their mapping) if they are alive
         self._cache.clear()
         self._mapping = None
+        if self._writable:
+            _pack_if_emptied(self.path)
 
     def __enter__(self):
         return self
@@ -565,6 +567,25 @@ def open(path, mode="r", alignment=_DEFAULT_ALIGN, verify=True):  # noqa: A001 -
     ``verify``: check each member's CRC-32 once before its array is handed out (default; raises
     mmzip.CRCError on damage), or hand stored arrays out unread (False; see NpzArchive)."""
     return NpzArchive(path, mode, alignment, verify)
+
+
+def _pack_if_emptied(path):
+    """An archive whose every member was deleted still holds their dead bytes before its end record, and
+    unzip and 7-Zip refuse an archive of no entries with bytes before it ("start of central directory not
+    found"). So it becomes the 22-byte empty ZIP that numpy.savez() of nothing writes (mmzip_pack: a new file
+    renamed over it; readers of the old one keep it). Best effort: a writer that took the archive meanwhile
+    (EBUSY) leaves it to that writer."""
+    h = ctypes.c_void_p()
+    if _core().mmzip_open(os.fsencode(path), b"r", None, ctypes.byref(h)) != 0:
+        return
+    try:
+        emptied = _core().mmzip_count(h) == 0
+    finally:
+        _core().mmzip_close(h)
+    if emptied and os.path.getsize(path) > 22:
+        rc = _core().mmzip_pack(os.fsencode(path), None, None)
+        if rc not in (0, _c.EBUSY):
+            _check(rc, path)
 
 
 def savez(file, *args, **kwds):
