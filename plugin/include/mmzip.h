@@ -383,7 +383,9 @@ MMZIP_API const uint64_t *mmzip_generation(mmzip_t *h);
  * Each entry records the time of the call as its modification time (the DOS time and date, in local
  * time, and Info-ZIP's extended timestamp field "UT" with the Unix time, in both headers) and the Unix mode
  * 0644 in its external attributes (version made by: Unix); a key ending in '/' is a folder entry, mode
- * 040755 plus the MS-DOS directory bit, as Info-ZIP zip writes them. If $SOURCE_DATE_EPOCH is set (a
+ * 040755 plus the MS-DOS directory bit, as Info-ZIP zip writes them, and holds no data: a key ending in '/'
+ * with size > 0 (here, or in mmzip_patch of a reservation) is MMZIP_EINVAL, since unzip and 7-Zip would make a
+ * folder of it and drop the bytes. If $SOURCE_DATE_EPOCH is set (a
  * decimal count of seconds since 1970, reproducible-builds.org), it replaces the time of the call, later
  * times given through mmzip_putv_attr are lowered to it, and the DOS fields are UTC: archives built from the
  * same puts are then identical byte for byte.

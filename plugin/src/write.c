@@ -26,6 +26,13 @@ static int check_writer(mmzip_t *h, const char *key, const char *fn) {
     return MMZIP_OK;
 }
 
+/* Every ZIP reader takes a name ending in '/' for a folder: unzip and 7-Zip make a folder of it and drop its
+ * bytes, so data stored under such a name would be lost to them. */
+static int folder_with_data(mz_store *s, const char *key, const char *what) {
+    return mz_fail(MMZIP_EINVAL, "%s: '%s' ends in '/', which ZIP readers take for a folder: they would make a "
+                   "folder of it and drop %s (a folder entry holds no data)", s->path, key, what);
+}
+
 static int check_alignment(mz_store *s, uint32_t *alignment) {
     if (*alignment == 0) *alignment = s->opts.alignment;
     uint32_t a = *alignment;
@@ -247,6 +254,7 @@ int mmzip_putv_attr(mmzip_t *h, const char *key, const mmzip_iovec *iov, int cou
         if (iov[i].len && !iov[i].base) return mz_fail(MMZIP_EINVAL, "mmzip_put: NULL data");
         total += iov[i].len;
     }
+    if (total && key[nlen - 1] == '/') return folder_with_data(s, key, "its bytes");
     /* Progress counts the checksum pass and the write, one unit per byte each. */
     uint64_t done = 0;
     for (int i = 0; i < count; i++)
@@ -562,6 +570,10 @@ int mmzip_patch(mmzip_t *h, const char *key, uint64_t size) {
     if (size > e->csize) {
         st = mz_fail(MMZIP_EINVAL, "%s: entry '%s': size %llu exceeds the reserved capacity %llu", s->path, key,
                      (unsigned long long)size, (unsigned long long)e->csize);
+        goto out;
+    }
+    if (size && key[nlen - 1] == '/') {
+        st = folder_with_data(s, key, "its bytes");
         goto out;
     }
     uint32_t crc = mz_crc32(0, s->map.base + e->data_off, (size_t)size);

@@ -10,7 +10,7 @@ import threading
 import time
 import zipfile
 
-from mmzip_testlib import MMZIP, TempDir, check_equal, main, mmzip, zip_tools_ok
+from mmzip_testlib import MMZIP, PYTHON, TempDir, check_equal, main, mmzip, zip_tools_ok
 
 
 def sha(path):
@@ -162,6 +162,34 @@ def test_no_input_is_a_usage_error():
         check_equal(read(new, "weather.zarr"), b"piped", "stdin under a key named like a directory")
 
 
+def test_data_under_a_folder_name_refused():
+    """A key ending in '/' is a folder to every ZIP reader: unzip and 7-Zip would make a folder of it and drop
+    the bytes. Refused, from a file and from standard input, and through Python; the archive keeps what it had."""
+    with TempDir() as d:
+        a = os.path.join(d, "s.zip")
+        src = os.path.join(d, "f.txt")
+        write(src, b"1459 bytes, say")
+        mmzip("put", a, "kept", src)
+        before = hashlib.sha256(open(a, "rb").read()).hexdigest()
+        for args, stdin in (([a, "dir/", src], None), ([a, "dir/", "-"], b"piped")):
+            p = subprocess.run([MMZIP, "put"] + args, input=stdin, capture_output=True)
+            check_equal(p.returncode, 1, "exit status of put %s" % " ".join(args[1:]))
+            assert b"'dir/' ends in '/', which ZIP readers take for a folder" in p.stderr, p.stderr
+            if stdin is None:  # refused before anything is written
+                check_equal(hashlib.sha256(open(a, "rb").read()).hexdigest(), before, "archive bytes after the refusal")
+            with zipfile.ZipFile(a) as z:  # standard input is refused once read: the entries are as they were
+                check_equal(z.namelist(), ["kept"], "entries after a refused put under a folder name")
+                check_equal(z.testzip(), None, "CRCs after a refused put")
+        code = ("import sys, mmzip\nwith mmzip.Archive(sys.argv[1], 'r+') as z:\n    try:\n        z['d/'] = b'x'\n"
+                "    except mmzip.MmzipError as e:\n        print('refused' if 'folder' in str(e) else e)\n"
+                "    z['empty/'] = b''\n")
+        out = subprocess.run([PYTHON, "-c", code, a], capture_output=True, text=True)
+        check_equal(out.stdout.strip(), "refused", "Python put under a folder name (%s)" % out.stderr)
+        with zipfile.ZipFile(a) as z:
+            check_equal(sorted(z.namelist()), ["empty/", "kept"], "entries (a folder entry of no data is fine)")
+            check_equal(z.getinfo("empty/").is_dir(), True, "the empty folder entry is a folder")
+
+
 def test_progress_on_a_terminal_only():
     """MMZIP_PROGRESS_DELAY=0 shows progress from the start instead of after a second, so that this does not
     depend on speed; on a terminal a line must appear, elsewhere never."""
@@ -301,4 +329,4 @@ def test_source_date_epoch():
 
 if __name__ == "__main__":
     main([test_prefix_is_a_folder, test_archive_inside_the_tree, test_identical_content_writes_nothing, test_no_input_is_a_usage_error,
-          test_progress_on_a_terminal_only, test_times_and_modes_like_zip, test_source_date_epoch])
+          test_data_under_a_folder_name_refused, test_progress_on_a_terminal_only, test_times_and_modes_like_zip, test_source_date_epoch])
