@@ -269,6 +269,15 @@ class NpzArchive:
         """(name, array) pairs of every member, as ``a[name]`` gives them."""
         return [(k, self[k]) for k in self.files]
 
+    def values(self):
+        """The arrays of every member, in ``files`` order, as ``a[name]`` gives them."""
+        return [self[k] for k in self.files]
+
+    def get(self, key, default=None):
+        """``a[key]`` if the archive has that member, else ``default`` (as ``numpy.load``'s NpzFile, a
+        Mapping, does)."""
+        return self[key] if key in self else default
+
     # -- reading -----------------------------------------------------------------------------------
     def _live(self):
         if not self._h.h:
