@@ -37,6 +37,7 @@ committed are returned as copies (their bytes may be rewritten in place before t
 """
 import ctypes
 import os
+import sys
 import threading
 import warnings
 import weakref
@@ -68,16 +69,23 @@ _METADATA_NAMES = frozenset((".zarray", ".zattrs", ".zgroup", ".zmetadata", "zar
 
 
 class _ViewCount:
-    """Live zero-copy views of a read-only handle; it holds no reference to the handle, so that counting
-    does not keep the handle alive."""
+    """Live zero-copy views of a read-only handle, counted by the references their buffers hold to ``token``
+    (no reference to the handle, so that counting does not keep the handle alive). Counting references costs
+    nothing per read, where a finalizer per view cost about a microsecond: a tenth of reading a 64 KiB chunk."""
+
+    __slots__ = ("token", "_base")
 
     def __init__(self):
-        self.n = 0
-        self.mu = threading.Lock()
+        self.token = _ViewToken()
+        self._base = sys.getrefcount(self.token)
 
-    def gone(self):
-        with self.mu:
-            self.n -= 1
+    @property
+    def n(self):
+        return sys.getrefcount(self.token) - self._base
+
+
+class _ViewToken:
+    __slots__ = ()
 
 
 class _Handle:
@@ -600,10 +608,7 @@ class ZarrStore(Store):
             return memoryview(b"")
         buf = (ctypes.c_char * n.value).from_address(p.value)
         buf._mmzip_handle = h  # keeps the mapping alive as long as any view of it
-        count = h.read_views
-        with count.mu:
-            count.n += 1
-        weakref.finalize(buf, count.gone)  # what a writer of this process waits for (_let_go)
+        buf._mmzip_view = h.read_views.token  # counted: what a writer of this process waits for (_let_go)
         return memoryview(buf).cast("B").toreadonly()
 
     def _inflate(self, h, key, where):
