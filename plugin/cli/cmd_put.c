@@ -144,6 +144,9 @@ static int run(int argc, char **argv) {
     mmzip_options o;
     mmzip_options_init(&o);
     if (durable) o.flags |= MMZIP_DURABLE;
+    /* A new archive gets its name at its first commit: one that waits on its input, or is killed there,
+     * leaves no file rather than one other ZIP readers reject. */
+    o.flags |= MMZIP_PUBLISH_ON_COMMIT;
     if (align) o.alignment = align;
     mmzip_t *h;
     int s = mmzip_open(pos[0], "w+", &o, &h);

@@ -550,6 +550,12 @@ static int release(mmzip_t *h, int commit) {
     }
     if (h->writable && s->owner == mz_current_pid() && s->n_inplaces && s->writer_handles == 1 && r == MMZIP_OK)
         r = mz_inplace_marks_sync(s); /* the final CRCs are committed: the marker file goes */
+    if (h->writable && s->owner == mz_current_pid() && s->writer_handles == 1 && r == MMZIP_OK) {
+        /* The last writer goes: the file at rest is its data, without the slack kept for growth. */
+        pthread_mutex_lock(&s->wmu);
+        r = mz_settle_at_rest(s);
+        pthread_mutex_unlock(&s->wmu);
+    }
     pthread_mutex_lock(&registry_mu);
     s->refs--;
     if (h->writable) s->writer_handles--;
