@@ -430,12 +430,15 @@ uint64_t mz_at_rest_allowance(uint64_t size) {
  * written into the slack, below the published one, and one truncate is the commit point; a kill at any
  * step leaves the last commit, with or without its slack. A slack within the allowance is left alone: it
  * costs at most 1 % and saves a directory write per close. */
-int mz_settle_at_rest(mz_store *s) {
-    if (s->unpublished || !s->end_follows_cd) return MMZIP_OK;
-    uint64_t end = s->cd_pos + s->cd_size + s->trailer_len;
-    if (end != s->file_size) return MMZIP_OK;
+uint64_t mz_settle_would_remove(const mz_store *s) {
+    if (s->unpublished || !s->end_follows_cd || !s->clean || s->foreign_hold) return 0;
+    if (s->cd_pos + s->cd_size + s->trailer_len != s->file_size) return 0;
     uint64_t slack = s->cd_pos > s->data_end ? s->cd_pos - s->data_end : 0;
-    if (slack <= mz_at_rest_allowance(s->file_size - slack)) return MMZIP_OK;
+    return slack > mz_at_rest_allowance(s->file_size - slack) ? slack : 0;
+}
+
+int mz_settle_at_rest(mz_store *s) {
+    if (!mz_settle_would_remove(s)) return MMZIP_OK;
     s->settling = 1;
     int st = mz_commit_locked(s, 1);
     s->settling = 0;

@@ -542,6 +542,8 @@ int mz_commit_locked(mz_store *s, int force_compact);
  * (mz_at_rest_allowance), a commit of nothing puts the directory right after the last entry and cuts the
  * file there, with the crash points close.*. Call with s->wmu held, everything else committed. */
 int mz_settle_at_rest(mz_store *s);
+/* The slack mz_settle_at_rest would remove (0: none, or within the allowance). */
+uint64_t mz_settle_would_remove(const mz_store *s);
 /* The slack a file of `size` bytes may keep once its last writer has closed: max(64 KiB, 1 %). */
 uint64_t mz_at_rest_allowance(uint64_t size);
 int mz_write_empty(mz_store *s);

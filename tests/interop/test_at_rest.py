@@ -307,12 +307,56 @@ def test_existing_archive_writer_waiting_or_killed():
             check_equal(sorted(os.listdir(d)), ["a.zip"], "files after the kill")
             readers_accept(a, {"first": b"first entry\n"}, "an archive whose writer was killed by %s" % sig.name)
             check_equal(zipfile.ZipFile(a).read("first"), b"first entry\n", "the committed entry")
+            # The killed writer left its slack: check names it, recover removes it, and says so with the figure.
+            size = os.path.getsize(a)
+            assert size > len(before) + MIN_SLACK, "no slack after the kill (%d bytes)" % size
+            chk = mmzip("check", a)
+            # the reservation's header lies in it: the directory is written back behind the last entry
+            assert "recover: write the directory (1 entries) behind the last entry at %d" % first_end in chk.stderr, \
+                chk.stderr
+            n = size - len(before)
+            out = mmzip("recover", a).stdout
+            assert "the file shrank by %d bytes" % n in out, (n, out)
+            assert "the file is now %d bytes (it was %d)" % (size - n, size) in out, out
+            check_equal(open(a, "rb").read(), before, "the archive after recover (as before the killed writer)")
+            check_equal(mmzip("recover", a).stdout, "%s: nothing to recover; the archive was not changed\n" % a,
+                        "a second recover")
             # the next writer's close leaves it at rest again, as it was plus the new entry
             mmzip("put", a, "second", "-", input="2")
             check_at_rest(a, "after the next put")
             check_equal(open(a, "rb").read()[:first_end], before[:first_end], "the committed entry's bytes")
 
 
+def test_writer_killed_after_commit():
+    """A writer killed after a commit, before its close: the slack is a hole no reader looks at, which check
+    names and recover removes (as the close would have), with the figure."""
+    with TempDir() as d:
+        a = os.path.join(d, "a.zip")
+        mmzip("put", a, "first", "-", input="first entry\n")
+        script = ("import os, signal, sys, mmzip\n"
+                  "a = mmzip.Archive(sys.argv[1], 'r+')\n"
+                  "a['second'] = b'2' * 5000\n"          # committed at once
+                  "os.kill(os.getpid(), signal.SIGKILL)\n")
+        p = subprocess.run([os.environ.get("MMZIP_PYTHON", "/usr/bin/python3"), "-c", script, a],
+                           capture_output=True)
+        check_equal(p.returncode, -signal.SIGKILL, "the writer's end (%s)" % p.stderr)
+        contents = {"first": b"first entry\n", "second": b"2" * 5000}
+        readers_accept(a, contents, "an archive whose writer was killed after a commit")
+        size = os.path.getsize(a)
+        entries, directory = zipfile_view(a)
+        n = size - entries - directory
+        assert n > MIN_SLACK, "the killed writer left no slack (%d bytes)" % size
+        chk = mmzip("check", a)
+        assert ("recover: remove the %d bytes of free slack below the directory" % n) in chk.stderr, \
+            chk.stdout + chk.stderr
+        out = mmzip("recover", a).stdout
+        assert "the file shrank by %d bytes" % n in out, (n, out)
+        check_at_rest(a, "after recover")
+        check_equal(os.path.getsize(a), entries + directory, "size after recover")
+        readers_accept(a, contents, "after recover")
+        check_equal(mmzip("check", a).stderr.count("recover: nothing to do"), 1, "check after recover")
+
+
 if __name__ == "__main__":
     main([test_put_sizes, test_python_writers, test_info_explains, test_creation_killed_or_waiting,
-          test_existing_archive_writer_waiting_or_killed])
+          test_existing_archive_writer_waiting_or_killed, test_writer_killed_after_commit])
