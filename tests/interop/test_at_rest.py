@@ -287,6 +287,40 @@ def test_creation_killed_or_waiting():
         readers_accept(e2, {"k": b""}, "an archive with one empty entry")
 
 
+def test_existing_empty_archive_writer_waiting_or_killed():
+    """An existing empty archive stays the 22-byte empty archive while a put fills its replacement, and after
+    the put is killed; the put that completes renames the new archive over it."""
+    for sig in (signal.SIGKILL, signal.SIGINT, None):
+        with TempDir() as d:
+            os.mkdir(os.path.join(d, "empty_dir"))
+            a = os.path.join(d, "e.zip")
+            mmzip("put", a, "--dir", os.path.join(d, "empty_dir"))
+            empty = b"PK\x05\x06" + bytes(18)
+            check_equal(open(a, "rb").read(), empty, "the empty archive")
+            p = subprocess.Popen([MMZIP, "put", a, "k"], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                fill_pipe(p)
+                check_equal(open(a, "rb").read(), empty, "the empty archive while a put waits on its input")
+                readers_accept(a, {}, "an empty archive whose writer waits on its input")
+                if sig is None:
+                    p.stdin.close()
+                    check_equal(p.wait(timeout=120), 0, "the put's status")
+                else:
+                    p.send_signal(sig)
+                    check_equal(p.wait(timeout=120), -sig, "the put's end")
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            check_equal(sorted(os.listdir(d)), ["e.zip", "empty_dir"], "files after the put")
+            if sig is None:
+                readers_accept(a, {"k": b"z" * (256 << 10)}, "the archive the put completed")
+                check_at_rest(a, "an empty archive filled by a put")
+            else:
+                check_equal(open(a, "rb").read(), empty, "the empty archive after the put was killed by %s" % sig.name)
+                readers_accept(a, {}, "an empty archive whose writer was killed by %s" % sig.name)
+
+
 def test_existing_archive_writer_waiting_or_killed():
     for sig in (signal.SIGKILL, signal.SIGINT):
         with TempDir() as d:
@@ -359,4 +393,5 @@ def test_writer_killed_after_commit():
 
 if __name__ == "__main__":
     main([test_put_sizes, test_python_writers, test_info_explains, test_creation_killed_or_waiting,
-          test_existing_archive_writer_waiting_or_killed, test_writer_killed_after_commit])
+          test_existing_empty_archive_writer_waiting_or_killed, test_existing_archive_writer_waiting_or_killed,
+          test_writer_killed_after_commit])
