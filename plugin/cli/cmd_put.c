@@ -353,6 +353,9 @@ static int run(int argc, char **argv) {
     mmzip_options o;
     mmzip_options_init(&o);
     if (durable) o.flags |= MMZIP_DURABLE;
+    /* A new archive gets its name at its first commit: one that waits on its input, or is killed there,
+     * leaves no file rather than one other ZIP readers reject. */
+    o.flags |= MMZIP_PUBLISH_ON_COMMIT;
     if (align) o.alignment = align;
     o.progress = core_progress;
     mmzip_t *h;

@@ -105,7 +105,10 @@ enum {
     MMZIP_DURABLE = 1u << 0,
     /* Modes "w"/"w+" that create the file: the file appears on disk (atomically, by rename) only at the
      * first commit. A writer killed before then leaves no file, and "w" on an existing archive leaves it
-     * untouched. Used by the netCDF plugin so that a killed nccopy leaves nothing behind. */
+     * untouched. Used by the netCDF plugin so that a killed nccopy leaves nothing behind, and by mmzip put.
+     * A writable open of an existing archive with no entries (its 22-byte end record alone) is treated as a
+     * creation too: the new archive replaces it at the first commit, so that the empty one stays as every
+     * reader accepts it while the writer fills the new one, and if the writer dies. */
     MMZIP_PUBLISH_ON_COMMIT = 1u << 1,
     /* Do not take the cross-process writer lock (for file systems without OFD locks). Dangerous. */
     MMZIP_NO_LOCK = 1u << 2,

@@ -257,6 +257,13 @@ int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {
                 recover_say(&c, "neutralize the signature of the dead local header(s) before the first live "
                             "entry (entries replaced or removed by the last commits), so that readers that scan "
                             "local headers from the start skip them; no committed entry is touched");
+            /* A writer killed before its close left the slack it kept for its next commits. */
+            uint64_t slack = plan.hold || plan.cut || plan.move_directory || mz_writer_lock_held(s->fd) == 1
+                                 ? 0 : mz_settle_would_remove(s);
+            if (slack)
+                recover_say(&c, "remove the %llu bytes of free slack below the directory (room a writer that did not "
+                            "close kept for its next commits): the directory moves down behind the last entry; no "
+                            "entry is touched", (unsigned long long)slack);
             if (!c.recover_lines) note(&c, "recover: nothing to do");
             /* Bytes after the last commit's end records: readable (the scan-back finds the commit) but not
              * an archive at rest until repaired. A relocated directory is a state every crash of a writer

@@ -404,6 +404,7 @@ typedef struct mz_store {
     int clean;                     /* [entries][slack][directory][trailer], the slack a hole: what commits leave */
     int end_follows_cd;            /* the end records follow their directory and end the file */
     int slack_hole;                /* nothing but a hole between the last entry and the directory */
+    int settling;                  /* mz_settle_at_rest is committing: its crash points are close.* */
     int cd_adjacent;               /* the directory ends where the end records begin */
     uint64_t concat;               /* bytes prepended after the archive was written */
     int old_fd;                    /* publish-on-commit over an existing file: its writer lock, or -1 */
@@ -558,6 +559,14 @@ int mz_rollback_locked(mz_store *s);
 /* commit.c */
 int mz_ensure_room(mz_store *s, uint64_t end);
 int mz_commit_locked(mz_store *s, int force_compact);
+/* The last writer's close: if the slack below the directory is more than the file may keep at rest
+ * (mz_at_rest_allowance), a commit of nothing puts the directory right after the last entry and cuts the
+ * file there, with the crash points close.*. Call with s->wmu held, everything else committed. */
+int mz_settle_at_rest(mz_store *s);
+/* The slack mz_settle_at_rest would remove (0: none, or within the allowance). */
+uint64_t mz_settle_would_remove(const mz_store *s);
+/* The slack a file of `size` bytes may keep once its last writer has closed: max(64 KiB, 1 %). */
+uint64_t mz_at_rest_allowance(uint64_t size);
 int mz_write_empty(mz_store *s);
 int mz_publish(mz_store *s);
 /* Clears the signature of a superseded local header at the very start of the archive (see commit.c). */

@@ -406,9 +406,9 @@ int mmzip_recover(const char *path, uint64_t *discarded) {
     pthread_mutex_lock(&s->wmu);
     uint64_t before = s->file_size + s->recovered_bytes;
     /* Beyond what every writable open repairs: move a relocated directory back behind the data (never over a
-     * foreign anomaly that the open kept). The slack below a directory is not damage: it stays (pack removes
-     * it). */
-    st = s->foreign_hold || s->clean ? MMZIP_OK : mz_commit_locked(s, 1);
+     * foreign anomaly that the open kept), and remove the slack a killed writer left, as its close would have
+     * (docs/protocol.md §3.6). */
+    st = s->foreign_hold ? MMZIP_OK : s->clean ? mz_settle_at_rest(s) : mz_commit_locked(s, 1);
     uint64_t after = s->file_size;
     pthread_mutex_unlock(&s->wmu);
     int st2 = mmzip_close(h);
@@ -429,10 +429,11 @@ static int recover_pass(const char *path, struct mz_recovery_note **notes, uint3
     if (st) return st;
     mz_store *s = h->s;
     pthread_mutex_lock(&s->wmu);
-    if (!s->foreign_hold && !s->clean) {
-        uint64_t before = s->file_size;
-        st = mz_commit_locked(s, 1);
-        if (!st) note_directory(s, before);
+    if (!s->foreign_hold) {
+        /* A relocated directory, or the slack of a writer that was killed before its close removed it. */
+        uint64_t before = s->file_size, changes = s->file_changes;
+        st = s->clean ? mz_settle_at_rest(s) : mz_commit_locked(s, 1);
+        if (!st && s->file_changes != changes) note_directory(s, before);
     }
     pthread_mutex_unlock(&s->wmu);
     *notes = s->notes;
