@@ -289,11 +289,15 @@ class Archive:
         self._unpublished = mode == "w"
         self._writable = mode != "r"
         opts = None
-        if verify or self._unpublished:
+        if verify or self._writable:
             opts = _core.Options()
             _lib().mmzip_options_init(ctypes.byref(opts))
             if verify:
                 opts.flags |= _core.VERIFY_CRC
+            if self._writable:
+                # A new archive, or an existing empty one, is published at the first commit: until then
+                # readers see the file as it was (none, or the 22-byte empty archive every reader accepts).
+                opts.flags |= _core.PUBLISH_ON_COMMIT
             if self._unpublished:
                 # Nothing replaces the old archive before the new one is complete (see the class docstring).
                 opts.flags |= _core.PUBLISH_ON_COMMIT

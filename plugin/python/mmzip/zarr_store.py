@@ -355,9 +355,10 @@ class ZarrStore(Store):
         opts.flags |= _core.VERIFY_CRC
         if self.durable:
             opts.flags |= _core.DURABLE
-        if _MODES[mode] in ("w", "w+") and not os.path.exists(self.path) or _MODES[mode] == "w":
+        if _MODES[mode] != "r":
             # A new archive appears (atomically) at the first commit; "w" leaves the one it replaces
-            # untouched until then, so readers keep seeing a complete archive.
+            # untouched until then, and so does any writer of an existing empty archive (the 22-byte one
+            # every reader accepts), so readers keep seeing a complete archive. No effect on others.
             opts.flags |= _core.PUBLISH_ON_COMMIT
         if self.alignment:
             opts.alignment = int(self.alignment)
