@@ -79,7 +79,12 @@ extern "C" {
 enum {
     /* Make every flush and close durable: the archive's commits are ordered and flushed to the disk with
      * fdatasync/fsync, so a published member version survives a power loss, not only a process crash. */
-    H5FD_MMZIP_DURABLE = 1u << 0
+    H5FD_MMZIP_DURABLE = 1u << 0,
+    /* Check the CRC-32 of an existing member once when it is opened (mmzip_verify: one pass over its bytes,
+     * nothing if this process already found it good), and fail the open if it does not match, naming the
+     * archive, the member and both CRCs. Without it the member's pages are read only as HDF5 asks for them,
+     * and nothing checks them (mmzip check does). A member created or truncated by the open is not checked. */
+    H5FD_MMZIP_VERIFY = 1u << 1
 };
 
 /* The driver's identifier, registering the driver with HDF5 on first use (and again after H5close()).
@@ -96,7 +101,7 @@ H5FD_MMZIP_API hid_t H5FD_mmzip_init(void);
  *           open the archive's only HDF5 member. If both the file name and member name one, the open fails
  *           unless they agree. Creating a member (H5Fcreate) needs a name. Names of new members must be
  *           valid entry names (relative, no ".." component); the open reports one that is not.
- *   flags   0, or H5FD_MMZIP_DURABLE.
+ *   flags   0, or H5FD_MMZIP_DURABLE and/or H5FD_MMZIP_VERIFY.
  *
  * The settings are copied: the caller keeps ownership of member.
  * Returns a non-negative value on success; a negative value if fapl is not a file access property list or

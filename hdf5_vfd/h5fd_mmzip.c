@@ -176,6 +176,15 @@ static int open_member(mmzip_file *f, h5mz_target *target, unsigned flags, unsig
         st = h5mz_find_only_hdf5_member(h5mz_archive_handle(f->archive), target->archive, &target->member);
         if (st) goto fail;
     }
+    if ((driver_flags & H5FD_MMZIP_VERIFY) && !(how & H5MZ_OPEN_TRUNCATE)) {
+        /* Before the member is opened: nothing of a damaged member is handed to HDF5. */
+        mmzip_t *h = h5mz_archive_handle(f->archive);
+        if (mmzip_exists(h, target->member) && (st = mmzip_verify(h, target->member)) != MMZIP_OK) {
+            h5mz_fail_core(st, "%s: member '%s' failed its check (H5FD_MMZIP_VERIFY)", target->archive,
+                           target->member);
+            goto fail;
+        }
+    }
     st = h5mz_member_open(&f->member, f->archive, target->member, how);
     if (st) goto fail;
     h5mz_archive_identity(f->archive, &f->dev, &f->ino);
@@ -473,9 +482,10 @@ herr_t H5Pset_fapl_mmzip(hid_t fapl, const char *member, unsigned flags) {
         push_message(__func__, H5E_ARGS, H5E_BADTYPE, "H5Pset_fapl_mmzip: not a file access property list");
         return -1;
     }
-    if (flags & ~(unsigned)H5FD_MMZIP_DURABLE) {
+    const unsigned known = H5FD_MMZIP_DURABLE | H5FD_MMZIP_VERIFY;
+    if (flags & ~known) {
         char msg[96];
-        snprintf(msg, sizeof msg, "H5Pset_fapl_mmzip: unknown flags 0x%x", flags & ~(unsigned)H5FD_MMZIP_DURABLE);
+        snprintf(msg, sizeof msg, "H5Pset_fapl_mmzip: unknown flags 0x%x", flags & ~known);
         push_message(__func__, H5E_ARGS, H5E_BADVALUE, msg);
         return -1;
     }

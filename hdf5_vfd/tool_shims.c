@@ -153,10 +153,30 @@ static hid_t mmzip_access_like(hid_t fapl) {
 /* ---------------------------------------------------------------------------------------------------- */
 /* HDF5 entry points                                                                                      */
 
+/* After HDF5's own open of a ZIP named like an archive failed: if it is one that holds no HDF5 member, says
+ * so (the tools would otherwise print only "unable to open file"). */
+static void explain_no_member(const char *name) {
+    h5mz_archive *a = NULL;
+    if (h5mz_archive_acquire(name, 0, &a) != MMZIP_OK) return;
+    char *member = NULL;
+    if (h5mz_find_only_hdf5_member(h5mz_archive_handle(a), name, &member) == MMZIP_ENOTFOUND)
+        report_once(h5mz_last_error());
+    free(member);
+    h5mz_archive_release(a);
+}
+
 __attribute__((visibility("default"))) hid_t H5Fopen(const char *name, unsigned flags, hid_t fapl) {
     static hid_t (*next)(const char *, unsigned, hid_t);
     if (!next && !(next = (hid_t(*)(const char *, unsigned, hid_t))next_definition("H5Fopen"))) return -1;
-    if (!diverts(name, fapl, 0)) return next(name, flags, fapl);
+    if (!diverts(name, fapl, 0)) {
+        hid_t file = next(name, flags, fapl);
+        if (file < 0 && h5mz_shims_active() && h5mz_names_archive(name) && !h5mz_names_member(name)) {
+            hid_t stack = H5Eget_current_stack(); /* as below: the caller may read why */
+            explain_no_member(name);
+            if (stack >= 0) H5Eset_current_stack(stack);
+        }
+        return file;
+    }
     hid_t own = mmzip_access_like(fapl);
     if (own < 0) return own;
     h5mz_clear_open_failure();

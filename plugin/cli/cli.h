@@ -43,8 +43,12 @@ int cli_warn_unfinished(const char *cmd, mmzip_t *h, const char *archive);
 void cli_warn_fields(const char *cmd, mmzip_t *h);
 /* Human-readable byte count ("1.5 MiB"). */
 const char *cli_bytes(unsigned long long n, char *buf, size_t len);
-/* Progress on stderr, only when stderr is a terminal. */
-void cli_progress(const char *what, unsigned long long done, unsigned long long total);
+/* Progress on stderr, only when stderr is a terminal and the command has run for about a second
+ * ($MMZIP_PROGRESS_DELAY seconds); a line that overwrites itself, cleared by cli_progress_done. */
+void cli_progress_start(void);
+/* "mmzip CMD: TEXT (P%)"; fraction < 0 for no percentage. */
+void cli_progress_line(const char *cmd, const char *text, double fraction);
+void cli_progress_bytes(const char *cmd, unsigned long long done, unsigned long long total);
 void cli_progress_done(void);
 
 #endif

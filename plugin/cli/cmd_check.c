@@ -41,6 +41,7 @@ static void tally_objections(tally *t, const char *msg) {
 
 static void report(const char *msg, void *ctx) {
     tally *t = ctx;
+    cli_progress_done(); /* a finding gets a line of its own, not the end of the progress line */
     if (strncmp(msg, "error: ", 7) == 0) {
         t->errors++;
         fprintf(stderr, "%s\n", msg);
@@ -50,6 +51,11 @@ static void report(const char *msg, void *ctx) {
     } else if (!t->quiet) {
         fprintf(stderr, "%s\n", msg);
     }
+}
+
+static void progress(uint64_t done, uint64_t total, void *ctx) {
+    (void)ctx;
+    cli_progress_bytes("check", done, total);
 }
 
 static int run(int argc, char **argv) {
@@ -65,25 +71,30 @@ static int run(int argc, char **argv) {
     if (!archive) return cli_usage(&cmd_check, "missing ARCHIVE");
     if (cli_archive_name("check", archive, 0)) return EXIT_FAIL;
     mmzip_t *h;
-    int st = mmzip_open(archive, "r", NULL, &h);
+    mmzip_options o;
+    mmzip_options_init(&o);
+    o.progress = progress;
+    int st = mmzip_open(archive, "r", &o, &h);
     if (st) return cli_fail("check", st);
+    cli_progress_start();
     st = mmzip_check(h, report, &t);
+    cli_progress_done();
     size_t n = mmzip_count(h);
     mmzip_close(h);
     /* Who objects, by the tags of the interop: lines: "yes", or "no: 7-Zip warns (why); libzip refuses it
      * (why)". An error: line, or a finding whose effect on them is unknown, sends the reader to the lines. */
     char verdict[1200];
-    size_t o = 0;
+    size_t vo = 0;
     for (int i = 0; i < N_READERS && !st; i++) {
         if (!t.objection[i][0]) continue;
-        o += (size_t)snprintf(verdict + o, sizeof verdict - o, "%s%s %s", o ? "; " : "no: ", reader_names[i],
-                              t.objection[i]);
-        if (o >= sizeof verdict) o = sizeof verdict - 1;
+        vo += (size_t)snprintf(verdict + vo, sizeof verdict - vo, "%s%s %s", vo ? "; " : "no: ", reader_names[i],
+                               t.objection[i]);
+        if (vo >= sizeof verdict) vo = sizeof verdict - 1;
     }
     if (st || t.untagged)
-        snprintf(verdict + o, sizeof verdict - o, "%s%s", o ? "; " : "no: ",
+        snprintf(verdict + vo, sizeof verdict - vo, "%s%s", vo ? "; " : "no: ",
                  st ? "see the error: lines (mmzip cannot read it all either)" : "see the interop: lines");
-    else if (!o)
+    else if (!vo)
         snprintf(verdict, sizeof verdict, "yes");
     t.interop = strcmp(verdict, "yes") != 0;
     if (!t.quiet) {

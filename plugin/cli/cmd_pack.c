@@ -5,6 +5,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+static void progress(uint64_t done, uint64_t total, void *ctx) {
+    (void)ctx;
+    cli_progress_bytes("pack", done, total);
+}
+
 static int run(int argc, char **argv) {
     uint32_t align = 0;
     const char *pos[2] = {0};
@@ -23,7 +28,10 @@ static int run(int argc, char **argv) {
     mmzip_options o;
     mmzip_options_init(&o);
     if (align) o.alignment = align;
+    o.progress = progress;
+    cli_progress_start();
     int st = mmzip_pack(pos[0], pos[1], &o);
+    cli_progress_done();
     if (st) return cli_fail("pack", st);
     const char *out = pos[1] ? pos[1] : pos[0];
     if (stat(out, &after) != 0) after.st_size = 0;

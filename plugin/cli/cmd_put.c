@@ -6,40 +6,136 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Reads fd into a reservation: regular files in one go at their size, pipes by doubling the capacity. */
-static int put_fd(mmzip_t *h, const char *key, int fd, uint32_t align, const char *what) {
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        fprintf(stderr, "mmzip put: %s: %s\n", what, strerror(errno));
-        return EXIT_FAIL;
-    }
-    uint64_t cap = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 1u << 20, len = 0;
-    void *view;
-    int s = mmzip_reserve(h, key, cap, align, &view);
-    if (s) return cli_fail("put", s);
-    for (;;) {
-        if (len == cap) {
-            if (S_ISREG(st.st_mode)) {
-                char probe;
-                if (read(fd, &probe, 1) == 0) break;
-                lseek(fd, -1, SEEK_CUR);
-            }
-            cap *= 2;
-            s = mmzip_reserve_resize(h, key, cap, &view);
-            if (s) return cli_fail("put", s);
+/* Files up to this size are read into one reused buffer; larger ones are mapped (no copy of ours). */
+#define SMALL_FILE (1u << 20)
+#define STREAM_CHUNK (1u << 20)
+
+/* What the progress line counts: files and bytes of the whole command; the core reports within a put. */
+typedef struct {
+    unsigned long long files, files_total, bytes, bytes_total, cur;
+} put_progress;
+
+static put_progress prog;
+
+static void show(unsigned long long bytes_now) {
+    char a[32], b[32];
+    char line[160];
+    if (prog.files_total > 1)
+        snprintf(line, sizeof line, "%llu/%llu files, %s of %s", prog.files, prog.files_total,
+                 cli_bytes(bytes_now, a, sizeof a), cli_bytes(prog.bytes_total, b, sizeof b));
+    else if (prog.bytes_total)
+        snprintf(line, sizeof line, "%s of %s", cli_bytes(bytes_now, a, sizeof a),
+                 cli_bytes(prog.bytes_total, b, sizeof b));
+    else
+        snprintf(line, sizeof line, "%s", cli_bytes(bytes_now, a, sizeof a));
+    cli_progress_line("put", line, prog.bytes_total ? (double)bytes_now / (double)prog.bytes_total : -1);
+}
+
+/* The core's report within one put: done/total is the fraction of that put's work. */
+static void core_progress(uint64_t done, uint64_t total, void *ctx) {
+    (void)ctx;
+    if (total) show(prog.bytes + (unsigned long long)((double)prog.cur * (double)done / (double)total));
+}
+
+static int fail_errno(const char *what) {
+    fprintf(stderr, "mmzip put: %s: %s\n", what, strerror(errno));
+    return EXIT_FAIL;
+}
+
+/* A regular file, with its time and mode, through mmzip_putv_attr: byte-identical content writes nothing. */
+static int put_regular(mmzip_t *h, const char *key, int fd, const struct stat *st, uint32_t align,
+                       const char *what, char **buf, size_t *cap) {
+    mmzip_attr attr = {(int64_t)st->st_mtime, (uint32_t)(S_IFREG | (st->st_mode & 07777)), 0};
+    uint64_t size = (uint64_t)st->st_size;
+    prog.cur = size;
+    mmzip_iovec v = {NULL, 0};
+    void *map = NULL;
+    if (size <= SMALL_FILE) {
+        if (*cap < size) {
+            free(*buf);
+            *buf = malloc(SMALL_FILE);
+            *cap = *buf ? SMALL_FILE : 0;
+            if (!*buf) return fail_errno(what);
         }
-        ssize_t r = read(fd, (char *)view + len, (size_t)(cap - len > (1u << 30) ? (1u << 30) : cap - len));
+        size_t got = 0;
+        while (got < size) {
+            ssize_t r = read(fd, *buf + got, size - got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) return fail_errno(what);
+            if (r == 0) break; /* shrank since the stat: what is there is the content */
+            got += (size_t)r;
+        }
+        v = (mmzip_iovec){*buf, got};
+    } else {
+        map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (map == MAP_FAILED) return fail_errno(what);
+        v = (mmzip_iovec){map, size};
+    }
+    int s = mmzip_putv_attr(h, key, &v, v.len ? 1 : 0, align, &attr);
+    if (map) munmap(map, (size_t)size);
+    if (s) return cli_fail("put", s);
+    return EXIT_OK;
+}
+
+/*
+ * A pipe or terminal: read in chunks. While the bytes equal the stored entry's so far, nothing is written
+ * (identical content writes nothing, as for a file); at the first difference the matched prefix is copied
+ * from the entry into a reservation and the rest of the input follows it.
+ */
+static int put_stream(mmzip_t *h, const char *key, int fd, uint32_t align, const char *what) {
+    const uint8_t *old = NULL;
+    uint64_t old_size = 0, len = 0, cap = 0;
+    mmzip_entry_info info;
+    if (mmzip_stat(h, key, &info) == MMZIP_OK && info.method == 0) {
+        const void *p;
+        if (mmzip_get(h, key, &p, &old_size) == MMZIP_OK) old = p;
+    }
+    uint8_t *buf = malloc(STREAM_CHUNK);
+    if (!buf) return fail_errno(what);
+    uint8_t *view = NULL;
+    int s = MMZIP_OK, code = EXIT_OK;
+    for (;;) {
+        ssize_t r = read(fd, buf, STREAM_CHUNK);
+        if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
-            if (errno == EINTR) continue;
-            fprintf(stderr, "mmzip put: %s: %s\n", what, strerror(errno));
-            mmzip_rollback(h);
-            return EXIT_FAIL;
+            code = fail_errno(what);
+            break;
         }
         if (r == 0) break;
+        if (!view && old && len + (uint64_t)r <= old_size && memcmp(old + len, buf, (size_t)r) == 0) {
+            len += (uint64_t)r;
+            show(len);
+            continue;
+        }
+        if (!view || len + (uint64_t)r > cap) {
+            uint64_t want = (len + (uint64_t)r) * 2 > (64u << 10) ? (len + (uint64_t)r) * 2 : (64u << 10);
+            void *p;
+            s = view ? mmzip_reserve_resize(h, key, want, &p) : mmzip_reserve(h, key, want, align, &p);
+            if (s) break;
+            if (!view && len) memcpy(p, old, (size_t)len); /* the prefix that matched */
+            view = p;
+            cap = want;
+        }
+        memcpy(view + len, buf, (size_t)r);
         len += (uint64_t)r;
+        show(len);
+    }
+    free(buf);
+    if (s) return cli_fail("put", s);
+    if (code != EXIT_OK) {
+        mmzip_rollback(h);
+        return code;
+    }
+    if (!view) {
+        if (old && len == old_size) return EXIT_OK; /* identical: nothing to write */
+        void *p;
+        s = mmzip_reserve(h, key, len, align, &p);
+        if (s) return cli_fail("put", s);
+        if (len) memcpy(p, old, (size_t)len); /* a prefix of the stored entry */
     }
     s = mmzip_patch(h, key, len);
     if (s) return cli_fail("put", s);
@@ -47,11 +143,36 @@ static int put_fd(mmzip_t *h, const char *key, int fd, uint32_t align, const cha
 }
 
 typedef struct {
-    char **names;
-    size_t n, cap;
-} name_list;
+    char *rel;
+    struct stat st;
+} tree_file;
 
-static int collect(const char *root, const char *rel, name_list *l) {
+typedef struct {
+    tree_file *f;
+    size_t n, cap;
+    int folders; /* list the folders too, each as "rel/" */
+} file_list;
+
+static int add(file_list *l, const char *rel, const char *suffix, const struct stat *st) {
+    if (l->n == l->cap) {
+        size_t ncap = l->cap ? l->cap * 2 : 64;
+        tree_file *p = realloc(l->f, ncap * sizeof *p);
+        if (!p) return -1;
+        l->f = p;
+        l->cap = ncap;
+    }
+    size_t n = strlen(rel), k = strlen(suffix);
+    char *r = malloc(n + k + 1);
+    if (!r) return -1;
+    memcpy(r, rel, n);
+    memcpy(r + n, suffix, k + 1);
+    l->f[l->n].rel = r;
+    l->f[l->n].st = *st;
+    l->n++;
+    return 0;
+}
+
+static int collect(const char *root, const char *rel, file_list *l) {
     char path[8192];
     if (snprintf(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel) >= (int)sizeof path) return -1;
     DIR *d = opendir(path);
@@ -72,45 +193,82 @@ static int collect(const char *root, const char *rel, name_list *l) {
         }
         struct stat st;
         if (stat(full, &st) != 0) continue;
-        if (S_ISDIR(st.st_mode)) rc = collect(root, child, l);
-        else if (S_ISREG(st.st_mode)) {
-            if (l->n == l->cap) {
-                l->cap = l->cap ? l->cap * 2 : 64;
-                l->names = realloc(l->names, l->cap * sizeof *l->names);
-            }
-            l->names[l->n++] = strdup(child);
+        int nomem = 0;
+        if (S_ISDIR(st.st_mode)) {
+            nomem = l->folders && add(l, child, "/", &st) != 0;
+            if (!nomem) rc = collect(root, child, l);
+        } else if (S_ISREG(st.st_mode)) {
+            nomem = add(l, child, "", &st) != 0;
+        }
+        if (nomem) {
+            fprintf(stderr, "mmzip put: out of memory listing %s\n", root);
+            rc = -1;
         }
     }
     closedir(d);
     return rc;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp_file(const void *a, const void *b) {
+    return strcmp(((const tree_file *)a)->rel, ((const tree_file *)b)->rel);
+}
 
-static int put_dir(mmzip_t *h, const char *dir, const char *prefix, uint32_t align) {
-    name_list l = {0};
-    if (collect(dir, "", &l) != 0) return EXIT_FAIL;
-    qsort(l.names, l.n, sizeof *l.names, cmp_str);
+static void free_list(file_list *l) {
+    for (size_t i = 0; i < l->n; i++) free(l->f[i].rel);
+    free(l->f);
+}
+
+static int put_dir(mmzip_t *h, const char *dir, const char *prefix, file_list *l, uint32_t align,
+                   const struct stat *archive) {
+    /* A prefix names a folder: "lung" puts "lung/.zattrs", not "lung.zattrs". */
+    size_t plen = prefix ? strlen(prefix) : 0;
+    const char *sep = plen && prefix[plen - 1] != '/' ? "/" : "";
     int code = EXIT_OK, s = mmzip_begin(h);
     if (s) return cli_fail("put", s);
-    for (size_t i = 0; i < l.n && code == EXIT_OK; i++) {
+    char *buf = NULL;
+    size_t cap = 0;
+    prog.files_total = l->n;
+    for (size_t i = 0; i < l->n; i++) prog.bytes_total += (unsigned long long)l->f[i].st.st_size;
+    for (size_t i = 0; i < l->n && code == EXIT_OK; i++) {
         char full[8192], key[8192];
-        if (snprintf(full, sizeof full, "%s/%s", dir, l.names[i]) >= (int)sizeof full ||
-            snprintf(key, sizeof key, "%s%s", prefix ? prefix : "", l.names[i]) >= (int)sizeof key) {
-            fprintf(stderr, "mmzip put: path too long: %s\n", l.names[i]);
+        /* The archive itself, inside the tree: its bytes change while it is read (zip skips it too). */
+        if (archive && l->f[i].st.st_dev == archive->st_dev && l->f[i].st.st_ino == archive->st_ino) {
+            fprintf(stderr, "mmzip put: %s/%s: skipped (it is the archive)\n", dir, l->f[i].rel);
+            continue;
+        }
+        if (snprintf(full, sizeof full, "%s/%s", dir, l->f[i].rel) >= (int)sizeof full ||
+            snprintf(key, sizeof key, "%s%s%s", plen ? prefix : "", sep, l->f[i].rel) >= (int)sizeof key) {
+            fprintf(stderr, "mmzip put: path too long: %s\n", l->f[i].rel);
             code = EXIT_FAIL;
             break;
+        }
+        if (S_ISDIR(l->f[i].st.st_mode)) { /* a folder entry, "x/", dated and with the mode of the folder */
+            mmzip_attr attr = {(int64_t)l->f[i].st.st_mtime, (uint32_t)(S_IFDIR | (l->f[i].st.st_mode & 07777)), 0};
+            s = mmzip_putv_attr(h, key, NULL, 0, align, &attr);
+            if (s) code = cli_fail("put", s);
+            prog.files = i + 1;
+            continue;
         }
         int fd = open(full, O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
-            fprintf(stderr, "mmzip put: %s: %s\n", full, strerror(errno));
-            code = EXIT_FAIL;
+            code = fail_errno(full);
             break;
         }
-        code = put_fd(h, key, fd, align, full);
+        struct stat st;
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            if (S_ISREG(st.st_mode)) code = fail_errno(full);
+            else fprintf(stderr, "mmzip put: %s: no longer a regular file\n", full);
+            code = EXIT_FAIL;
+            close(fd);
+            break;
+        }
+        code = put_regular(h, key, fd, &st, align, full, &buf, &cap);
         close(fd);
-        cli_progress("adding", i + 1, l.n);
+        prog.files = i + 1;
+        prog.bytes += (unsigned long long)l->f[i].st.st_size;
+        show(prog.bytes);
     }
+    free(buf);
     cli_progress_done();
     if (code == EXIT_OK) {
         s = mmzip_commit(h);
@@ -118,8 +276,6 @@ static int put_dir(mmzip_t *h, const char *dir, const char *prefix, uint32_t ali
     } else {
         mmzip_rollback(h);
     }
-    for (size_t i = 0; i < l.n; i++) free(l.names[i]);
-    free(l.names);
     return code;
 }
 
@@ -127,6 +283,7 @@ static int run(int argc, char **argv) {
     uint32_t align = 0;
     int durable = 0;
     const char *dir = NULL;
+    int folders = 0;
     const char *pos[3] = {0};
     int npos = 0;
     for (int i = 1; i < argc; i++) {
@@ -134,39 +291,103 @@ static int run(int argc, char **argv) {
         else if (strncmp(argv[i], "--align=", 8) == 0) align = (uint32_t)strtoul(argv[i] + 8, NULL, 10);
         else if (strcmp(argv[i], "--durable") == 0) durable = 1;
         else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) dir = argv[++i];
+        else if (strcmp(argv[i], "--folders") == 0) folders = 1;
         else if (strcmp(argv[i], "-") != 0 && argv[i][0] == '-') return cli_usage(&cmd_put, "unknown option");
         else if (npos < 3) pos[npos++] = argv[i];
         else return cli_usage(&cmd_put, "too many arguments");
     }
     if (npos < 1 || (!dir && npos < 2)) return cli_usage(&cmd_put, "missing ARCHIVE or KEY");
     if (dir && npos > 2) return cli_usage(&cmd_put, "too many arguments");
+    if (folders && !dir) return cli_usage(&cmd_put, "--folders goes with --dir");
     if (cli_archive_name("put", pos[0], 1)) return EXIT_FAIL;
+
+    /* Everything about the input is settled before the archive is opened: a command that cannot run
+     * creates no archive. */
+    char why[600];
+    file_list l = {0};
+    int fd = -1;
+    struct stat in;
+    const char *file = npos > 2 ? pos[2] : "-";
+    if (dir) {
+        if (stat(dir, &in) != 0) return fail_errno(dir);
+        if (!S_ISDIR(in.st_mode)) {
+            snprintf(why, sizeof why, "%s is not a directory (without --dir: mmzip put ARCHIVE KEY FILE)", dir);
+            return cli_usage(&cmd_put, why);
+        }
+        l.folders = folders;
+        /* With a prefix, the folder it names is an entry too (as zip -r gives DIR/ for DIR). */
+        if (folders && npos > 1 && *pos[1] && add(&l, "", "", &in) != 0) {
+            free_list(&l);
+            return fail_errno(dir);
+        }
+        if (collect(dir, "", &l) != 0) {
+            free_list(&l);
+            return EXIT_FAIL;
+        }
+        qsort(l.f, l.n, sizeof *l.f, cmp_file);
+    } else if (strcmp(file, "-") != 0) {
+        fd = open(file, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return fail_errno(file);
+        if (fstat(fd, &in) != 0 || S_ISDIR(in.st_mode)) {
+            close(fd);
+            if (!S_ISDIR(in.st_mode)) return fail_errno(file);
+            snprintf(why, sizeof why, "%s is a directory: to add the files under it, use "
+                     "mmzip put ARCHIVE --dir %s [PREFIX]", file, file);
+            return cli_usage(&cmd_put, why);
+        }
+    } else {
+        /* No FILE: standard input. A KEY that names a directory here is a forgotten --dir (give '-' to
+         * store standard input under it anyway), and a terminal would wait for typing with no word. */
+        if (npos == 2 && stat(pos[1], &in) == 0 && S_ISDIR(in.st_mode)) {
+            snprintf(why, sizeof why, "%s is a directory: to add the files under it, use mmzip put ARCHIVE "
+                     "--dir %s [PREFIX]; to store standard input under this key, give '-' as FILE", pos[1],
+                     pos[1]);
+            return cli_usage(&cmd_put, why);
+        }
+        if (isatty(0))
+            return cli_usage(&cmd_put, "no input: FILE is missing and standard input is a terminal (give a FILE, "
+                                       "or pipe the data in)");
+        fd = 0;
+    }
+
     mmzip_options o;
     mmzip_options_init(&o);
     if (durable) o.flags |= MMZIP_DURABLE;
+    /* A new archive gets its name at its first commit: one that waits on its input, or is killed there,
+     * leaves no file rather than one other ZIP readers reject. */
+    o.flags |= MMZIP_PUBLISH_ON_COMMIT;
     if (align) o.alignment = align;
+    o.progress = core_progress;
     mmzip_t *h;
     int s = mmzip_open(pos[0], "w+", &o, &h);
-    if (s) return cli_fail("put", s);
+    if (s) {
+        if (fd > 0) close(fd);
+        free_list(&l);
+        return cli_fail("put", s);
+    }
     mmzip_info info;
     if (mmzip_get_info(h, &info) == MMZIP_OK && info.append_from)
         fprintf(stderr, "mmzip put: warning: %s: the archive has bytes mmzip did not write around its end records "
                 "or directory ('mmzip check' names them); they are kept, and the new entries go after the end "
                 "of the file (%llu)\n", pos[0], (unsigned long long)info.append_from);
+    cli_progress_start();
     int code;
     if (dir) {
-        code = put_dir(h, dir, npos > 1 ? pos[1] : NULL, align);
+        struct stat self;
+        code = put_dir(h, dir, npos > 1 ? pos[1] : NULL, &l, align, stat(pos[0], &self) == 0 ? &self : NULL);
+    } else if (fd > 0 && S_ISREG(in.st_mode)) {
+        char *buf = NULL;
+        size_t cap = 0;
+        prog.bytes_total = (unsigned long long)in.st_size;
+        code = put_regular(h, pos[1], fd, &in, align, file, &buf, &cap);
+        free(buf);
+        show(prog.bytes_total);
     } else {
-        const char *file = npos > 2 ? pos[2] : "-";
-        int fd = strcmp(file, "-") == 0 ? 0 : open(file, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            fprintf(stderr, "mmzip put: %s: %s\n", file, strerror(errno));
-            mmzip_close(h);
-            return EXIT_FAIL;
-        }
-        code = put_fd(h, pos[1], fd, align, file);
-        if (fd) close(fd);
+        code = put_stream(h, pos[1], fd, align, fd ? file : "standard input");
     }
+    cli_progress_done();
+    if (fd > 0) close(fd);
+    free_list(&l);
     s = mmzip_close(h);
     if (s && code == EXIT_OK) code = cli_fail("put", s);
     return code;
@@ -175,12 +396,18 @@ static int run(int argc, char **argv) {
 const command cmd_put = {
     "put", "append a file (or a directory tree) as committed entries",
     "usage: mmzip put [--align N] [--durable] ARCHIVE KEY [FILE|-]\n"
-    "       mmzip put [--align N] [--durable] ARCHIVE --dir DIRECTORY [PREFIX]\n\n"
-    "Appends FILE (or standard input) to ARCHIVE as the stored entry KEY, creating the archive if it\n"
-    "does not exist. A KEY that exists is replaced; identical content writes nothing. The entry is\n"
-    "committed when the command returns: a crash before then leaves the archive as it was.\n"
-    "With --dir, adds every regular file under DIRECTORY, named by its relative path (after PREFIX),\n"
-    "in one commit - e.g. a Zarr directory store into a .zarr.zip.\n\n"
+    "       mmzip put [--align N] [--durable] [--folders] ARCHIVE --dir DIRECTORY [PREFIX]\n\n"
+    "Appends FILE (or standard input, which must not be a terminal) to ARCHIVE as the stored entry KEY,\n"
+    "creating the archive if it does not exist. A KEY that exists is replaced; content identical to the\n"
+    "stored entry's writes nothing (the archive is left as it was). The entry is committed when the\n"
+    "command returns: a crash before then leaves the archive as it was.\n"
+    "With --dir, adds every regular file under DIRECTORY, named by its relative path (under the folder\n"
+    "PREFIX: 'lung' and 'lung/' both give lung/.zattrs), in one commit - e.g. a Zarr directory store into\n"
+    "a .zarr.zip. No folder entries are written (as zip -r -D), unless --folders is given: then every\n"
+    "folder is an entry too, 'x/' (and PREFIX/ for DIRECTORY), dated and with its mode, as zip -r writes.\n"
+    "Entries are dated and get Unix modes as zip writes them: a file's modification time and permissions,\n"
+    "or for standard input the time of the put and 0644 ($SOURCE_DATE_EPOCH, if set, is the latest time\n"
+    "written). Progress goes to standard error when it is a terminal and the command runs over a second.\n\n"
     "  --align N   align entry data to N bytes (power of two, at most the page size; default 64)\n"
     "  --durable   order the commit with fsync so that it survives a power loss\n"
     "  -h, --help  show this help\n",

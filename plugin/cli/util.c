@@ -1,7 +1,9 @@
 /* util.c - error reporting, help and progress helpers shared by the subcommands. */
 #include "cli.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 int cli_fail(const char *cmd, int status) {
@@ -51,13 +53,46 @@ const char *cli_bytes(unsigned long long n, char *buf, size_t len) {
     return buf;
 }
 
-static int progress_shown;
+/*
+ * Progress: only on a terminal, and only once the command has run for $MMZIP_PROGRESS_DELAY seconds (1 by
+ * default; 0 shows it from the start, which is how the tests see it without depending on speed), then at
+ * most five lines a second, each overwriting the last.
+ */
+static int progress_on, progress_shown;
+static double progress_t0, progress_last, progress_delay = 1.0;
 
-void cli_progress(const char *what, unsigned long long done, unsigned long long total) {
-    if (!isatty(2)) return;
-    if (total) fprintf(stderr, "\r%s: %llu/%llu (%d%%)", what, done, total, (int)(done * 100 / total));
-    else fprintf(stderr, "\r%s: %llu", what, done);
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void cli_progress_start(void) {
+    progress_on = isatty(2);
+    progress_t0 = now();
+    const char *d = getenv("MMZIP_PROGRESS_DELAY");
+    if (d && *d) {
+        char *end;
+        double v = strtod(d, &end);
+        if (!*end && v >= 0) progress_delay = v;
+    }
+}
+
+void cli_progress_line(const char *cmd, const char *text, double fraction) {
+    if (!progress_on) return;
+    double t = now();
+    if (t - progress_t0 < progress_delay || (progress_shown && t - progress_last < 0.2)) return;
+    if (fraction >= 0) fprintf(stderr, "\rmmzip %s: %s (%d%%)\033[K", cmd, text, (int)(fraction * 100));
+    else fprintf(stderr, "\rmmzip %s: %s\033[K", cmd, text);
+    progress_last = t;
     progress_shown = 1;
+}
+
+void cli_progress_bytes(const char *cmd, unsigned long long done, unsigned long long total) {
+    if (!progress_on) return;
+    char a[32], b[32], line[80];
+    snprintf(line, sizeof line, "%s of %s", cli_bytes(done, a, sizeof a), cli_bytes(total, b, sizeof b));
+    cli_progress_line(cmd, line, total ? (double)done / (double)total : -1);
 }
 
 void cli_progress_done(void) {

@@ -105,7 +105,10 @@ enum {
     MMZIP_DURABLE = 1u << 0,
     /* Modes "w"/"w+" that create the file: the file appears on disk (atomically, by rename) only at the
      * first commit. A writer killed before then leaves no file, and "w" on an existing archive leaves it
-     * untouched. Used by the netCDF plugin so that a killed nccopy leaves nothing behind. */
+     * untouched. Used by the netCDF plugin so that a killed nccopy leaves nothing behind, and by mmzip put.
+     * A writable open of an existing archive with no entries (its 22-byte end record alone) is treated as a
+     * creation too: the new archive replaces it at the first commit, so that the empty one stays as every
+     * reader accepts it while the writer fills the new one, and if the writer dies. */
     MMZIP_PUBLISH_ON_COMMIT = 1u << 1,
     /* Do not take the cross-process writer lock (for file systems without OFD locks). Dangerous. */
     MMZIP_NO_LOCK = 1u << 2,
@@ -134,6 +137,14 @@ typedef enum mmzip_commit_policy {
     MMZIP_COMMIT_MANUAL = 2     /* only mmzip_commit() and mmzip_close() commit */
 } mmzip_commit_policy;
 
+/*
+ * Progress of a long operation: called now and then by the puts of 64 MiB or more and by mmzip_check of a
+ * handle opened with it, and by mmzip_pack, with done out of total units of work (done grows and reaches
+ * total at the end; only the ratio means something). For progress bars (`mmzip put`, `check`, `pack` on a
+ * terminal). It must not call into the store.
+ */
+typedef void (*mmzip_progress_fn)(uint64_t done, uint64_t total, void *ctx);
+
 typedef struct mmzip_options {
     uint64_t max_file_size;        /* writable opens reserve this much address space; 0 = 1 TiB */
     uint32_t alignment;            /* data alignment of new entries, power of two, 1..32768 and at most the
@@ -148,7 +159,9 @@ typedef struct mmzip_options {
                                     * 0 = automatic: $MMZIP_COPY_THREADS if set, else the CPUs the process
                                     * may run on, at most 4 (see mmzip_read) */
     uint32_t reserved32_;          /* zero */
-    uint64_t reserved_[3];         /* zero */
+    mmzip_progress_fn progress;    /* NULL, or called during long operations: see mmzip_progress_fn */
+    void *progress_ctx;            /* passed to progress */
+    uint64_t reserved_[1];         /* zero */
 } mmzip_options;
 
 /* Fills *opts with the defaults described above. */
@@ -365,7 +378,20 @@ MMZIP_API const uint64_t *mmzip_generation(mmzip_t *h);
  * Appends an entry named key holding size bytes of data, stored (method 0), its data aligned to
  * `alignment` (0 = the archive's default). A key that exists is replaced: the new entry is appended and
  * the old one leaves the central directory at the next commit. Putting byte-identical content under an
- * existing key writes nothing. Committed before return under MMZIP_COMMIT_EACH.
+ * existing key writes nothing (no byte of the file changes, and the entry keeps its time and mode); this
+ * holds for mmzip_put, mmzip_putv and mmzip_putv_attr, not for mmzip_reserve + mmzip_patch, which always
+ * append a new version (the caller's view must keep reading what it wrote). Committed before return under
+ * MMZIP_COMMIT_EACH.
+ *
+ * Each entry records the time of the call as its modification time (the DOS time and date, in local
+ * time, and Info-ZIP's extended timestamp field "UT" with the Unix time, in both headers) and the Unix mode
+ * 0644 in its external attributes (version made by: Unix); a key ending in '/' is a folder entry, mode
+ * 040755 plus the MS-DOS directory bit, as Info-ZIP zip writes them, and holds no data: a key ending in '/'
+ * with size > 0 (here, or in mmzip_patch of a reservation) is MMZIP_EINVAL, since unzip and 7-Zip would make a
+ * folder of it and drop the bytes. If $SOURCE_DATE_EPOCH is set (a
+ * decimal count of seconds since 1970, reproducible-builds.org), it replaces the time of the call, later
+ * times given through mmzip_putv_attr are lowered to it, and the DOS fields are UTC: archives built from the
+ * same puts are then identical byte for byte.
  */
 MMZIP_API int mmzip_put(mmzip_t *h, const char *key, const void *data, uint64_t size, uint32_t alignment);
 
@@ -377,13 +403,30 @@ typedef struct mmzip_iovec {
 MMZIP_API int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment);
 
 /*
+ * Like mmzip_putv, with the entry's modification time and Unix mode given (attr NULL: the defaults of
+ * mmzip_put). mtime is in seconds since 1970 (the extended timestamp holds 1970 to 2038 and the DOS fields
+ * 1980 to 2107: times outside are clamped). mode is st_mode: the type bits S_IFREG or S_IFDIR and the
+ * permission bits 07777; 0 gives the default of the name (0644, or 040755 for a name ending in '/'), and
+ * permission bits without a type take the type from the name. `mmzip put` passes each file's time and mode,
+ * so that unzip restores them as it would from `zip -r`.
+ */
+typedef struct mmzip_attr {
+    int64_t mtime;
+    uint32_t mode;
+    uint32_t reserved_; /* zero */
+} mmzip_attr;
+MMZIP_API int mmzip_putv_attr(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment,
+                              const mmzip_attr *attr);
+
+/*
  * Drops key from the archive's directory at the next commit (its bytes stay until mmzip_pack).
  * MMZIP_ENOTFOUND if absent.
  */
 MMZIP_API int mmzip_remove(mmzip_t *h, const char *key);
 
 /*
- * Two-phase append for large entries that are produced in place. Reserves `capacity` bytes for key and
+ * Two-phase append for large entries that are produced in place (dated at the reservation, mode 0644, see
+ * mmzip_put). Reserves `capacity` bytes for key and
  * sets *data to a writable view of them (zero-filled). The entry is pending and invisible to other
  * handles. Fill the view, then call mmzip_patch() with the final size: it computes the CRC-32, writes the
  * local header and makes the entry ready; it is published at the next commit (at once under
@@ -457,6 +500,10 @@ MMZIP_API int mmzip_unreserve(mmzip_t *h, const char *key);
  * first (a copy without it keeps its stale CRCs, which checks report).
  * Until the writable open, mmzip_unfinished_edits() on a read-only handle lists the entry
  * (MMZIP_UNFINISHED_INPLACE), and CRC mismatches reported for it name the marker file and `mmzip recover`.
+ *
+ * Before the first view of an entry is handed out, its bytes are checked against its CRC-32 (one pass, once
+ * per store): MMZIP_ECRC, naming the entry, if they differ. Without it, the commit's new CRC would make damage
+ * that was there before the edit look valid to every later check.
  *
  * Replacing or removing a key while it is being edited leaves the view writing into the superseded bytes.
  */

@@ -229,8 +229,12 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
         e->csize = stored_extra ? usize : csize;
         e->usize = usize;
         e->crc = crc;
-        /* Room is ours to grant only in records we wrote (ZIP64 field first, then the room field). */
-        if (has_room && method == 0 && xlen == MZ_CDH_ZIP64_EXTRA + MZ_ROOM_EXTRA) {
+        /* Room is ours to grant only in records we wrote: the ZIP64 field first, then the room field, or (since
+         * entries are dated) the ZIP64, "UT" and room fields. */
+        if (has_room && method == 0 &&
+            (xlen == MZ_CDH_ZIP64_EXTRA + MZ_ROOM_EXTRA ||
+             (xlen == MZ_CDH_ZIP64_EXTRA + MZ_UT_EXTRA + MZ_ROOM_EXTRA &&
+              mz_get16(x + MZ_CDH_ZIP64_EXTRA) == MZ_EXTRA_UT))) {
             e->room = room;
             e->keeps_room = 1;
         }

@@ -64,11 +64,24 @@ static int compare_local_header(mz_store *s, mz_entry *e) {
     return MMZIP_OK;
 }
 
-static int check_data(mz_store *s, mz_entry *e) {
+/* done: the progress units before this entry (its bytes count one each). */
+static int check_data(mmzip_t *h, mz_entry *e, uint64_t done, uint64_t total) {
+    mz_store *s = h->s;
     const uint8_t *p = s->map.base + e->data_off;
     if (e->gp_flags & (MZ_FLAG_ENCRYPTED | MZ_FLAG_STRONG_ENCRYPTION) || e->method == 99)
         return mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%.*s' is encrypted; its CRC cannot be checked", s->path,
                        (int)e->name_len, mz_name(s, e));
+    if (e->method == 0 && h->progress && e->csize > MZ_PROGRESS_STEP) {
+        /* A large entry reports as it goes; a mismatch is then checked again for mz_verify_crc's message. */
+        uint32_t crc = 0;
+        for (uint64_t k = 0; k < e->csize;) {
+            uint64_t l = e->csize - k < MZ_PROGRESS_STEP ? e->csize - k : MZ_PROGRESS_STEP;
+            crc = mz_crc32(crc, p + k, (size_t)l);
+            k += l;
+            h->progress(done + k, total, h->progress_ctx);
+        }
+        if (crc == e->crc) return MMZIP_OK;
+    }
     if (e->method == 0) return mz_verify_crc(s, e, p, e->csize);
     if (!mz_method_supported(e->method)) return mz_decode_other(s, e, NULL); /* names the method */
     if ((e->method == 8 && e->usize / 1032 > e->csize + 1) || e->usize > s->opts.max_decoded_size)
@@ -329,8 +342,14 @@ int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {
     mz_store *s = h->s;
     checker c = {report, ctx, 0, 0, 0};
     pthread_rwlock_rdlock(&s->rw);
+    uint64_t total = 0, done = 0;
+    if (h->progress)
+        for (uint32_t i = 0; i < s->n_committed; i++) total += s->e[i].csize;
     for (uint32_t i = 0; i < s->n_committed; i++) {
         mz_entry *e = &s->e[i];
+        uint64_t before = done;
+        done += e->csize;
+        if (h->progress) h->progress(before, total, h->progress_ctx);
         if (e->mark & MZ_MARK_SHADOWED) continue; /* the writer's replaced entries: not in the next directory */
         if (mz_resolve_data(s, e) != MMZIP_OK) {
             problem(&c, MMZIP_ECORRUPT);
@@ -338,9 +357,10 @@ int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {
         }
         int st = compare_local_header(s, e);
         if (st) problem(&c, st);
-        st = check_data(s, e);
+        st = check_data(h, e, before, total);
         if (st) problem(&c, st);
     }
+    if (h->progress) h->progress(total, total, h->progress_ctx);
     check_interop(&c, s);
     if (!s->writable) {
         /* The dry run: what a writable open (or mmzip recover) would do to the file as it is. */
@@ -352,6 +372,13 @@ int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {
                 recover_say(&c, "neutralize the signature of the dead local header(s) before the first live "
                             "entry (entries replaced or removed by the last commits), so that readers that scan "
                             "local headers from the start skip them; no committed entry is touched");
+            /* A writer killed before its close left the slack it kept for its next commits. */
+            uint64_t slack = plan.hold || plan.cut || plan.move_directory || mz_writer_lock_held(s->fd) == 1
+                                 ? 0 : mz_settle_would_remove(s);
+            if (slack)
+                recover_say(&c, "remove the %llu bytes of free slack below the directory (room a writer that did not "
+                            "close kept for its next commits): the directory moves down behind the last entry; no "
+                            "entry is touched", (unsigned long long)slack);
             if (!c.recover_lines) note(&c, "recover: nothing to do");
             /* Bytes after the last commit's end records: readable (the scan-back finds the commit) but not
              * an archive at rest until repaired. A relocated directory is a state every crash of a writer

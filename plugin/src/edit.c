@@ -1100,7 +1100,12 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     ne.gp_flags = mz_name_flags(key, nlen);
     ne.state = MZ_PENDING;
     ne.alignment = 0;
-    st = mz_add_pending(s, &ne, key, head, 0);
+    /* The local header keeps its time and attributes, and the record must agree with it: they are taken from
+     * the committed record (an edit is a change of bytes, not a new entry). */
+    mz_stamp stamp;
+    if (head != MZ_NONE) mz_stamp_of_cdh(&stamp, s->cd + s->e[head].cd_rec);
+    else mz_stamp_make(&stamp, key, nlen, MZ_STAMP_NOW, 0);
+    st = mz_add_pending(s, &ne, key, head, 0, &stamp);
     if (st) goto out;
     /* Growth past the published size is not kept: for the last entry the directory goes right after it. */
     if (ed->last && s->pending_end == ed->room_end) {

@@ -303,6 +303,9 @@ int mmzip_inplace(mmzip_t *h, const char *key, void **data, uint64_t *size) {
         st = mz_fail(MMZIP_EUNSUPPORTED, "%s: '%s' has a data descriptor (its CRC follows the data); mmzip "
                      "edits in place only entries whose local header holds the CRC", s->path, key);
     else st = mz_entry_bytes(s, e, &p, &n);
+    /* The commit recomputes the CRC over the bytes as they then are, which would make damage that was there
+     * before the edit look valid: the bytes must match their CRC before they can be edited. */
+    if (st == MMZIP_OK) st = mz_verify_stored_once(s, e);
     uint64_t lfh_off = e ? e->lfh_off : 0, data_off = e ? e->data_off : 0;
     uint32_t crc = e ? e->crc : 0;
     pthread_rwlock_unlock(&s->rw);

@@ -64,8 +64,10 @@
 #define MZ_LFH_ZIP64_EXTRA 20u          /* id, size, usize, csize */
 #define MZ_CDH_ZIP64_EXTRA 28u          /* id, size, usize, csize, local header offset */
 #define MZ_ALIGN_EXTRA_MIN 6u           /* id, size, alignment word */
-#define MZ_OUR_LFH_OVERHEAD (MZ_LFH_FIXED + MZ_LFH_ZIP64_EXTRA + MZ_ALIGN_EXTRA_MIN) /* + name + padding */
-#define MZ_OUR_CDH_OVERHEAD (MZ_CDH_FIXED + MZ_CDH_ZIP64_EXTRA)                   /* + name */
+#define MZ_EXTRA_UT 0x5455u             /* "UT", Info-ZIP's extended timestamp */
+#define MZ_UT_EXTRA 9u                  /* id, size, flags (1: mtime), mtime (4) - the same in both headers */
+#define MZ_OUR_LFH_OVERHEAD (MZ_LFH_FIXED + MZ_LFH_ZIP64_EXTRA + MZ_UT_EXTRA + MZ_ALIGN_EXTRA_MIN) /* + name + padding */
+#define MZ_OUR_CDH_OVERHEAD (MZ_CDH_FIXED + MZ_CDH_ZIP64_EXTRA + MZ_UT_EXTRA)                   /* + name */
 
 #define MZ_VERSION_MADE_BY 0x032Du      /* Unix, spec 4.5 */
 #define MZ_VERSION_NEEDED 45u           /* ZIP64 */
@@ -73,9 +75,8 @@
 #define MZ_FLAG_DATA_DESCRIPTOR 0x0008u
 #define MZ_FLAG_STRONG_ENCRYPTION 0x0040u
 #define MZ_FLAG_UTF8 0x0800u
-#define MZ_DOS_TIME 0u
-#define MZ_DOS_DATE 0x0021u             /* 1980-01-01: deterministic */
-#define MZ_EXTERNAL_ATTR (0100644u << 16)
+#define MZ_EXTERNAL_ATTR (0100644u << 16)              /* a regular file, rw-r--r-- */
+#define MZ_EXTERNAL_ATTR_DIR ((040755u << 16) | 0x10u)  /* a folder ("x/"): rwxr-xr-x, and the MS-DOS bit */
 
 #define MZ_MAX_ALIGNMENT 32768u         /* the 0xA11E field holds the alignment in 15 bits */
 #define MZ_DEFAULT_ALIGNMENT 64u
@@ -116,7 +117,23 @@ typedef struct mz_header_fields {
     uint32_t crc;
     uint64_t csize, usize;
     uint32_t external_attr;
+    uint32_t mtime;        /* the "UT" field's modification time (Unix seconds, unsigned 32 bits) */
 } mz_header_fields;
+/* When and what an entry is: the DOS time and date, the "UT" time and the external attributes that go into
+ * both of its headers. */
+typedef struct mz_stamp {
+    uint16_t dos_time, dos_date;
+    uint32_t mtime, external_attr;
+} mz_stamp;
+/* The stamp of a new entry named name: modified at mtime (Unix seconds; MZ_STAMP_NOW for the time of the
+ * call), with the Unix mode `mode` (its type and permission bits; 0 for the default, 0644 for a file and 0755
+ * for a folder, a name ending in '/'). $SOURCE_DATE_EPOCH, if set, replaces the time of the call and is the
+ * latest time any entry gets; the DOS fields are then UTC, so that the bytes do not depend on the time zone. */
+#define MZ_STAMP_NOW INT64_MIN
+void mz_stamp_make(mz_stamp *st, const char *name, size_t name_len, int64_t mtime, uint32_t mode);
+/* The stamp in a central-directory record (the "UT" time if it has one, else the DOS time read as local time,
+ * as unzip reads it). */
+void mz_stamp_of_cdh(mz_stamp *st, const uint8_t *rec);
 void mz_write_lfh_ex(uint8_t *out, const mz_header_fields *f, const char *name, size_t name_len,
                      uint32_t alignment, uint32_t padding);
 void mz_write_cdh_ex(uint8_t *out, const mz_header_fields *f, const char *name, size_t name_len,
@@ -128,13 +145,13 @@ uint32_t mz_align_padding(uint64_t lfh_off, size_t name_len, uint32_t alignment)
 uint16_t mz_name_flags(const char *name, size_t len);
 size_t mz_our_lfh_size(size_t name_len, uint32_t padding);
 void mz_write_lfh(uint8_t *out, const char *name, size_t name_len, uint32_t crc, uint64_t size,
-                  uint32_t alignment, uint32_t padding);
+                  uint32_t alignment, uint32_t padding, const mz_stamp *st);
 size_t mz_our_cdh_size(size_t name_len);
 /* Our record with a room field (an MZ_ROOM_EXTRA more bytes): writes the field after the ZIP64 one, or
  * rewrites its value. */
 void mz_set_cdh_room(uint8_t *rec, uint64_t room, int add);
 void mz_write_cdh(uint8_t *out, const char *name, size_t name_len, uint32_t crc, uint64_t size,
-                  uint64_t lfh_off);
+                  uint64_t lfh_off, const mz_stamp *st);
 /* Rewrites the CRC, sizes (stored: csize == usize) of a record made by mz_write_cdh, in place. */
 void mz_patch_our_cdh(uint8_t *rec, uint32_t crc, uint64_t size);
 /* A ZIP64 trailer: ZIP64 end record, locator, end record with comment. Returns its length. */
@@ -392,6 +409,7 @@ typedef struct mz_store {
     int clean;                     /* [entries][slack][directory][trailer], the slack a hole: what commits leave */
     int end_follows_cd;            /* the end records follow their directory and end the file */
     int slack_hole;                /* nothing but a hole between the last entry and the directory */
+    int settling;                  /* mz_settle_at_rest is committing: its crash points are close.* */
     int cd_adjacent;               /* the directory ends where the end records begin */
     uint64_t concat;               /* bytes prepended after the archive was written */
     int old_fd;                    /* publish-on-commit over an existing file: its writer lock, or -1 */
@@ -489,7 +507,11 @@ struct mmzip {
     mz_store *s;
     int writable;
     int verify_get;        /* MMZIP_VERIFY_CRC: mmzip_get checks a stored entry's CRC-32 on first use */
+    mmzip_progress_fn progress; /* mmzip_options.progress of the open, per handle (the store is shared) */
+    void *progress_ctx;
 };
+/* Work between two progress reports of a long operation (a multiple of write.c's 2 MiB write block). */
+#define MZ_PROGRESS_STEP (64ull << 20)
 
 /* entry_table.c */
 uint32_t mz_hash(const char *name, size_t len);
@@ -536,7 +558,7 @@ uint64_t mz_room_of(mz_store *s, const mz_entry *e);
 /* write.c */
 /* Adds the table entry (and directory record) of a new pending entry whose bytes are in the file; the
  * previous version of key (head) is superseded. Call with s->wmu held. */
-int mz_add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, int reserved);
+int mz_add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, int reserved, const mz_stamp *stamp);
 /* Writes the gathered small puts (see mz_store.wbuf). Call with s->wmu held. */
 int mz_flush_writes(mz_store *s);
 /* Drops everything pending. Call with s->wmu held. */
@@ -548,6 +570,14 @@ int mz_commit_locked(mz_store *s, int force_compact);
 /* Why a committed entry is read other than its records say (a field zipfile also reads past), in one clause
  * for messages; 1 if there is such a reason, 0 (why empty) if not. */
 int mz_anomaly_why(mz_store *s, const mz_entry *e, char *why, size_t len);
+/* The last writer's close: if the slack below the directory is more than the file may keep at rest
+ * (mz_at_rest_allowance), a commit of nothing puts the directory right after the last entry and cuts the
+ * file there, with the crash points close.*. Call with s->wmu held, everything else committed. */
+int mz_settle_at_rest(mz_store *s);
+/* The slack mz_settle_at_rest would remove (0: none, or within the allowance). */
+uint64_t mz_settle_would_remove(const mz_store *s);
+/* The slack a file of `size` bytes may keep once its last writer has closed: max(64 KiB, 1 %). */
+uint64_t mz_at_rest_allowance(uint64_t size);
 int mz_write_empty(mz_store *s);
 int mz_publish(mz_store *s);
 /* Clears the signature of a superseded local header at the very start of the archive (see commit.c). */

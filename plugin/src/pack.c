@@ -37,8 +37,12 @@ static int out_write(out_file *o, const void *p, size_t len) {
     return MMZIP_OK;
 }
 
-static int copy_entries(mz_store *s, out_file *o, uint32_t alignment, uint8_t **cd_out, uint64_t *cd_len,
+static int copy_entries(mmzip_t *h, out_file *o, uint32_t alignment, uint8_t **cd_out, uint64_t *cd_len,
                         uint64_t *count) {
+    mz_store *s = h->s;
+    uint64_t total = 0, done = 0;
+    if (h->progress)
+        for (uint32_t i = 0; i < s->n_committed; i++) total += s->e[i].csize;
     uint64_t cap = 4096, len = 0, n = 0;
     uint8_t *cd = malloc(cap);
     if (!cd) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
@@ -54,12 +58,15 @@ static int copy_entries(mz_store *s, out_file *o, uint32_t alignment, uint8_t **
         f.flags = (uint16_t)((e->gp_flags & ~MZ_FLAG_DATA_DESCRIPTOR) | MZ_FLAG_UTF8);
         if (!(e->gp_flags & MZ_FLAG_UTF8)) f.flags &= (uint16_t)~MZ_FLAG_UTF8; /* keep the name's encoding */
         f.method = e->method;
-        f.dos_time = mz_get16(rec + 12);
-        f.dos_date = mz_get16(rec + 14);
+        mz_stamp stamp;
+        mz_stamp_of_cdh(&stamp, rec);
+        f.dos_time = stamp.dos_time;
+        f.dos_date = stamp.dos_date;
         f.crc = e->crc;
         f.csize = e->csize;
         f.usize = e->usize;
-        f.external_attr = mz_get32(rec + 38);
+        f.external_attr = stamp.external_attr;
+        f.mtime = stamp.mtime;
         uint32_t a = e->method == 0 ? alignment : 1;
         uint32_t pad = mz_align_padding(o->off, e->name_len, a);
         size_t hlen = mz_our_lfh_size(e->name_len, pad);
@@ -72,7 +79,13 @@ static int copy_entries(mz_store *s, out_file *o, uint32_t alignment, uint8_t **
         mz_write_lfh_ex(hdr, &f, mz_name(s, e), e->name_len, a, pad);
         st = out_write(o, hdr, hlen);
         free(hdr);
-        if (!st) st = out_write(o, s->map.base + e->data_off, (size_t)e->csize);
+        for (uint64_t k = 0; !st && k < e->csize;) {
+            uint64_t l = e->csize - k < MZ_PROGRESS_STEP ? e->csize - k : MZ_PROGRESS_STEP;
+            st = out_write(o, s->map.base + e->data_off + k, (size_t)l);
+            k += l;
+            done += l;
+            if (h->progress) h->progress(done, total, h->progress_ctx);
+        }
         if (st) break;
         mz_crashpoint("pack.entry");
         size_t rl = mz_our_cdh_size(e->name_len);
@@ -93,6 +106,7 @@ static int copy_entries(mz_store *s, out_file *o, uint32_t alignment, uint8_t **
         free(cd);
         return st;
     }
+    if (h->progress) h->progress(total, total, h->progress_ctx); /* superseded entries were not copied */
     *cd_out = cd;
     *cd_len = len;
     *count = n;
@@ -143,7 +157,7 @@ int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts
     uint8_t *cd = NULL;
     uint64_t cd_len = 0, count = 0;
     pthread_rwlock_rdlock(&s->rw);
-    st = copy_entries(s, &of, alignment, &cd, &cd_len, &count);
+    st = copy_entries(h, &of, alignment, &cd, &cd_len, &count);
     pthread_rwlock_unlock(&s->rw);
     if (!st) {
         uint8_t *tr = malloc(mz_trailer_len(s->comment_len));

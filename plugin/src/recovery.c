@@ -53,9 +53,10 @@ static int end_records_ours(mz_store *s) {
            mz_get32(e + 12) == 0xFFFFFFFFu && mz_get32(e + 16) == 0xFFFFFFFFu;
 }
 
-/* 1 if [from, to) holds a record only mmzip writes: a local header with its deterministic fields, ZIP64
- * field and 0xA11E alignment field, or ZIP64 end records made by it. That is what an interrupted first
- * commit of mmzip into a foreign archive leaves after the foreign end records. */
+/* 1 if [from, to) holds a record only mmzip writes: a stored local header with version 45, no data
+ * descriptor, a ZIP64 field and then the 0xA11E alignment field (directly, or after a "UT" time field), or
+ * ZIP64 end records made by it. That is what an interrupted first commit of mmzip into a foreign archive
+ * leaves after the foreign end records. */
 static int holds_mmzip_record(mz_store *s, uint64_t from, uint64_t to) {
     const uint8_t *b = s->map.base;
     for (uint64_t i = from; i + MZ_LFH_FIXED <= to; i++) {
@@ -64,13 +65,18 @@ static int holds_mmzip_record(mz_store *s, uint64_t from, uint64_t to) {
         if (sig == MZ_SIG_Z64_EOCD && i + MZ_Z64_EOCD_FIXED <= to && mz_get64(b + i + 4) == MZ_Z64_EOCD_FIXED - 12 &&
             mz_get16(b + i + 12) == MZ_VERSION_MADE_BY)
             return 1;
-        if (sig != MZ_SIG_LFH || mz_get16(b + i + 4) != MZ_VERSION_NEEDED || mz_get16(b + i + 10) != MZ_DOS_TIME ||
-            mz_get16(b + i + 12) != MZ_DOS_DATE)
+        if (sig != MZ_SIG_LFH || mz_get16(b + i + 4) != MZ_VERSION_NEEDED || mz_get16(b + i + 8) != 0 ||
+            (mz_get16(b + i + 6) & MZ_FLAG_DATA_DESCRIPTOR))
             continue;
         uint16_t nlen = mz_get16(b + i + 26), xlen = mz_get16(b + i + 28);
         if (i + MZ_LFH_FIXED + nlen + xlen > to || xlen < MZ_LFH_ZIP64_EXTRA + MZ_ALIGN_EXTRA_MIN) continue;
         const uint8_t *x = b + i + MZ_LFH_FIXED + nlen;
-        if (mz_get16(x) == MZ_EXTRA_ZIP64 && mz_get16(x + MZ_LFH_ZIP64_EXTRA) == MZ_EXTRA_ALIGN) return 1;
+        if (mz_get16(x) != MZ_EXTRA_ZIP64 || mz_get16(x + 2) != 16) continue;
+        x += MZ_LFH_ZIP64_EXTRA;
+        if (mz_get16(x) == MZ_EXTRA_UT && mz_get16(x + 2) == 5 &&
+            xlen >= MZ_LFH_ZIP64_EXTRA + MZ_UT_EXTRA + MZ_ALIGN_EXTRA_MIN)
+            x += MZ_UT_EXTRA;
+        if (mz_get16(x) == MZ_EXTRA_ALIGN) return 1;
     }
     return 0;
 }
@@ -406,9 +412,9 @@ int mmzip_recover(const char *path, uint64_t *discarded) {
     pthread_mutex_lock(&s->wmu);
     uint64_t before = s->file_size + s->recovered_bytes;
     /* Beyond what every writable open repairs: move a relocated directory back behind the data (never over a
-     * foreign anomaly that the open kept). The slack below a directory is not damage: it stays (pack removes
-     * it). */
-    st = s->foreign_hold || s->clean ? MMZIP_OK : mz_commit_locked(s, 1);
+     * foreign anomaly that the open kept), and remove the slack a killed writer left, as its close would have
+     * (docs/protocol.md §3.6). */
+    st = s->foreign_hold ? MMZIP_OK : s->clean ? mz_settle_at_rest(s) : mz_commit_locked(s, 1);
     uint64_t after = s->file_size;
     pthread_mutex_unlock(&s->wmu);
     int st2 = mmzip_close(h);
@@ -429,10 +435,11 @@ static int recover_pass(const char *path, struct mz_recovery_note **notes, uint3
     if (st) return st;
     mz_store *s = h->s;
     pthread_mutex_lock(&s->wmu);
-    if (!s->foreign_hold && !s->clean) {
-        uint64_t before = s->file_size;
-        st = mz_commit_locked(s, 1);
-        if (!st) note_directory(s, before);
+    if (!s->foreign_hold) {
+        /* A relocated directory, or the slack of a writer that was killed before its close removed it. */
+        uint64_t before = s->file_size, changes = s->file_changes;
+        st = s->clean ? mz_settle_at_rest(s) : mz_commit_locked(s, 1);
+        if (!st && s->file_changes != changes) note_directory(s, before);
     }
     pthread_mutex_unlock(&s->wmu);
     *notes = s->notes;

@@ -316,6 +316,8 @@ static int open_locked(mz_store *s, int flags, int *fd_out, struct stat *st_out)
     return mz_fail(MMZIP_EBUSY, "%s: the archive keeps being replaced while opening", s->path);
 }
 
+static int create_unnamed(mz_store *s);
+
 static int open_unpublished(mz_store *s, int path_exists) {
     if (path_exists) {
         /* Keep other writers off the archive we are about to replace. */
@@ -323,6 +325,11 @@ static int open_unpublished(mz_store *s, int path_exists) {
         int r = open_locked(s, O_RDWR, &s->old_fd, &st);
         if (r) return r;
     }
+    return create_unnamed(s);
+}
+
+/* The unnamed file (or, without O_TMPFILE, a temporary name) of a new archive, locked. */
+static int create_unnamed(mz_store *s) {
     char *dir = dir_of(s->path);
     if (!dir) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
 #ifdef O_TMPFILE
@@ -346,6 +353,8 @@ static int open_unpublished(mz_store *s, int path_exists) {
     s->unpublished = 1;
     return MMZIP_OK;
 }
+
+static int replace_empty(mz_store *s, unsigned keep);
 
 static int store_open(mz_store *s, char mode, int path_exists) {
     int r;
@@ -400,7 +409,28 @@ static int store_open(mz_store *s, char mode, int path_exists) {
     }
     r = mz_load_state(s, 1, &st, NULL); /* we hold the writer lock: the size is still st's */
     if (r) return r;
-    return mz_recover_locked(s);
+    r = mz_recover_locked(s);
+    if (r || !(s->opts.flags & MMZIP_PUBLISH_ON_COMMIT)) return r;
+    return replace_empty(s, keep);
+}
+
+/* An archive with no entry cannot stay valid for every reader while a writer fills it: the first entry's
+ * bytes go where its end record is, and 7-Zip and unzip reject an empty archive whose end record is anywhere
+ * but at offset 0. With MMZIP_PUBLISH_ON_COMMIT, such an archive (the plain end record alone, nothing
+ * prepended) is rebuilt as a new one would be, in an unnamed file renamed over it at the first commit: until
+ * then, and if the writer dies, its 22 bytes stay as they are. The lock on it is kept until that rename. */
+static int replace_empty(mz_store *s, unsigned keep) {
+    if (s->n_committed || s->zip64 || s->prefix || s->foreign_hold || s->file_size != s->trailer_len ||
+        s->cd_pos != 0)
+        return MMZIP_OK;
+    mz_map_free(&s->map);
+    s->old_fd = s->fd;
+    s->fd = -1;
+    s->publish_replace = 1;
+    int r = create_unnamed(s);
+    if (!r) r = mz_map_init(&s->map, s->fd, NULL, 0, s->opts.max_file_size, keep, s->path);
+    if (!r) r = mz_write_empty(s);
+    return r;
 }
 
 int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mmzip_t **out) {
@@ -424,6 +454,8 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
     if (!h) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", path);
     h->writable = writable;
     h->verify_get = (o.flags & MMZIP_VERIFY_CRC) != 0;
+    h->progress = o.progress;
+    h->progress_ctx = o.progress_ctx;
 
     pthread_mutex_lock(&registry_mu);
     struct stat st;
@@ -554,6 +586,12 @@ static int release(mmzip_t *h, int commit) {
     }
     if (h->writable && s->owner == mz_current_pid() && s->n_inplaces && s->writer_handles == 1 && r == MMZIP_OK)
         r = mz_inplace_marks_sync(s); /* the final CRCs are committed: the marker file goes */
+    if (h->writable && s->owner == mz_current_pid() && s->writer_handles == 1 && r == MMZIP_OK) {
+        /* The last writer goes: the file at rest is its data, without the slack kept for growth. */
+        pthread_mutex_lock(&s->wmu);
+        r = mz_settle_at_rest(s);
+        pthread_mutex_unlock(&s->wmu);
+    }
     pthread_mutex_lock(&registry_mu);
     s->refs--;
     if (h->writable) s->writer_handles--;

@@ -26,6 +26,13 @@ static int check_writer(mmzip_t *h, const char *key, const char *fn) {
     return MMZIP_OK;
 }
 
+/* Every ZIP reader takes a name ending in '/' for a folder: unzip and 7-Zip make a folder of it and drop its
+ * bytes, so data stored under such a name would be lost to them. */
+static int folder_with_data(mz_store *s, const char *key, const char *what) {
+    return mz_fail(MMZIP_EINVAL, "%s: '%s' ends in '/', which ZIP readers take for a folder: they would make a "
+                   "folder of it and drop %s (a folder entry holds no data)", s->path, key, what);
+}
+
 static int check_alignment(mz_store *s, uint32_t *alignment) {
     if (*alignment == 0) *alignment = s->opts.alignment;
     uint32_t a = *alignment;
@@ -79,8 +86,29 @@ static void gather(mz_store *s, const mmzip_iovec *v, int n, uint64_t from, uint
     }
 }
 
-/* Writes header + data of an entry at lfh_off (total bytes in v): see MZ_WRITE_BLOCK. */
-static int write_entry(mz_store *s, const mmzip_iovec *v, int n, uint64_t total, uint64_t lfh_off) {
+/* The pieces of bytes [from, from + len) of the concatenation of v, into w (room for n); their count. */
+static int slice(const mmzip_iovec *v, int n, uint64_t from, uint64_t len, mmzip_iovec *w) {
+    int k = 0;
+    for (int i = 0; i < n && len; i++) {
+        if (from >= v[i].len) {
+            from -= v[i].len;
+            continue;
+        }
+        uint64_t l = v[i].len - from < len ? v[i].len - from : len;
+        w[k++] = (mmzip_iovec){(const uint8_t *)v[i].base + from, l};
+        len -= l;
+        from = 0;
+    }
+    return k;
+}
+
+/*
+ * Writes header + data of an entry at lfh_off (total bytes in v): see MZ_WRITE_BLOCK. With a handle that
+ * wants progress (ph), the bytes go out in pieces of MZ_PROGRESS_STEP (a multiple of the block), each
+ * reported as the second half of the put's work (data bytes: size).
+ */
+static int write_entry(mz_store *s, const mmzip_iovec *v, int n, uint64_t total, uint64_t lfh_off, mmzip_t *ph,
+                       uint64_t size) {
     if (s->wbuf_len && s->wbuf_off + s->wbuf_len != lfh_off) {
         int st = mz_flush_writes(s);
         if (st) return st;
@@ -98,21 +126,31 @@ static int write_entry(mz_store *s, const mmzip_iovec *v, int n, uint64_t total,
         __atomic_store_n(&s->written_end, s->wbuf_off, __ATOMIC_RELEASE);
         return MMZIP_OK;
     }
-    /* [start, cut) in one call: the gathered bytes, then the entry's own buffers up to the boundary. */
+    /* [start, cut) in one call (or one per progress step): the gathered bytes, then the entry's own buffers
+     * up to the boundary. */
     mmzip_iovec *w = malloc(((size_t)n + 1) * sizeof *w);
     if (!w) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
-    int k = 0;
-    if (s->wbuf_len) w[k++] = (mmzip_iovec){s->wbuf, s->wbuf_len};
-    uint64_t want = cut - lfh_off;
-    for (int i = 0; i < n && want; i++) {
-        uint64_t len = v[i].len < want ? v[i].len : want;
-        if (len) w[k++] = (mmzip_iovec){v[i].base, len};
-        want -= len;
+    for (uint64_t pos = start; pos < cut;) {
+        uint64_t stop = ph ? (pos / MZ_PROGRESS_STEP + 1) * MZ_PROGRESS_STEP : cut;
+        if (stop > cut) stop = cut;
+        int k = 0;
+        if (s->wbuf_len) w[k++] = (mmzip_iovec){s->wbuf, s->wbuf_len};
+        uint64_t from = pos > lfh_off ? pos - lfh_off : 0;
+        k += slice(v, n, from, stop - lfh_off - from, w + k);
+        int st = mz_io_writev(s, w, k, pos, "put.entry");
+        if (st) {
+            free(w);
+            return st; /* the buffer is as it was: no byte of a failed put counts */
+        }
+        /* Later pieces start past the gathered bytes, which went out with the first. */
+        s->wbuf_len = 0;
+        pos = stop;
+        if (ph) {
+            uint64_t data_done = pos - lfh_off > total - size ? pos - lfh_off - (total - size) : 0;
+            ph->progress(size + data_done, 2 * size, ph->progress_ctx);
+        }
     }
-    int st = mz_io_writev(s, w, k, start, "put.entry");
     free(w);
-    if (st) return st; /* the buffer is as it was */
-    s->wbuf_len = 0;
     if (cut == end) {
         __atomic_store_n(&s->written_end, UINT64_MAX, __ATOMIC_RELEASE);
         return MMZIP_OK;
@@ -150,7 +188,7 @@ static uint64_t room_for(mz_store *s, uint64_t entry_end, size_t name_len) {
  * Adds the table entry of a new pending entry whose bytes are on disk. The previous version of the name
  * is superseded: a committed one is shadowed (readers keep seeing it until the commit), a pending one dies.
  */
-int mz_add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, int reserved) {
+int mz_add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, int reserved, const mz_stamp *stamp) {
     pthread_rwlock_wrlock(&s->rw);
     mz_table_changed(s);
     int st = mz_cd_reserve(s, ne->cd_rec_len);
@@ -160,7 +198,7 @@ int mz_add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, in
         return st;
     }
     ne->cd_rec = s->cd_len;
-    mz_write_cdh(s->cd + s->cd_len, key, ne->name_len, ne->crc, ne->csize, ne->lfh_off);
+    mz_write_cdh(s->cd + s->cd_len, key, ne->name_len, ne->crc, ne->csize, ne->lfh_off, stamp);
     if (ne->keeps_room) mz_set_cdh_room(s->cd + s->cd_len, ne->room, 1);
     ne->replaces = MZ_NONE;
     if (head != MZ_NONE) {
@@ -201,7 +239,8 @@ static uint64_t reusable_start(mz_store *s, uint32_t head) {
     return s->pending_end;
 }
 
-int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment) {
+int mmzip_putv_attr(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment,
+                    const mmzip_attr *attr) {
     int st = check_writer(h, key, "mmzip_put");
     if (st) return st;
     if (count < 0 || (count > 0 && !iov)) return mz_fail(MMZIP_EINVAL, "mmzip_put: bad buffer list");
@@ -214,8 +253,18 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
     for (int i = 0; i < count; i++) {
         if (iov[i].len && !iov[i].base) return mz_fail(MMZIP_EINVAL, "mmzip_put: NULL data");
         total += iov[i].len;
-        crc = mz_crc32(crc, iov[i].base, (size_t)iov[i].len);
     }
+    if (total && key[nlen - 1] == '/') return folder_with_data(s, key, "its bytes");
+    /* Progress counts the checksum pass and the write, one unit per byte each. */
+    uint64_t done = 0;
+    for (int i = 0; i < count; i++)
+        for (uint64_t o = 0; o < iov[i].len;) {
+            uint64_t k = iov[i].len - o < MZ_PROGRESS_STEP ? iov[i].len - o : MZ_PROGRESS_STEP;
+            crc = mz_crc32(crc, (const uint8_t *)iov[i].base + o, (size_t)k);
+            o += k;
+            done += k;
+            if (h->progress && total >= MZ_PROGRESS_STEP) h->progress(done, 2 * total, h->progress_ctx);
+        }
     pthread_mutex_lock(&s->wmu);
     uint32_t head = mz_lookup_head(s, key, nlen);
     if (head != MZ_NONE && (s->e[head].mark & MZ_MARK_RESERVED)) {
@@ -256,15 +305,18 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
         st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
         goto out;
     }
-    mz_write_lfh(hdr, key, nlen, crc, total, alignment, pad);
+    mz_stamp stamp;
+    mz_stamp_make(&stamp, key, nlen, attr ? attr->mtime : MZ_STAMP_NOW, attr ? attr->mode : 0);
+    mz_write_lfh(hdr, key, nlen, crc, total, alignment, pad, &stamp);
     v[0].base = hdr;
     v[0].len = hlen;
     for (int i = 0; i < count; i++) v[i + 1] = iov[i];
-    st = write_entry(s, v, count + 1, hlen + total, lfh_off);
+    st = write_entry(s, v, count + 1, hlen + total, lfh_off,
+                     h->progress && total >= MZ_PROGRESS_STEP ? h : NULL, total);
     free(hdr);
     free(v);
+    if (end > s->zero_from) s->zero_from = end; /* a failed write may have left some of its bytes */
     if (st) goto out;
-    if (end > s->zero_from) s->zero_from = end;
     mz_entry ne;
     memset(&ne, 0, sizeof ne);
     ne.lfh_off = lfh_off;
@@ -279,7 +331,7 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
     ne.gp_flags = mz_name_flags(key, nlen);
     ne.state = MZ_PENDING;
     ne.alignment = alignment;
-    st = mz_add_pending(s, &ne, key, head, 0);
+    st = mz_add_pending(s, &ne, key, head, 0, &stamp);
     if (st) goto out;
     s->pending_end = end;
     s->bytes_since_commit += hlen + total + ne.cd_rec_len;
@@ -287,6 +339,10 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
 out:
     pthread_mutex_unlock(&s->wmu);
     return st;
+}
+
+int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment) {
+    return mmzip_putv_attr(h, key, iov, count, alignment, NULL);
 }
 
 int mmzip_put(mmzip_t *h, const char *key, const void *data, uint64_t size, uint32_t alignment) {
@@ -407,8 +463,11 @@ static int reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alig
         st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
         goto out;
     }
-    /* CRC 0 is a placeholder until mmzip_patch; the entry is invisible until then. */
-    mz_write_lfh(hdr, key, nlen, 0, capacity, alignment, pad);
+    /* CRC 0 is a placeholder until mmzip_patch; the entry is invisible until then. The time is the
+     * reservation's: mmzip_patch keeps it (it reads it back from the directory record). */
+    mz_stamp stamp;
+    mz_stamp_make(&stamp, key, nlen, MZ_STAMP_NOW, 0);
+    mz_write_lfh(hdr, key, nlen, 0, capacity, alignment, pad, &stamp);
     st = mz_io_write(s, hdr, hlen, lfh_off, "reserve.header");
     if (st) goto out;
     st = mz_map_writable(&s->map, s->fd, data_off, capacity, &view, s->path);
@@ -428,7 +487,7 @@ static int reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alig
     ne.state = MZ_PENDING;
     ne.mark = MZ_MARK_RESERVED;
     ne.alignment = alignment;
-    st = mz_add_pending(s, &ne, key, head, 1);
+    st = mz_add_pending(s, &ne, key, head, 1, &stamp);
     if (st) {
         mz_map_drop_writable(&s->map, data_off, capacity);
         goto out;
@@ -490,6 +549,9 @@ static void own_pages(const mz_store *s, const mz_entry *e, uint64_t lo, uint64_
     uint64_t pg = mz_page_size;
     *plo = lo / pg * pg;
     *phi = (hi + pg - 1) / pg * pg;
+    /* Callers have taken e out of the open reservations: with none left there is nobody to fault, and the
+     * walk over every pending entry below would make a batch of n reserve+patch pairs cost O(n^2). */
+    if (!s->open_reservations) return;
     for (uint32_t i = s->n_committed; i < s->n; i++) {
         const mz_entry *o = &s->e[i];
         if (o == e || !(o->mark & MZ_MARK_RESERVED)) continue;
@@ -510,6 +572,10 @@ int mmzip_patch(mmzip_t *h, const char *key, uint64_t size) {
                      (unsigned long long)size, (unsigned long long)e->csize);
         goto out;
     }
+    if (size && key[nlen - 1] == '/') {
+        st = folder_with_data(s, key, "its bytes");
+        goto out;
+    }
     uint32_t crc = mz_crc32(0, s->map.base + e->data_off, (size_t)size);
     mz_io_trace_mapped(s, e->data_off, size, "reserve.fill");
     uint32_t pad = (uint32_t)(e->data_off - e->lfh_off - MZ_OUR_LFH_OVERHEAD - nlen);
@@ -519,7 +585,9 @@ int mmzip_patch(mmzip_t *h, const char *key, uint64_t size) {
         st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
         goto out;
     }
-    mz_write_lfh(hdr, key, nlen, crc, size, e->alignment, pad);
+    mz_stamp stamp;
+    mz_stamp_of_cdh(&stamp, s->cd + e->cd_rec);
+    mz_write_lfh(hdr, key, nlen, crc, size, e->alignment, pad, &stamp);
     st = mz_io_write(s, hdr, hlen, e->lfh_off, "patch.header");
     free(hdr);
     if (st) goto out;

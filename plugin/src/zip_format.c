@@ -1,14 +1,16 @@
 /*
  * zip_format.c - the byte layouts of the records mmzip writes (docs/format.md is the specification).
  *
- * Every entry we write is stored, ZIP64 in both headers, with deterministic time stamps, and with its
- * data aligned by a 0xA11E "Data Stream Alignment" extra field in the local header only: the central
+ * Every entry we write is stored, ZIP64 in both headers, dated (DOS fields and Info-ZIP's "UT" field, so
+ * that unzip restores the time to the second), and with its data aligned by a 0xA11E "Data Stream Alignment" extra field in the local header only: the central
  * directory never carries padding, because Python's zipfile insists on well-formed central extras and
  * copies them around.
  */
 #include "internal.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
 
 /* The length of the valid UTF-8 sequence at p (2..4 bytes, lead byte >= 0x80), or 0: overlong forms,
  * surrogates and code points above U+10FFFF are not UTF-8. */
@@ -45,11 +47,81 @@ uint32_t mz_align_padding(uint64_t lfh_off, size_t name_len, uint32_t alignment)
     return (uint32_t)((alignment - (data % alignment)) % alignment);
 }
 
+/* Info-ZIP's extended timestamp with the modification time only (flags bit 0), as its zip writes it in a
+ * central record; unzip restores that time exactly, where the DOS fields have 2-second steps and no zone. */
+static void put_ut(uint8_t *x, uint32_t mtime) {
+    mz_put16(x + 0, MZ_EXTRA_UT);
+    mz_put16(x + 2, 5);
+    x[4] = 1;
+    mz_put32(x + 5, mtime);
+}
+
+/* DOS times have 2-second steps: an odd second is rounded up, as Info-ZIP's zip does, so that the same file
+ * gets the same fields from both (zipfile truncates instead). */
+static void dos_fields(mz_stamp *st, time_t t, int utc) {
+    struct tm tm;
+    t = (t + 1) & ~(time_t)1;
+    if (!(utc ? gmtime_r(&t, &tm) : localtime_r(&t, &tm)) || tm.tm_year < 80) {
+        st->dos_time = 0;
+        st->dos_date = 0x0021; /* 1980-01-01, the earliest DOS date */
+        return;
+    }
+    if (tm.tm_year > 207) { /* 2107-12-31 23:59:58, the latest */
+        tm = (struct tm){.tm_year = 207, .tm_mon = 11, .tm_mday = 31, .tm_hour = 23, .tm_min = 59, .tm_sec = 58};
+    }
+    st->dos_time = (uint16_t)((tm.tm_hour << 11) | (tm.tm_min << 5) | (tm.tm_sec / 2));
+    st->dos_date = (uint16_t)(((tm.tm_year - 80) << 9) | ((tm.tm_mon + 1) << 5) | tm.tm_mday);
+}
+
+/* $SOURCE_DATE_EPOCH (reproducible-builds.org): a decimal count of seconds, or -1 if unset or malformed. */
+static int64_t source_date_epoch(void) {
+    const char *v = getenv("SOURCE_DATE_EPOCH");
+    if (!v || !*v) return -1;
+    char *end;
+    long long t = strtoll(v, &end, 10);
+    return (*end || t < 0) ? -1 : (int64_t)t;
+}
+
+void mz_stamp_make(mz_stamp *st, const char *name, size_t name_len, int64_t mtime, uint32_t mode) {
+    int64_t sde = source_date_epoch();
+    if (mtime == MZ_STAMP_NOW) mtime = sde >= 0 ? sde : (int64_t)time(NULL);
+    else if (sde >= 0 && mtime > sde) mtime = sde;
+    int folder = (mode & S_IFMT) ? S_ISDIR(mode) : name_len && name[name_len - 1] == '/';
+    uint32_t perm = mode & 07777;
+    if (!(mode & S_IFMT) && !perm) st->external_attr = folder ? MZ_EXTERNAL_ATTR_DIR : MZ_EXTERNAL_ATTR;
+    else st->external_attr = folder ? ((S_IFDIR | perm) << 16) | 0x10u : (S_IFREG | perm) << 16;
+    /* The UT field holds 32 bits, which unzip reads as signed: clamped to 1970 .. 2038. */
+    st->mtime = (uint32_t)(mtime < 0 ? 0 : mtime > INT32_MAX ? INT32_MAX : mtime);
+    dos_fields(st, (time_t)mtime, sde >= 0);
+}
+
+void mz_stamp_of_cdh(mz_stamp *st, const uint8_t *rec) {
+    uint16_t name_len = mz_get16(rec + 28), extra_len = mz_get16(rec + 30);
+    st->dos_time = mz_get16(rec + 12);
+    st->dos_date = mz_get16(rec + 14);
+    st->external_attr = mz_get32(rec + 38);
+    const uint8_t *x = rec + 46 + name_len;
+    for (size_t i = 0; i + 4 <= extra_len;) {
+        uint16_t id = mz_get16(x + i), len = mz_get16(x + i + 2);
+        if (i + 4 + len > extra_len) break;
+        if (id == MZ_EXTRA_UT && len >= 5 && (x[i + 4] & 1)) {
+            st->mtime = mz_get32(x + i + 5);
+            return;
+        }
+        i += 4u + len;
+    }
+    struct tm tm = {.tm_year = (st->dos_date >> 9) + 80, .tm_mon = ((st->dos_date >> 5) & 15) - 1,
+                    .tm_mday = st->dos_date & 31, .tm_hour = st->dos_time >> 11, .tm_min = (st->dos_time >> 5) & 63,
+                    .tm_sec = (st->dos_time & 31) * 2, .tm_isdst = -1};
+    time_t t = mktime(&tm);
+    st->mtime = (uint32_t)(t < 0 ? 0 : t > INT32_MAX ? INT32_MAX : t);
+}
+
 size_t mz_our_lfh_size(size_t name_len, uint32_t padding) { return MZ_OUR_LFH_OVERHEAD + name_len + padding; }
 
 void mz_write_lfh_ex(uint8_t *p, const mz_header_fields *f, const char *name, size_t name_len,
                      uint32_t alignment, uint32_t padding) {
-    size_t extra_len = MZ_LFH_ZIP64_EXTRA + MZ_ALIGN_EXTRA_MIN + padding;
+    size_t extra_len = MZ_LFH_ZIP64_EXTRA + MZ_UT_EXTRA + MZ_ALIGN_EXTRA_MIN + padding;
     mz_put32(p + 0, MZ_SIG_LFH);
     mz_put16(p + 4, MZ_VERSION_NEEDED);
     mz_put16(p + 6, f->flags);
@@ -68,6 +140,8 @@ void mz_write_lfh_ex(uint8_t *p, const mz_header_fields *f, const char *name, si
     mz_put64(x + 4, f->usize);             /* original size */
     mz_put64(x + 12, f->csize);            /* compressed size */
     x += MZ_LFH_ZIP64_EXTRA;
+    put_ut(x, f->mtime);
+    x += MZ_UT_EXTRA;
     mz_put16(x + 0, MZ_EXTRA_ALIGN);
     mz_put16(x + 2, (uint16_t)(2 + padding));
     mz_put16(x + 4, (uint16_t)(alignment & 0x7FFFu)); /* bit 15 (allowMethodChange) clear */
@@ -75,9 +149,9 @@ void mz_write_lfh_ex(uint8_t *p, const mz_header_fields *f, const char *name, si
 }
 
 void mz_write_lfh(uint8_t *p, const char *name, size_t name_len, uint32_t crc, uint64_t size,
-                  uint32_t alignment, uint32_t padding) {
-    mz_header_fields f = {mz_name_flags(name, name_len), 0, MZ_DOS_TIME, MZ_DOS_DATE, crc, size, size,
-                          MZ_EXTERNAL_ATTR};
+                  uint32_t alignment, uint32_t padding, const mz_stamp *st) {
+    mz_header_fields f = {mz_name_flags(name, name_len), 0, st->dos_time, st->dos_date, crc, size, size,
+                          st->external_attr, st->mtime};
     mz_write_lfh_ex(p, &f, name, name_len, alignment, padding);
 }
 
@@ -96,7 +170,7 @@ void mz_write_cdh_ex(uint8_t *p, const mz_header_fields *f, const char *name, si
     mz_put32(p + 20, 0xFFFFFFFFu);
     mz_put32(p + 24, 0xFFFFFFFFu);
     mz_put16(p + 28, (uint16_t)name_len);
-    mz_put16(p + 30, MZ_CDH_ZIP64_EXTRA);
+    mz_put16(p + 30, MZ_CDH_ZIP64_EXTRA + MZ_UT_EXTRA);
     mz_put16(p + 32, 0);                   /* comment */
     mz_put16(p + 34, 0);                   /* disk 0: not a sentinel, so no disk field in the extra
                                             * (7-Zip reports a header error otherwise) */
@@ -110,11 +184,13 @@ void mz_write_cdh_ex(uint8_t *p, const mz_header_fields *f, const char *name, si
     mz_put64(x + 4, f->usize);
     mz_put64(x + 12, f->csize);
     mz_put64(x + 20, lfh_off);
+    put_ut(x + MZ_CDH_ZIP64_EXTRA, f->mtime);
 }
 
-void mz_write_cdh(uint8_t *p, const char *name, size_t name_len, uint32_t crc, uint64_t size, uint64_t lfh_off) {
-    mz_header_fields f = {mz_name_flags(name, name_len), 0, MZ_DOS_TIME, MZ_DOS_DATE, crc, size, size,
-                          MZ_EXTERNAL_ATTR};
+void mz_write_cdh(uint8_t *p, const char *name, size_t name_len, uint32_t crc, uint64_t size, uint64_t lfh_off,
+                  const mz_stamp *st) {
+    mz_header_fields f = {mz_name_flags(name, name_len), 0, st->dos_time, st->dos_date, crc, size, size,
+                          st->external_attr, st->mtime};
     mz_write_cdh_ex(p, &f, name, name_len, lfh_off);
 }
 
@@ -128,9 +204,9 @@ void mz_patch_our_cdh(uint8_t *rec, uint32_t crc, uint64_t size) {
 
 void mz_set_cdh_room(uint8_t *rec, uint64_t room, int add) {
     uint16_t name_len = mz_get16(rec + 28);
-    uint8_t *x = rec + 46 + name_len + MZ_CDH_ZIP64_EXTRA;
+    uint8_t *x = rec + 46 + name_len + MZ_CDH_ZIP64_EXTRA + MZ_UT_EXTRA;
     if (add) {
-        mz_put16(rec + 30, MZ_CDH_ZIP64_EXTRA + MZ_ROOM_EXTRA);
+        mz_put16(rec + 30, MZ_CDH_ZIP64_EXTRA + MZ_UT_EXTRA + MZ_ROOM_EXTRA);
         mz_put16(x + 0, MZ_EXTRA_ROOM);
         mz_put16(x + 2, 8);
     }

@@ -13,6 +13,14 @@ Bounds printed beside them:
                    mmap of the same archive (offsets found beforehand, no zarr, no store): the least any
                    reader that copies out of a mapping of the file can do. On a machine where page faults
                    are dear this, not the copy floor, bounds a zero-copy store.
+  checked floors   reads only: every chunk's CRC-32 (libdeflate's crc32, as the core computes it) and one
+                   copy, from a fresh mapping ("checked mapping floor") or read() into the array with the
+                   CRC over bytes still in the cache ("checked read floor"): the least any store that checks
+                   what it hands out can do. DirectoryStore checks nothing, so where it is faster than both,
+                   the target "no slower than DirectoryStore" is beyond every checking store on this machine.
+  mmzip no CRC     reads only: ZarrStore with its CRC-32 check turned off (a bench-only switch, not an
+                   option of the store), to show in the same run what the check costs. Each read opens the
+                   archive afresh, so every chunk is checked each time (the first-read cost).
 
 Uncompressed chunks (compressor=None), so that the stores, not a codec, are measured. Warm page cache (each
 way reads what it has just written). Every time is the median of --repeat runs, the ways interleaved so
@@ -145,6 +153,17 @@ def bench_chunks(work, data, chunk_elems, repeat):
             return r
         return run
 
+    def reader_no_crc():
+        saved = mmzip._core.VERIFY_CRC
+        mmzip._core.VERIFY_CRC = 0  # ZarrStore sets this flag at its open
+        try:
+            s = opened["mmzip"]("r")
+        finally:
+            mmzip._core.VERIFY_CRC = saved
+        r = zarr.open_array(s, mode="r")[:]
+        s.close()
+        return r
+
     def read_mem():
         return zarr.open_array(mem, mode="r")[:]
 
@@ -172,18 +191,63 @@ def bench_chunks(work, data, chunk_elems, repeat):
             m.close()
         return out
 
+    # The least a store that checks every chunk's CRC-32 before handing it out can do: each chunk's CRC with
+    # libdeflate's crc32 (the fastest on this machine, the one the core uses) and one copy, from a fresh
+    # mapping or from read() into a buffer (the CRC then runs over bytes still in the cache). No zarr, no store.
+    crc32 = _libdeflate_crc32()
+
+    def checked_mapping_floor():
+        with open(paths["mmzip"], "rb") as f:
+            m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+            src = np.frombuffer(m, dtype="u1")
+            base = src.ctypes.data
+            out = np.empty(n, dtype=data.dtype)
+            o = out.view("u1")
+            for i, off in enumerate(spans):
+                crc32(0, base + off, chunk_bytes)
+                o[i * chunk_bytes:(i + 1) * chunk_bytes] = src[off:off + chunk_bytes]
+            del src
+            m.close()
+        return out
+
+    def checked_read_floor():
+        out = np.empty(n, dtype=data.dtype)
+        o = out.view("u1")
+        base = out.ctypes.data
+        fd = os.open(paths["mmzip"], os.O_RDONLY)
+        try:
+            for i, off in enumerate(spans):
+                os.preadv(fd, [o[i * chunk_bytes:(i + 1) * chunk_bytes]], off)
+                crc32(0, base + i * chunk_bytes, chunk_bytes)
+        finally:
+            os.close(fd)
+        return out
+
     def check(name, got):
         assert np.array_equal(got, data), "%s read different values" % name
 
-    reads = timed_interleaved({"mmzip": reader("mmzip"), "zipstore": reader("zipstore"),
+    reads = timed_interleaved({"mmzip": reader("mmzip"), "mmzip no CRC": reader_no_crc,
+                               "zipstore": reader("zipstore"),
                                "directory": reader("directory"), "zero-time": read_mem,
-                               "copy floor": copy_floor, "mapping floor": mapping_floor}, repeat, check)
+                               "copy floor": copy_floor, "mapping floor": mapping_floor,
+                               "checked mapping floor": checked_mapping_floor,
+                               "checked read floor": checked_read_floor}, repeat, check)
     del mem
     with zarr.ZipStore(paths["mmzip"], mode="r") as z:  # our archive, as zarr's ZipStore sees it
         assert len(z.keylist()) == n // chunk_elems + 1
     for p in paths.values():
         shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
     return writes, reads
+
+
+def _libdeflate_crc32():
+    """libdeflate_crc32(crc, buffer address, length), for the checked floors."""
+    import ctypes
+    import ctypes.util
+    lib = ctypes.CDLL(ctypes.util.find_library("deflate") or "libdeflate.so.0")
+    f = lib.libdeflate_crc32
+    f.restype, f.argtypes = ctypes.c_uint32, [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t]
+    return f
 
 
 def bench_open(work, n_chunks, repeat):
@@ -247,6 +311,14 @@ def main():
             print("         mmzip is %.2fx the zero-time store, %.2fx the copy floor, %.2fx the mapping floor"
                   % (reads["mmzip"] / reads["zero-time"], reads["mmzip"] / reads["copy floor"],
                      reads["mmzip"] / reads["mapping floor"]))
+            print("         the CRC-32 check: mmzip is %.2fx its time without it (%.3f s more); without it mmzip "
+                  "is %.2fx the copy floor" % (reads["mmzip"] / reads["mmzip no CRC"],
+                                               reads["mmzip"] - reads["mmzip no CRC"],
+                                               reads["mmzip no CRC"] / reads["copy floor"]))
+            floor = min(reads["checked mapping floor"], reads["checked read floor"])
+            print("         checked floors (a CRC-32 per chunk and one copy, no zarr): DirectoryStore/floor %.2fx "
+                  "(below 1: the target >= 1 is beyond what any store that checks can reach on this machine); "
+                  "mmzip is %.2fx the floor" % (reads["directory"] / floor, reads["mmzip"] / floor))
             rc = reads.cpu
             print("         in CPU time: ZipStore/mmzip %.2fx   DirectoryStore/mmzip %.2fx   mmzip is %.2fx the "
                   "zero-time store" % (rc["zipstore"] / rc["mmzip"], rc["directory"] / rc["mmzip"],

@@ -131,12 +131,14 @@ def test_pack_and_info():
         for i in range(5):
             mmzip("put", a, "same", "-", input="version %d " % i * 100)
         info = dict(l.split(":", 1) for l in mmzip("info", a).stdout.splitlines())
+        info = {k: v.split()[0] for k, v in info.items()}  # each figure is followed by what it counts
         check_equal(int(info["entries"]), 1, "entries")
         assert int(info["dead_bytes"]) > 4 * 500, info
-        check_equal(info["writer_lock"].strip(), "free", "writer lock")
+        check_equal(info["writer_lock"], "free", "writer lock")
         out = mmzip("pack", a).stdout
         assert "packed" in out, out
         info = dict(l.split(":", 1) for l in mmzip("info", a).stdout.splitlines())
+        info = {k: v.split()[0] for k, v in info.items()}  # each figure is followed by what it counts
         check_equal(int(info["dead_bytes"]), 0, "dead bytes after pack")
         check_equal(mmzip("cat", a, "same").stdout, "version 4 " * 100, "content after pack")
         out_path = os.path.join(d, "copy.zip")

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "mmzip_ctest.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -140,6 +141,33 @@ static void test_refusals(void) {
     FAILS_WITH(mmzip_inplace(h, "c", &v, NULL), MMZIP_EBUSY, "pending");
     OK(mmzip_commit(h));
     OK(mmzip_close(h));
+}
+
+/* Damage in an entry's bytes is refused before an edit starts: the commit's new CRC over the bytes as they
+ * then are would otherwise make it look valid to every later check. */
+static void test_damage_not_laundered(void) {
+    const char *p = make("damaged.zip");
+    mmzip_t *h;
+    mmzip_entry_info info;
+    OK(mmzip_open(p, "r", NULL, &h));
+    OK(mmzip_stat(h, "a", &info));
+    mmzip_close(h);
+    int fd = open(p, O_RDWR);
+    CHECK(fd >= 0);
+    uint8_t b;
+    CHECK(pread(fd, &b, 1, (off_t)info.data_offset + 4321) == 1);
+    b ^= 0x40;
+    CHECK(pwrite(fd, &b, 1, (off_t)info.data_offset + 4321) == 1);
+    close(fd);
+    FAILS_WITH(check_archive(p), MMZIP_ECRC, "");
+    void *v;
+    OK(mmzip_open(p, "r+", NULL, &h));
+    FAILS_WITH(mmzip_inplace(h, "a", &v, NULL), MMZIP_ECRC, "entry 'a': CRC-32 mismatch");
+    CHECK(mmzip_inplace_marked(h, "a") == 0);
+    OK(mmzip_inplace(h, "b", &v, NULL)); /* an undamaged entry still can be */
+    OK(mmzip_close(h));
+    FAILS_WITH(check_archive(p), MMZIP_ECRC, ""); /* the damage stays visible */
+    CHECK_EQ_U64(stored_crc(p, "a"), info.crc32);
 }
 
 /* Discarding cannot undo bytes already written in place: their CRC is published, the marker removed. */
@@ -626,6 +654,7 @@ int main(void) {
     RUN(test_edit_commit_end);
     RUN(test_refusals);
     RUN(test_discard_publishes_crc);
+    RUN(test_damage_not_laundered);
     RUN(test_killed_recover);
     RUN(test_killed_open);
     RUN(test_stale_marker_file_ignored);

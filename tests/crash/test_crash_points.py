@@ -119,7 +119,10 @@ def test_every_crash_point():
     for must in ("put.entry:torn", "commit.directory:torn", "relocate.directory_copy:torn",
                  "relocate.directory_copy:grow", "relocate.directory_copy",
                  "reserve.header:torn", "patch.header:torn", "commit.truncate", "relocate.sync_copy",
-                 "commit.records:torn", "commit.switch", "commit.sync_records", "commit.sync_switch"):
+                 "commit.records:torn", "commit.switch", "commit.sync_records", "commit.sync_switch",
+                 # the last writer's close moving the directory down to the data (protocol.md §3.6)
+                 "close.directory", "close.directory:torn", "close.directory:grow", "close.sync_directory",
+                 "close.truncate", "close.sync_truncate"):
         assert must in exercised, "crash case %s was not exercised: %r" % (must, sorted(exercised))
 
 

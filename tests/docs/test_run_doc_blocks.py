@@ -83,7 +83,7 @@ mmzip ls c.zip | tail -n 1
 '''
 <!-- output -->
 '''text
-stored                 3              3             64     64 352441c2  k
+stored                 3              3            128    128 352441c2  k
 '''
 
 <!-- normalise: [0-9]{6,} -->

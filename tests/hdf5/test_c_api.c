@@ -1,7 +1,7 @@
 /*
  * test_c_api.c - issue point 7: the C API of the driver (H5FD_mmzip_init, H5Pset_fapl_mmzip,
- * H5Pget_fapl_mmzip) through HDF5's own C API, and the plugin entry points: exported against HDF5 >=
- * 1.13.2 headers, absent against older ones.
+ * H5Pget_fapl_mmzip) through HDF5's own C API, H5FD_MMZIP_VERIFY refusing a damaged member, and the plugin
+ * entry points: exported against HDF5 >= 1.13.2 headers, absent against older ones.
  */
 #include <dlfcn.h>
 #include <hdf5.h>
@@ -146,6 +146,70 @@ static void test_write_and_read(const char *dir) {
     unlink(archive);
 }
 
+static hid_t create_member(const char *archive, const char *member, const int *values) {
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    CHECK(H5Pset_fapl_mmzip(fapl, member, H5FD_MMZIP_VERIFY) >= 0, "set fapl with H5FD_MMZIP_VERIFY");
+    hid_t f = H5Fcreate(archive, H5F_ACC_TRUNC, H5P_DEFAULT, fapl); /* created: nothing to check */
+    CHECK(f >= 0, "H5Fcreate of %s with H5FD_MMZIP_VERIFY failed", member);
+    hsize_t dims[1] = {N};
+    hid_t space = H5Screate_simple(1, dims, NULL);
+    hid_t dset = H5Dcreate2(f, "values", H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    CHECK(H5Dwrite(dset, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) >= 0, "H5Dwrite");
+    H5Dclose(dset);
+    H5Sclose(space);
+    CHECK(H5Fclose(f) >= 0, "H5Fclose");
+    return fapl;
+}
+
+/* H5FD_MMZIP_VERIFY: an undamaged member opens and reads; one flipped byte in a member fails its open. */
+static void test_verify_flag(const char *dir) {
+    char archive[4096];
+    snprintf(archive, sizeof archive, "%s/verify.zip", dir);
+    make_archive(archive);
+    int values[N];
+    for (int i = 0; i < N; i++) values[i] = i * 5 + 1;
+    hid_t fapl_bad = create_member(archive, "bad.h5", values);
+    hid_t fapl_good = create_member(archive, "good.h5", values);
+    unsigned flags = 0;
+    CHECK(H5Pget_fapl_mmzip(fapl_good, NULL, &flags) >= 0 && flags == H5FD_MMZIP_VERIFY, "flags read back as %u",
+          flags);
+
+    mmzip_t *z;
+    mmzip_entry_info info;
+    CHECK(mmzip_open(archive, "r", NULL, &z) == MMZIP_OK, "%s", mmzip_last_error());
+    CHECK(mmzip_stat(z, "bad.h5", &info) == MMZIP_OK && info.data_offset > 0, "%s", mmzip_last_error());
+    mmzip_close(z);
+    FILE *fp = fopen(archive, "r+b");
+    CHECK(fp != NULL, "fopen %s", archive);
+    if (!fp) return;
+    long at = (long)(info.data_offset + info.size - 1); /* the member's last byte */
+    CHECK(fseek(fp, at, SEEK_SET) == 0, "seek");
+    int c = fgetc(fp);
+    CHECK(fseek(fp, at, SEEK_SET) == 0 && fputc(c ^ 0x21, fp) != EOF && fclose(fp) == 0, "flip a byte");
+
+    hid_t f;
+    H5E_BEGIN_TRY {
+        f = H5Fopen(archive, H5F_ACC_RDONLY, fapl_bad);
+    } H5E_END_TRY;
+    CHECK(f < 0, "the damaged member opened with H5FD_MMZIP_VERIFY");
+    if (f >= 0) H5Fclose(f);
+
+    f = H5Fopen(archive, H5F_ACC_RDONLY, fapl_good);
+    CHECK(f >= 0, "the undamaged member did not open with H5FD_MMZIP_VERIFY");
+    if (f >= 0) {
+        int back[N];
+        memset(back, 0, sizeof back);
+        hid_t dset = H5Dopen2(f, "values", H5P_DEFAULT);
+        CHECK(H5Dread(dset, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, back) >= 0, "H5Dread");
+        CHECK(memcmp(back, values, sizeof values) == 0, "values differ");
+        H5Dclose(dset);
+        H5Fclose(f);
+    }
+    H5Pclose(fapl_bad);
+    H5Pclose(fapl_good);
+    unlink(archive);
+}
+
 /* HDF5 drops registered drivers at H5close(); the next use registers the driver again. */
 static void test_reinit_after_close(void) {
     hid_t before = H5FD_mmzip_init();
@@ -193,6 +257,7 @@ int main(void) {
     }
     test_registration();
     test_write_and_read(dir);
+    test_verify_flag(dir);
     test_reinit_after_close();
     test_plugin_entry_points();
     rmdir(dir);

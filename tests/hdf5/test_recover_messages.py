@@ -316,13 +316,18 @@ def test_marker_pending_said_everywhere():
                     % (arc, len(data), new, old, marks), "recover's first line")
         assert not os.path.exists(marks), "the marker file outlived recover"
         assert "discarded" not in "\n".join(out) and "interrupted mmzip write" not in "\n".join(out), out
-        check_equal(out[-1], "%s: the file is now %d bytes (it was %d)" % (arc, os.path.getsize(arc), size_before),
-                    "recover's last line")
-        for line in out[1:-1]:
+        # The commit of the recomputed CRC may relocate the directory, which recover then moves back (the file
+        # at rest holds no slack, docs/protocol.md §3.6): the size changes only if the killed writer left slack.
+        size_after = os.path.getsize(arc)
+        assert size_after <= size_before, (size_after, size_before)
+        if size_after != size_before:
+            check_equal(out[-1], "%s: the file is now %d bytes (it was %d)" % (arc, size_after, size_before),
+                        "recover's last line")
+        for line in out[1:-1] if size_after != size_before else out[1:]:
             m = re.match(r"%s: wrote the directory \(2 entries\) back behind the last entry, at \d+; the file shrank "
                          r"by (\d+) bytes that no committed entry refers to" % re.escape(arc), line)
             assert m, line
-            assert 0 < int(m.group(1)) <= size_before - os.path.getsize(arc), line
+            assert 0 < int(m.group(1)), line
         with zipfile.ZipFile(arc) as z:
             check_equal(z.namelist(), ["a.npy", "b.npy"], "names after recover")
             assert z.testzip() is None

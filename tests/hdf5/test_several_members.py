@@ -97,6 +97,17 @@ def test_many_members_and_other_failures():
         p = mmzip_run("h5ls", "run.zip#/nope.h5", check=False, cwd=d, timeout=120)
         assert p.returncode != 0
         check_equal(driver_lines(p.stderr), ["run.zip: the archive has no member 'nope.h5'"], "a missing member")
+        # An archive with no HDF5 member at all: said so, once, beside the tool's own line.
+        with zipfile.ZipFile(os.path.join(d, "none.zip"), "w") as z:
+            z.writestr("notes.txt", "no HDF5 here")
+        for cmd, own_line in ((["h5ls", "-r", "none.zip"], "none.zip: unable to open file"),
+                              (["h5dump", "none.zip"], 'h5dump error: unable to open file "none.zip"')):
+            p = mmzip_run(*cmd, check=False, cwd=d, timeout=120)
+            assert p.returncode != 0
+            check_equal(driver_lines(p.stderr), ["none.zip: the archive holds no HDF5 member (no stored member, nor "
+                                                 "deflated member named *.h5/*.nc/..., starts with the HDF5 "
+                                                 "signature)"], "%s of an archive with no HDF5 member" % cmd[0])
+            assert own_line in p.stderr, p.stderr
         # Success says nothing of the driver's.
         p = mmzip_run("h5ls", "single.zip", cwd=d, timeout=120)
         check_equal((p.stdout.split(), p.stderr), (["x", "Dataset", "{6}"], ""), "h5ls of a single member")

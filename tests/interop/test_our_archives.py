@@ -2,6 +2,8 @@
 every real ZIP reader: Python zipfile.testzip(), `unzip -t`, `7z t`, and libzip with ZIP_CHECKCONS."""
 import os
 import random
+import struct
+import time
 import zipfile
 
 from mmzip_testlib import BUILD, TempDir, check_equal, ls_entries, main, mmzip, run, zip_tools_ok
@@ -59,8 +61,21 @@ def zipfile_bytes_equal(archive, contents):
                 raise AssertionError("zipfile reads different bytes for %r" % name)
 
 
-def assert_layout(archive, contents, alignment_of):
-    """Checks every record mmzip wrote, byte by byte; alignment_of(name) gives the expected alignment."""
+EXTRA_UT = 0x5455
+
+
+def dos_stamp(t):
+    """The DOS (time, date) fields of Unix time t, in local time, as zip and mmzip write them (an odd second
+    rounded up)."""
+    tm = time.localtime((t + 1) & ~1)
+    return ((tm.tm_hour << 11) | (tm.tm_min << 5) | (tm.tm_sec // 2),
+            ((tm.tm_year - 1980) << 9) | (tm.tm_mon << 5) | tm.tm_mday)
+
+
+def assert_layout(archive, contents, alignment_of, tree=None, written=None):
+    """Checks every record mmzip wrote, byte by byte; alignment_of(name) gives the expected alignment. Time
+    and mode: with tree, each entry's are its file's (a put of a file); with written=(t0, t1), entries were
+    written from memory between t0 and t1, mode 0644."""
     data = read_all(archive)
     ends, recs = zl.central_directory(data)
     eocd, loc, z64 = ends["eocd"], ends["locator"], ends["z64"]
@@ -76,7 +91,6 @@ def assert_layout(archive, contents, alignment_of):
     check_equal(z64["cd_off"] + z64["cd_size"], z64["pos"], "end of the central directory")
     check_equal(eocd["pos"] + 22, len(data), "file size (nothing after the EOCD)")
     check_equal(sorted(r["name"].decode() for r in recs), sorted(contents), "names in the directory")
-    stamps = set()
     for r in recs:
         name = r["name"].decode()
         what = "central record of %r" % name
@@ -85,9 +99,21 @@ def assert_layout(archive, contents, alignment_of):
         check_equal(r["method"], 0, what + ": method")
         check_equal(r["raw_sizes"], (0xFFFFFFFF,) * 3, what + ": 32-bit sizes and offset are sentinels")
         check_equal(r["z64_len"], 24, what + ": ZIP64 field holds sizes and offset only (no disk)")
-        check_equal([x for x, _ in r["extras"]], [zl.EXTRA_ZIP64], what + ": extra fields (no padding here)")
+        check_equal([x for x, _ in r["extras"]], [zl.EXTRA_ZIP64, EXTRA_UT],
+                    what + ": extra fields (ZIP64, extended timestamp; no padding here)")
+        ut = dict(r["extras"])[EXTRA_UT]
+        check_equal((len(ut), ut[0]), (5, 1), what + ": UT field holds the modification time only")
+        mtime = struct.unpack("<I", ut[1:])[0]
+        check_equal((r["time"], r["date"]), dos_stamp(mtime), what + ": DOS time and date of the UT time")
+        check_equal(r["made_by"] >> 8, 3, what + ": made by Unix")
+        if tree is not None:
+            st = os.stat(os.path.join(tree, name))
+            check_equal(mtime, int(st.st_mtime), what + ": the file's modification time")
+            check_equal(r["eattr"] >> 16, st.st_mode, what + ": the file's mode")
+        if written is not None:
+            assert written[0] <= mtime <= written[1], what + ": time %d not that of the put" % mtime
+            check_equal(r["eattr"] >> 16, 0o100644, what + ": mode")
         check_equal((r["usize"], r["csize"]), (len(contents[name]),) * 2, what + ": sizes")
-        stamps.add((r["time"], r["date"]))
         lh = zl.local_header(data, r["lfh"])
         what = "local header of %r" % name
         check_equal(lh["name"], r["name"], what + ": name")
@@ -98,6 +124,9 @@ def assert_layout(archive, contents, alignment_of):
         z = dict(lh["extras"])
         check_equal(z.get(zl.EXTRA_ZIP64), len(contents[name]).to_bytes(8, "little") * 2,
                     what + ": ZIP64 field holds both sizes")
+        check_equal([x for x, _ in lh["extras"]], [zl.EXTRA_ZIP64, EXTRA_UT, zl.EXTRA_ALIGN],
+                    what + ": extra fields (ZIP64, extended timestamp, alignment)")
+        check_equal(z.get(EXTRA_UT), ut, what + ": the same extended timestamp as the directory")
         align = zl.alignment_field(lh["extras"])
         assert align is not None, what + ": no 0xA11E alignment field"
         want = alignment_of(name)
@@ -107,7 +136,6 @@ def assert_layout(archive, contents, alignment_of):
         assert align[2] < max(want, 1), what + ": %d bytes of padding for alignment %d" % (align[2], want)
         if data[lh["data_offset"]:lh["data_offset"] + len(contents[name])] != contents[name]:
             raise AssertionError(what + ": the bytes at the data offset are not the entry's")
-    check_equal(stamps, {(0, 0x21)}, "time stamps (deterministic: 1980-01-01 00:00)")
     return recs
 
 
@@ -143,7 +171,7 @@ def test_default_alignment_one_commit_per_entry():
         write_tree(tree, contents)
         put_each(archive, tree, contents)
         all_readers_accept(archive, tree, contents)
-        assert_layout(archive, contents, lambda name: 64)
+        assert_layout(archive, contents, lambda name: 64, tree=tree)
         assert_ls_agrees(archive, contents)
 
 
@@ -154,7 +182,7 @@ def test_default_alignment_one_batch():
         write_tree(tree, contents)
         mmzip("put", archive, "--dir", tree)
         all_readers_accept(archive, tree, contents)
-        assert_layout(archive, contents, lambda name: 64)
+        assert_layout(archive, contents, lambda name: 64, tree=tree)
 
 
 def test_per_archive_alignment():
@@ -165,7 +193,7 @@ def test_per_archive_alignment():
             write_tree(tree, contents)
             put_each(archive, tree, contents, "--align", align)
             all_readers_accept(archive, tree, contents)
-            assert_layout(archive, contents, lambda name: align)
+            assert_layout(archive, contents, lambda name: align, tree=tree)
             assert_ls_agrees(archive, contents)
 
 
@@ -191,9 +219,11 @@ def test_per_entry_alignment():
         tree, archive = os.path.join(d, "tree"), os.path.join(d, "a.zip")
         write_tree(tree, contents)
         specs = ["%d:%s:%s" % (aligns[k], k, os.path.join(tree, k)) for k in sorted(contents)]
+        t0 = int(time.time())
         run([PUT_ALIGNED, archive] + specs)
+        t1 = int(time.time())
         all_readers_accept(archive, tree, contents)
-        assert_layout(archive, contents, lambda name: aligns[name] or 64)
+        assert_layout(archive, contents, lambda name: aligns[name] or 64, written=(t0, t1))
         assert_ls_agrees(archive, contents)
 
 
@@ -214,19 +244,20 @@ def test_replacements_and_many_commits():
             write_tree(tree, {name: contents[name]})
             mmzip("put", archive, name, os.path.join(tree, name))
         all_readers_accept(archive, tree, contents)
-        assert_layout(archive, contents, lambda name: 64)
+        assert_layout(archive, contents, lambda name: 64, tree=tree)
         info = mmzip("info", archive).stdout
         assert "dead" in info, info
         # pack reclaims the dead space and the result is as acceptable.
         packed = os.path.join(d, "packed.zip")
         mmzip("pack", archive, packed)
         all_readers_accept(packed, tree, contents)
-        assert_layout(packed, contents, lambda name: 64)
+        assert_layout(packed, contents, lambda name: 64, tree=tree)  # pack keeps times and modes
         assert os.path.getsize(packed) < os.path.getsize(archive), "pack did not shrink the archive"
 
 
 def test_deterministic_bytes():
-    """The same puts in the same order give byte-identical archives (fixed time stamps, no randomness)."""
+    """The same puts in the same order give byte-identical archives (each entry dated by its file, no
+    randomness)."""
     contents = sample_contents(6)
     with TempDir() as d:
         tree = os.path.join(d, "tree")

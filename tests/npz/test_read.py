@@ -89,6 +89,14 @@ def test_numpy_savez():
         assert z.files[0] == "arr_0" or "arr_0" in z.files
         toc = {r["name"]: r for r in z.toc()}
         assert all(r["status"] == "mapped" for r in toc.values()), toc
+        # The rest of numpy.load's NpzFile (a Mapping): get() and values(), the same arrays.
+        with np.load(p) as ref:
+            assert z.get("missing") is None and z.get("missing", 7) == 7
+            for k in ref.files:
+                assert np.array_equal(z.get(k), ref[k])
+            assert len(z.values()) == len(ref.files)
+            for got, k in zip(z.values(), z.files):
+                assert np.array_equal(got, ref[k]), k
 
 
 def test_numpy_savez_compressed():

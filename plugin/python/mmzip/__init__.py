@@ -34,20 +34,24 @@ Errors: ``mmzip.MmzipError``, an ``OSError`` with the library's message, ``code`
 and a name taken are also the builtin ``FileNotFoundError``, ``IsADirectoryError``, ``PermissionError``,
 ``FileExistsError``: as ``MmzipFileNotFoundError``, ``MmzipIsADirectoryError``, ``MmzipPermissionError`` and
 ``MmzipFileExistsError``, which derive from both. A full disk is an ``MmzipError`` with ``errno`` ENOSPC.
+A damaged entry (its bytes do not match its CRC-32) is ``mmzip.CRCError``, an ``MmzipError`` and a
+``zipfile.BadZipFile`` (what zarr's ``ZipStore`` and ``numpy.load`` raise), from every read that hands out a
+whole entry: ``ZarrStore``, ``Archive[key]``, ``mmzip.open(...)[name]`` check the CRC-32 by default.
 """
 import ctypes
 import os
 import sys
 import urllib.parse
+import weakref
 
 from . import _core
-from ._core import (MmzipError, MmzipFileExistsError, MmzipFileNotFoundError, MmzipIsADirectoryError,
+from ._core import (CRCError, MmzipError, MmzipFileExistsError, MmzipFileNotFoundError, MmzipIsADirectoryError,
                     MmzipPermissionError, libdir)
 from ._core import lib_path as _lib_path
 
 __all__ = ["ZarrStore", "open", "savez", "NpzArchive", "enable_netcdf", "register_h5py", "Archive", "release_kept",
            "libdir", "MmzipError", "MmzipFileNotFoundError", "MmzipIsADirectoryError", "MmzipPermissionError",
-           "MmzipFileExistsError"]
+           "MmzipFileExistsError", "CRCError"]
 
 
 _netcdf_plugin = None
@@ -189,7 +193,10 @@ def register_h5py():
     ``h5py.File("a.zip", mode, driver="mmzip", member="x.h5")`` opens the member x.h5 of a.zip in place
     (``member`` may be omitted when the archive holds a single HDF5 member, or given in the path as
     ``"a.zip#/x.h5"``). Modes r, r+, a, w. ``durable=True`` makes every flush and close survive a power
-    loss (fsync), not only a crash of the process. See docs/hdf5-guide.md."""
+    loss (fsync), not only a crash of the process. HDF5 reads parts of the member, in place, and by default
+    nothing checks its CRC-32 (that would read all of it); ``verify=True`` checks it once at the open, which
+    fails (OSError naming the archive, the member and both CRCs) if the member is damaged. See
+    docs/hdf5-guide.md."""
     global _h5_plugin
     import h5py
     if _h5_plugin is None:
@@ -198,15 +205,17 @@ def register_h5py():
         lib.H5Pset_fapl_mmzip.restype = ctypes.c_int
         _h5_plugin = lib
 
-    def set_fapl(plist, member=None, flags=0, durable=False, **kwds):
+    def set_fapl(plist, member=None, flags=0, durable=False, verify=False, **kwds):
         if kwds:
             raise TypeError("unexpected arguments for driver 'mmzip': %s" % ", ".join(sorted(kwds)))
         if durable:
             flags |= 1  # H5FD_MMZIP_DURABLE
+        if verify:
+            flags |= 2  # H5FD_MMZIP_VERIFY
         m = os.fsencode(member) if member is not None else None
         if _h5_plugin.H5Pset_fapl_mmzip(plist.id, m, flags) < 0:
-            raise MmzipError(-4, "driver 'mmzip': H5Pset_fapl_mmzip refused member=%r flags=%#x (the only "
-                             "flag is 1, durable)" % (member, flags))
+            raise MmzipError(-4, "driver 'mmzip': H5Pset_fapl_mmzip refused member=%r flags=%#x (the "
+                             "known flags are 1, durable, and 2, verify)" % (member, flags))
 
     h5py.register_driver("mmzip", set_fapl)
 
@@ -225,6 +234,27 @@ def release_kept():
     _lib().mmzip_release_kept()
 
 
+class _Handle:
+    """The core's handle of an Archive. Views returned by ``a[key]`` hold a reference to it, so the mapping
+    they show outlives them: the handle is closed when the archive has let go of it and no view is left
+    (a view of a temporary archive, ``bytes(Archive(p)["k"])``, is valid, not a pointer into freed memory)."""
+
+    def __init__(self):
+        self.h = ctypes.c_void_p()
+        self.views = 0
+
+    def view_gone(self):
+        self.views -= 1
+
+    def __del__(self):
+        if self.h:
+            h, self.h = self.h, ctypes.c_void_p()
+            try:
+                _lib().mmzip_close(h)
+            except Exception:
+                pass
+
+
 class Archive:
     """An open archive. ``mode`` is "r", "r+", "w+" or "w" as in mmzip_open(). Use as a context manager.
 
@@ -232,10 +262,16 @@ class Archive:
     rule for "archive#/member" (mmzip_split_name) reads as a member of another archive, or that is
     ambiguous, raises MmzipError and opens nothing.
 
-    ``a[key]`` returns a read-only memoryview of the entry (zero-copy for stored entries), valid while
-    the archive is open. ``a[key] = bytes`` appends (committed at once unless inside ``with a.batch():``).
-    With ``verify=True`` (MMZIP_VERIFY_CRC), ``a[key]`` checks a stored entry's CRC-32 once before its
-    first view; compressed entries are always checked. ``a.verify(key)`` checks one entry on demand.
+    ``a[key]`` returns a read-only memoryview of the entry (zero-copy for stored entries); the mapping it
+    shows stays valid for as long as the view is alive, also past ``close()`` (see ``close``). ``a[key] = bytes`` appends (committed at once unless inside ``with a.batch():``).
+    ``a[key]`` hands out a whole entry, so by default (``verify=True``, the core's MMZIP_VERIFY_CRC) it
+    checks a stored entry's CRC-32 before its first view and raises ``mmzip.CRCError`` (an ``MmzipError``
+    and a ``zipfile.BadZipFile``) naming the archive, the entry and both CRCs if the bytes are damaged.
+    The check is one pass over the entry, made once: an entry found good is remembered for as long as the
+    archive is open in this process (its bytes never change; a replaced entry is a new entry, checked
+    again). Compressed entries are always checked when decoded. ``verify=False`` hands stored entries out
+    unread (no pass over the data: pages are read only when touched), as ``mmzip_get`` does; then
+    ``a.verify(key)`` checks one entry on demand.
     Keys are str (UTF-8) or bytes; ``keys()`` gives a name that is not UTF-8 with its bytes as surrogate
     escapes (as ``os.fsdecode`` does), which finds the entry again.
 
@@ -246,16 +282,22 @@ class Archive:
     Readers that have the old archive open keep reading it.
     """
 
-    def __init__(self, path, mode="r", verify=False):
-        self._h = ctypes.c_void_p()
+    def __init__(self, path, mode="r", verify=True):
+        self._owner = _Handle()
+        self._h = self._owner.h
         self.path = _core.whole_file(os.fspath(path), mode in ("w", "w+"), "mmzip.Archive")
         self._unpublished = mode == "w"
+        self._writable = mode != "r"
         opts = None
-        if verify or self._unpublished:
+        if verify or self._writable:
             opts = _core.Options()
             _lib().mmzip_options_init(ctypes.byref(opts))
             if verify:
                 opts.flags |= _core.VERIFY_CRC
+            if self._writable:
+                # A new archive, or an existing empty one, is published at the first commit: until then
+                # readers see the file as it was (none, or the 22-byte empty archive every reader accepts).
+                opts.flags |= _core.PUBLISH_ON_COMMIT
             if self._unpublished:
                 # Nothing replaces the old archive before the new one is complete (see the class docstring).
                 opts.flags |= _core.PUBLISH_ON_COMMIT
@@ -281,23 +323,44 @@ class Archive:
                     if info.edits_recovered else ""), RuntimeWarning, stacklevel=2)
 
     def verify(self, key):
-        """Checks the CRC-32 of entry ``key`` (mmzip_verify); raises MmzipError (code -8) on a mismatch."""
+        """Checks the CRC-32 of entry ``key`` (mmzip_verify); raises CRCError (code -8) on a mismatch."""
         rc = _lib().mmzip_verify(self._h, _core.entry_name(key))
         if rc == -1:
             raise KeyError(key)
         _check(rc)
 
     def close(self):
-        """Commits what is pending (a writer) and releases the archive (mmzip_close). Views returned by
-        ``a[key]`` must not be used after it. Calling it again does nothing."""
-        if self._h:
-            h, self._h = self._h, ctypes.c_void_p()
+        """Commits what is pending (a writer) and releases the archive (mmzip_close). Calling it again does
+        nothing. Views returned by ``a[key]`` that are still alive keep the mapping (and a writer's lock)
+        until the last of them is dropped; a writer is committed now all the same, and warned
+        (ResourceWarning) that its lock is held until then."""
+        if not self._h:
+            return
+        owner, self._owner, self._h = self._owner, None, ctypes.c_void_p()
+        if not owner.views:
+            h, owner.h = owner.h, ctypes.c_void_p()
             _check(_lib().mmzip_close(h))
+            return
+        if self._writable:
+            _check(_lib().mmzip_commit(owner.h), self.path)
+            import warnings
+            warnings.warn("mmzip.Archive: %s is committed, but %d view(s) returned by a[key] are still alive: "
+                          "the writer lock is held until they are dropped" % (self.path, owner.views),
+                          ResourceWarning, stacklevel=2)
+        # The handle closes when the last view referring to it goes.
 
     def discard(self):
-        """Releases the archive without committing what is pending (see mmzip_discard)."""
+        """Releases the archive without committing what is pending (see mmzip_discard). Views still alive
+        keep the mapping until they are dropped, as with ``close``; what is pending is given up now."""
         if self._h:
-            h, self._h = self._h, ctypes.c_void_p()
+            owner, self._owner, self._h = self._owner, None, ctypes.c_void_p()
+            h, owner.h = owner.h, ctypes.c_void_p()
+            if owner.views:
+                # mmzip_discard unmaps, and views still alive would then point at nothing: refuse plainly.
+                owner.h = h
+                self._owner, self._h = owner, h
+                raise MmzipError(_core.EBUSY, "mmzip.Archive: %s: cannot discard what is pending while %d view(s) "
+                                 "returned by a[key] are alive; drop them first" % (self.path, owner.views))
             _check(_lib().mmzip_discard(h))
 
     def __enter__(self):
@@ -324,7 +387,12 @@ class Archive:
         _check(rc)
         if n.value == 0:
             return memoryview(b"")
-        return memoryview((ctypes.c_char * n.value).from_address(p.value)).cast("B").toreadonly()
+        buf = (ctypes.c_char * n.value).from_address(p.value)
+        owner = self._owner
+        buf._mmzip_handle = owner  # keeps the mapping alive as long as the view (see _Handle)
+        owner.views += 1
+        weakref.finalize(buf, owner.view_gone)
+        return memoryview(buf).cast("B").toreadonly()
 
     def __setitem__(self, key, data):
         data = bytes(data)

@@ -9,6 +9,8 @@ is how a grown ``mmzip_info`` once overwrote Python's heap: ``tests/python/test_
 import ctypes
 import errno
 import os
+import re
+import zipfile
 
 from ._paths import LIBDIR as _BUILT_LIBDIR
 
@@ -64,9 +66,32 @@ _ERRNO_CLASSES = {errno.ENOENT: MmzipFileNotFoundError, errno.EISDIR: MmzipIsADi
 def error_for(code, message, err=None, filename=None):
     """The exception for mmzip_status ``code``: the MmzipError subclass of the system's ``err`` (or of the
     errno the status stands for: ENOENT, EBUSY, EEXIST, ENOMEM), MmzipError itself otherwise."""
+    if code == ECRC:
+        return CRCError(code, message, err or None, filename)
     if not err:
         err = _STATUS_ERRNO.get(code)
     return _ERRNO_CLASSES.get(err, MmzipError)(code, message, err, filename)
+
+
+class CRCError(MmzipError, zipfile.BadZipFile):
+    """An entry's bytes do not match the CRC-32 of its directory record (MMZIP_ECRC, ``code`` -8): the archive
+    is damaged. Raised by every read that hands out a whole stored entry (``Archive[key]``, ``ZarrStore``,
+    ``mmzip.open(...)[name]``) before any of its bytes is returned. It is an ``MmzipError`` (so an
+    ``OSError``) and also a ``zipfile.BadZipFile``, the exception zarr's ``ZipStore`` (through zipfile)
+    raises for the same damage, so code written for ``ZipStore`` catches it unchanged.
+    ``path``, ``entry``: the archive and the entry; ``expected``: the CRC-32 of the directory record;
+    ``computed``: the CRC-32 of the bytes (from the library's message; None if it did not say)."""
+
+    _PARSE = re.compile(r"^(?P<path>.*?): entry '(?P<entry>.*)': CRC-32 mismatch \(directory says "
+                        r"(?P<expected>[0-9a-f]{8}), data gives (?P<computed>[0-9a-f]{8})\)", re.S)
+
+    def __init__(self, code, message, errno=None, filename=None):
+        super().__init__(code, message, errno, filename)
+        m = self._PARSE.match(message)
+        self.path = m.group("path") if m else filename
+        self.entry = m.group("entry") if m else None
+        self.expected = int(m.group("expected"), 16) if m else None
+        self.computed = int(m.group("computed"), 16) if m else None
 
 
 # mmzip_status values used by the package.
@@ -127,7 +152,8 @@ class Options(ctypes.Structure):  # mmzip_options
                 ("commit_policy", ctypes.c_uint32), ("max_pending_entries", ctypes.c_uint32),
                 ("max_pending_bytes", ctypes.c_uint64), ("max_decoded_size", ctypes.c_uint64),
                 ("copy_threads", ctypes.c_uint32), ("reserved32_", ctypes.c_uint32),
-                ("reserved_", ctypes.c_uint64 * 3)]
+                ("progress", ctypes.c_void_p), ("progress_ctx", ctypes.c_void_p),
+                ("reserved_", ctypes.c_uint64 * 1)]
 
 
 class EntryInfo(ctypes.Structure):  # mmzip_entry_info
@@ -205,6 +231,7 @@ PROTOTYPES = {
     "mmzip_last_errno": (_int, []),
     "mmzip_version": (_cp, []),
     "mmzip_release_kept": (None, []),
+    "mmzip_pack": (_int, [_cp, _cp, _P(Options)]),
     "mmzip_split_name": (_int, [_cp, _uint, _P(_sz)]),
 }
 
@@ -230,7 +257,8 @@ def last_error():
 
 
 def check(rc, filename=None):
-    """Raises the error of a non-zero status (error_for): the library's message, and its errno."""
+    """Raises the error of a non-zero status (error_for): the library's message, and its errno; CRCError for
+    MMZIP_ECRC."""
     if rc != 0:
         raise error_for(rc, last_error(), lib().mmzip_last_errno(), filename)
 
@@ -238,8 +266,13 @@ def check(rc, filename=None):
 def entry_name(key):
     """An entry name as the library takes it: bytes as they are, str as UTF-8. Names that are not UTF-8 (a
     foreign archive's CP437 names) are listed with their bytes kept as surrogate escapes (listed_name), as
-    os.fsdecode does, so that a listed name always finds its entry again."""
-    return bytes(key) if isinstance(key, (bytes, bytearray)) else key.encode("utf-8", "surrogateescape")
+    os.fsdecode does, so that a listed name always finds its entry again. A name holding a NUL byte is
+    refused (ValueError): the library takes C strings, so it would be cut at the NUL and name another entry."""
+    name = bytes(key) if isinstance(key, (bytes, bytearray)) else key.encode("utf-8", "surrogateescape")
+    if b"\0" in name:
+        raise ValueError("entry name %r holds a NUL byte: ZIP names cannot, and it would name the entry %r"
+                         % (key, name.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")))
+    return name
 
 
 def listed_name(info):

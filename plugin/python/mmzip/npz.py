@@ -157,9 +157,23 @@ class NpzArchive:
     Mapping-like: ``len(a)``, ``iter(a)`` (names without ``.npy``, like ``numpy.load(...).files``),
     ``name in a``, ``a[name]`` (``name`` with or without ``.npy``), ``a[name] = array``, ``a.files``,
     ``a.keys()``, ``a.commit()``, ``a.close()``; a context manager. ``repr(a)`` is a table of contents.
+
+    ``a[name]`` hands out a whole array, so with ``verify=True`` (the default) the member's CRC-32 is checked
+    before the array is returned, and a damaged member raises ``mmzip.CRCError`` (an ``MmzipError`` and a
+    ``zipfile.BadZipFile``, what ``numpy.load`` raises through zipfile) naming the archive, the member and
+    both CRCs. One pass of the core's crc32 over the member, once: the array is then cached, and the core
+    remembers the member as good while the archive is open in this process. In modes r+, w+ and a+ the check
+    comes before the first writable view (a commit recomputes the CRC over the bytes as they are, which would
+    otherwise make damage look valid). ``verify=False`` hands a stored array out unread, a view whose pages
+    are read only when touched: for taking a few slices of an array larger than memory, where one pass over
+    it is the cost to avoid; then nothing checks the bytes (``mmzip check`` does). Compressed members are
+    checked when decoded either way. ``a.edit(name)`` and ``a.mapping`` (the whole file's bytes) never check,
+    nor does a member that another writer is modifying in place (its marker is in the archive, ``toc()`` says
+    "being modified in place"): its CRC is stale until that writer commits, and readers see its bytes as they
+    are written.
     """
 
-    def __init__(self, path, mode="r", alignment=_DEFAULT_ALIGN):
+    def __init__(self, path, mode="r", alignment=_DEFAULT_ALIGN, verify=True):
         if mode not in _MODES:
             raise ValueError("mmzip.open: unknown mode %r (use one of %s)" % (mode, ", ".join(_MODES)))
         if alignment < 64 or alignment > 4096 or alignment & (alignment - 1):
@@ -169,6 +183,7 @@ class NpzArchive:
         self.path = _c.whole_file(os.fspath(path), mode not in ("r", "r+"), "mmzip.open")
         self.mode = mode
         self.alignment = alignment
+        self.verify = bool(verify)
         self._writable = core_mode != "r"
         # Mode "w": the new archive is built unnamed and renamed over the path at the first commit (commit(),
         # close()), so that a failure before - an exception out of the with block, a full disk, the process
@@ -254,6 +269,15 @@ class NpzArchive:
         """(name, array) pairs of every member, as ``a[name]`` gives them."""
         return [(k, self[k]) for k in self.files]
 
+    def values(self):
+        """The arrays of every member, in ``files`` order, as ``a[name]`` gives them."""
+        return [self[k] for k in self.files]
+
+    def get(self, key, default=None):
+        """``a[key]`` if the archive has that member, else ``default`` (as ``numpy.load``'s NpzFile, a
+        Mapping, does)."""
+        return self[key] if key in self else default
+
     # -- reading -----------------------------------------------------------------------------------
     def _live(self):
         if not self._h.h:
@@ -295,8 +319,25 @@ class NpzArchive:
             raise ValueError("%s: no stored member to locate the mapping by" % self.path)
         return self._mapping
 
+    def _check_crc(self, member, info=None):
+        """verify=True: the CRC-32 of a stored member, before anything of it is handed out (mmzip_verify: one
+        pass the first time, nothing once the store knows the member is good). Compressed members are
+        checked by mmzip_get when decoded."""
+        if not self.verify:
+            return
+        if info is None:
+            info = self._stat(member)
+        if info.method == 0:
+            rc = _core().mmzip_verify(self._live(), _c.entry_name(member))
+            if rc == _c.ECRC and self._marked(member):
+                # Being modified in place by a writer (or left so by one that died): its CRC is stale until
+                # that writer's commit (or recovery) by design, and readers see the bytes as written.
+                return
+            _check(rc)
+
     def _load(self, member):
         info = self._stat(member)
+        self._check_crc(member, info)
         p, n = self._raw(member)
         if not member.endswith(".npy"):
             return ctypes.string_at(p, n) if n else b""
@@ -325,6 +366,8 @@ class NpzArchive:
             return a
         member = self._member(key)
         if self._in_place and member.endswith(".npy"):
+            if member not in self._edited:
+                self._check_crc(member)
             return self.edit(key)
         a = self._cache.get(member)
         if a is None:
@@ -336,7 +379,9 @@ class NpzArchive:
         """A writable view of a stored array, modified in place (modes r+, w+, a+). The change is published,
         and the member's CRC refreshed, by commit() or close(). Until close() the marker file
         ``<archive>.mmzip-inplace`` names the member, to tell recovery to refresh the CRC if this process dies
-        first (it is not a member: numpy.load and zipfile do not see it)."""
+        first (it is not a member: numpy.load and zipfile do not see it). The member's CRC-32 is checked
+        before the view is handed out, whatever ``verify`` says (CRCError if it does not match): the commit
+        recomputes it over the bytes as they then are, which would otherwise make earlier damage look valid."""
         if not self._in_place:
             raise ValueError("%s: arrays are writable in place only in modes r+, w+ and a+ (mode %r)"
                              % (self.path, self.mode))
@@ -429,6 +474,8 @@ class NpzArchive:
         self._keeper = None  # arrays still hold it (through their mapping) if they are alive
         self._cache.clear()
         self._mapping = None
+        if self._writable:
+            _pack_if_emptied(self.path)
 
     def __enter__(self):
         return self
@@ -519,14 +566,35 @@ class NpzArchive:
         return "\n".join(out)
 
 
-def open(path, mode="r", alignment=_DEFAULT_ALIGN):  # noqa: A001 - the package's name for it
+def open(path, mode="r", alignment=_DEFAULT_ALIGN, verify=True):  # noqa: A001 - the package's name for it
     """Opens an archive of arrays (a .npz). Modes: r (read), r+ (read, append, arrays writable in place),
     w (new archive, append), w+ (new, writable in place), a (create or append), a+ (create or append,
     writable in place). ``alignment``: the boundary (64..4096) the data of arrays written here starts on.
     Modes w and w+ build the new archive unnamed and rename it over ``path`` at the first commit (``commit()``,
     ``close()``): until then readers see the archive that was there, and an exception out of the ``with``
-    block, a full disk or the process killed leaves that archive as it was (or no file)."""
-    return NpzArchive(path, mode, alignment)
+    block, a full disk or the process killed leaves that archive as it was (or no file).
+    ``verify``: check each member's CRC-32 once before its array is handed out (default; raises
+    mmzip.CRCError on damage), or hand stored arrays out unread (False; see NpzArchive)."""
+    return NpzArchive(path, mode, alignment, verify)
+
+
+def _pack_if_emptied(path):
+    """An archive whose every member was deleted still holds their dead bytes before its end record, and
+    unzip and 7-Zip refuse an archive of no entries with bytes before it ("start of central directory not
+    found"). So it becomes the 22-byte empty ZIP that numpy.savez() of nothing writes (mmzip_pack: a new file
+    renamed over it; readers of the old one keep it). Best effort: a writer that took the archive meanwhile
+    (EBUSY) leaves it to that writer."""
+    h = ctypes.c_void_p()
+    if _core().mmzip_open(os.fsencode(path), b"r", None, ctypes.byref(h)) != 0:
+        return
+    try:
+        emptied = _core().mmzip_count(h) == 0
+    finally:
+        _core().mmzip_close(h)
+    if emptied and os.path.getsize(path) > 22:
+        rc = _core().mmzip_pack(os.fsencode(path), None, None)
+        if rc not in (0, _c.EBUSY):
+            _check(rc, path)
 
 
 def savez(file, *args, **kwds):
@@ -558,7 +626,12 @@ def savez(file, *args, **kwds):
         if arr.dtype.hasobject:
             raise ValueError("%s: %s: arrays of Python objects cannot be stored without pickling; nothing was "
                              "written" % (path, k))
-        arrays.append((k if k.endswith(".npy") else k + ".npy", arr))
+        member = k if k.endswith(".npy") else k + ".npy"
+        try:
+            _c.entry_name(member)  # refused names (a NUL byte) before anything is written
+        except ValueError as e:
+            raise ValueError("%s: %s; nothing was written" % (path, e)) from None
+        arrays.append((member, arr))
     opts = _c.Options()
     _core().mmzip_options_init(ctypes.byref(opts))
     opts.flags |= _c.PUBLISH_ON_COMMIT        # the file appears (or replaces the old one) at the one commit
