@@ -255,8 +255,11 @@ static void check_interop(checker *c, mz_store *s) {
                    "(entries removed): unzip and 7-Zip refuse it; zipfile and libzip read an empty archive",
                    s->path, (unsigned long long)s->cd_pos);
     else if (s->n_committed == 0)
-        interop_by(c, 0, R_UNZIP, "the archive is empty",
-                   "%s: the archive has no entries: unzip warns \"zipfile is empty\" (status 1)", s->path);
+        /* Not an objection: unzip says what the archive is, and every reader reads it as empty. */
+        interop_by(c, 0, 0, NULL,
+                   "%s: the archive has no entries: every reader reads it as empty; unzip -t says \"zipfile is "
+                   "empty\" with exit status 1 (its status for warnings), which scripts may take for a failure",
+                   s->path);
     if (s->count_wrapped)
         interop(c, "%s: %u entries, recorded in the end record's 16-bit count as %u (it wrapped: no ZIP64 end "
                 "records); mmzip, zipfile and unzip go by the directory's size, readers that trust the count see %u",
