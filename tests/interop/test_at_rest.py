@@ -18,6 +18,7 @@ import select
 import signal
 import struct
 import subprocess
+import time
 import zipfile
 
 import numpy as np
@@ -216,10 +217,32 @@ def test_info_explains():
 
 
 def fill_pipe(p, n=256 << 10):
-    """Writes n bytes to p's standard input. A blocking write of more than a pipe's capacity (64 KiB) returns
-    only once the process has read all but at most that much: it has opened the archive and is reading."""
+    """Writes n bytes to p's standard input and returns once the process has read them all and is blocked
+    reading for more: it has opened the archive, written what it read, and does nothing until more comes. A
+    blocking write alone only says the process has read all but a pipe's capacity, and it may then still be
+    writing that (a reservation growing moves the directory, a window in which other readers may fail); the
+    kernel's own account of the process is what proves it is idle, however fast or slow the machine is."""
     p.stdin.write(b"z" * n)
     p.stdin.flush()
+    wait_blocked_reading_stdin(p)
+
+
+def wait_blocked_reading_stdin(p):
+    """Until p sleeps in read(0, ...) with its pipe empty: /proc/PID/syscall names the system call a sleeping
+    process is in (read is 0 on x86-64 and on arm64 it is 63) and its first argument (the descriptor)."""
+    read_nr = {"x86_64": "0", "aarch64": "63"}[os.uname().machine]
+    while True:
+        assert p.poll() is None, "the writer ended while the test waited for it to read: %s" % p.stderr.read()
+        try:
+            with open("/proc/%d/syscall" % p.pid) as f:
+                fields = f.read().split()
+            with open("/proc/%d/stat" % p.pid) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if state == "S" and fields[:2] == [read_nr, "0x0"]:
+            return
+        time.sleep(0.001)
 
 
 def readers_accept(path, contents, what):
