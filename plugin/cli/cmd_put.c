@@ -324,7 +324,7 @@ static int run(int argc, char **argv) {
             free_list(&l);
             return EXIT_FAIL;
         }
-        qsort(l.f, l.n, sizeof *l.f, cmp_file);
+        if (l.n) qsort(l.f, l.n, sizeof *l.f, cmp_file); /* an empty tree has no array: qsort takes none */
     } else if (strcmp(file, "-") != 0) {
         fd = open(file, O_RDONLY | O_CLOEXEC);
         if (fd < 0) return fail_errno(file);

@@ -2,8 +2,13 @@
 standard input, and Python's Archive alike), no input from a terminal or a forgotten --dir is a usage error that
 creates nothing, progress shows on a terminal and never elsewhere (put, check, pack), and entries carry times
 and Unix modes so that unzip extracts what it extracts from `zip -r` (checked against zip, unzip and zipfile)."""
-import hashlib
 import os
+import sys
+
+sys.path.insert(0, os.path.join(os.environ.get("MMZIP_TESTS_DIR", os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "interop"))
+import asan_preload  # noqa: E402,F401  (first: under the sanitizer build it re-executes this script)
+import hashlib
 import pty
 import subprocess
 import threading
@@ -183,7 +188,7 @@ def test_data_under_a_folder_name_refused():
         code = ("import sys, mmzip\nwith mmzip.Archive(sys.argv[1], 'r+') as z:\n    try:\n        z['d/'] = b'x'\n"
                 "    except mmzip.MmzipError as e:\n        print('refused' if 'folder' in str(e) else e)\n"
                 "    z['empty/'] = b''\n")
-        out = subprocess.run([PYTHON, "-c", code, a], capture_output=True, text=True)
+        out = subprocess.run([PYTHON, "-c", code, a], capture_output=True, text=True, env=asan_preload.child_env())
         check_equal(out.stdout.strip(), "refused", "Python put under a folder name (%s)" % out.stderr)
         with zipfile.ZipFile(a) as z:
             check_equal(sorted(z.namelist()), ["empty/", "kept"], "entries (a folder entry of no data is fine)")

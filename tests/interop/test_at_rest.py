@@ -13,6 +13,11 @@ ZIP reader rejects.
    consistency checks) read whatever is there.
 """
 import os
+import sys
+
+sys.path.insert(0, os.path.join(os.environ.get("MMZIP_TESTS_DIR", os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "interop"))
+import asan_preload  # noqa: E402,F401  (first: under the sanitizer build it re-executes this script)
 import re
 import select
 import signal
@@ -395,7 +400,7 @@ def test_writer_killed_after_commit():
                   "a['second'] = b'2' * 5000\n"          # committed at once
                   "os.kill(os.getpid(), signal.SIGKILL)\n")
         p = subprocess.run([os.environ.get("MMZIP_PYTHON", "/usr/bin/python3"), "-c", script, a],
-                           capture_output=True)
+                           capture_output=True, env=asan_preload.child_env())
         check_equal(p.returncode, -signal.SIGKILL, "the writer's end (%s)" % p.stderr)
         contents = {"first": b"first entry\n", "second": b"2" * 5000}
         readers_accept(a, contents, "an archive whose writer was killed after a commit")

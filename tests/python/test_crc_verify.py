@@ -205,7 +205,8 @@ def test_zarr_store_written_archive_and_archive_getitem():
         code = ("import sys, mmzip\n"
                 "with mmzip.Archive(sys.argv[1], verify=False) as a:\n"
                 "    sys.stdout.write(bytes(a['1']).hex())\n")
-        p = subprocess.run([PYTHON, "-c", code, arc], capture_output=True, text=True, timeout=120)
+        p = subprocess.run([PYTHON, "-c", code, arc], capture_output=True, text=True, timeout=120,
+                           env=asan_preload.child_env())
         check_equal(p.returncode, 0, "Archive(verify=False) in another process: " + p.stderr)
         check_equal(bytes.fromhex(p.stdout), damaged, "Archive(verify=False) returns the bytes as they are")
 
@@ -243,7 +244,8 @@ def test_verified_once_per_entry_per_handle():
                 "    s['k1']\n"
                 "except mmzip.CRCError as e:\n"
                 "    print('refused', e.entry)\n")
-        p = subprocess.run([PYTHON, "-c", code, arc], capture_output=True, text=True, timeout=120)
+        p = subprocess.run([PYTHON, "-c", code, arc], capture_output=True, text=True, timeout=120,
+                           env=asan_preload.child_env())
         check_equal(p.stdout.strip(), "refused k1", "a fresh process: " + p.stderr)
         flip(arc, off + 10)  # undo
         # A replaced entry is a new entry: checked again (a byte flipped before the reader sees it).
@@ -251,7 +253,8 @@ def test_verified_once_per_entry_per_handle():
         code = ("import sys, mmzip\n"
                 "with mmzip.ZarrStore(sys.argv[1], mode='r+') as w:\n"
                 "    w['k2'] = b'new' * 1000\n")
-        p = subprocess.run([PYTHON, "-c", code, arc], capture_output=True, text=True, timeout=120)
+        p = subprocess.run([PYTHON, "-c", code, arc], capture_output=True, text=True, timeout=120,
+                           env=asan_preload.child_env())
         check_equal(p.returncode, 0, "writer in another process: " + p.stderr)
         off2, info2 = data_offset(arc, "k2")
         flip(arc, off2 + 7)
@@ -323,7 +326,8 @@ def test_npz_whole_arrays():
                     "with mmzip.open(sys.argv[1], verify=False) as a:\n"
                     "    x = a['a']\n"
                     "    print(x.tobytes().hex(), isinstance(x.base, numpy.ndarray))\n")
-            p = subprocess.run([PYTHON, "-c", code, path], capture_output=True, text=True, timeout=120)
+            p = subprocess.run([PYTHON, "-c", code, path], capture_output=True, text=True, timeout=120,
+                               env=asan_preload.child_env())
             check_equal(p.returncode, 0, "verify=False: " + p.stderr)
             got, is_view = p.stdout.split()
             check_equal(bytes.fromhex(got), damaged[hlen:], "verify=False: the bytes as they are in the file")
@@ -421,7 +425,8 @@ def test_hdf5_member_verify_option():
                 "mmzip.register_h5py()\n"
                 "with h5py.File(sys.argv[1], 'r', driver='mmzip', member='data.h5') as h:\n"
                 "    sys.stdout.write(h['v'][:].tobytes().hex())\n")
-        p = subprocess.run([PYTHON, "-c", code, arc], capture_output=True, text=True, timeout=120)
+        p = subprocess.run([PYTHON, "-c", code, arc], capture_output=True, text=True, timeout=120,
+                           env=asan_preload.child_env())
         check_equal(p.returncode, 0, "default open in another process: " + p.stderr)
         check_equal(bytes.fromhex(p.stdout), damaged[offset:offset + want.nbytes],
                     "default (unchecked) read: the bytes as they are in the file")
