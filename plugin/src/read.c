@@ -12,8 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-uint32_t mz_crc32(uint32_t crc, const void *data, size_t len) { return libdeflate_crc32(crc, data, len); }
-
 const char *mmzip_method_name(unsigned m) {
     switch (m) {
     case 0: return "stored";

@@ -5,7 +5,7 @@
  *
  * Writes one stored entry of MIB MiB, then times, best of ROUNDS, with the file in the page cache:
  *   floor      memcpy of the entry out of the mapping into a warm buffer (the copy floor of any read);
- *   crc32      libdeflate's crc32 over the mapped bytes, as mmzip_verify() runs it (first time);
+ *   crc32      mmzip_verify() the first time: the core's crc32 (ISA-L's or libdeflate's) over the mapped bytes;
  *   verify     mmzip_verify() on a handle that has already verified it (remembered: should be ~0);
  *   get        mmzip_get(), zero-copy, unverified (a lookup);
  *   get+crc    mmzip_get() on a fresh MMZIP_VERIFY_CRC handle (lookup + one CRC pass);

@@ -13,7 +13,7 @@ Bounds printed beside them:
                    mmap of the same archive (offsets found beforehand, no zarr, no store): the least any
                    reader that copies out of a mapping of the file can do. On a machine where page faults
                    are dear this, not the copy floor, bounds a zero-copy store.
-  checked floors   reads only: every chunk's CRC-32 (libdeflate's crc32, as the core computes it) and one
+  checked floors   reads only: every chunk's CRC-32 (the crc32 the core uses: ISA-L's or libdeflate's) and one
                    copy, from a fresh mapping ("checked mapping floor") or read() into the array with the
                    CRC over bytes still in the cache ("checked read floor"): the least any store that checks
                    what it hands out can do. DirectoryStore checks nothing, so where it is faster than both,
@@ -192,9 +192,10 @@ def bench_chunks(work, data, chunk_elems, repeat):
         return out
 
     # The least a store that checks every chunk's CRC-32 before handing it out can do: each chunk's CRC with
-    # libdeflate's crc32 (the fastest on this machine, the one the core uses) and one copy, from a fresh
-    # mapping or from read() into a buffer (the CRC then runs over bytes still in the cache). No zarr, no store.
-    crc32 = _libdeflate_crc32()
+    # the fastest crc32 installed (ISA-L's where present, as the core's plugin/src/crc32.c chooses, else
+    # libdeflate's) and one copy, from a fresh mapping or from read() into a buffer (the CRC then runs over bytes
+    # still in the cache). No zarr, no store.
+    crc32 = _fastest_crc32()
 
     def checked_mapping_floor():
         with open(paths["mmzip"], "rb") as f:
@@ -240,14 +241,19 @@ def bench_chunks(work, data, chunk_elems, repeat):
     return writes, reads
 
 
-def _libdeflate_crc32():
-    """libdeflate_crc32(crc, buffer address, length), for the checked floors."""
+def _fastest_crc32():
+    """crc32(crc, buffer address, length) for the checked floors: ISA-L's crc32_gzip_refl (VPCLMULQDQ where
+    the CPU has it) if the library is installed, else libdeflate_crc32."""
     import ctypes
     import ctypes.util
-    lib = ctypes.CDLL(ctypes.util.find_library("deflate") or "libdeflate.so.0")
-    f = lib.libdeflate_crc32
-    f.restype, f.argtypes = ctypes.c_uint32, [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t]
-    return f
+    for lib_name, fn_name in (("isal", "crc32_gzip_refl"), ("deflate", "libdeflate_crc32")):
+        found = ctypes.util.find_library(lib_name)
+        if found:
+            f = getattr(ctypes.CDLL(found), fn_name)
+            f.restype, f.argtypes = ctypes.c_uint32, [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t]
+            print("checked floors: %s from %s" % (fn_name, found), file=sys.stderr)
+            return f
+    raise SystemExit("zarr_bench: neither ISA-L nor libdeflate is installed (needed for the checked floors)")
 
 
 def bench_open(work, n_chunks, repeat):
