@@ -7,7 +7,8 @@
  * Until STOP_FILE exists: zip_open(ARCHIVE, ZIP_RDONLY | ZIP_CHECKCONS), list the entries, read the newest
  * one (the greatest name) in full through zip_fread, which checks its CRC-32 after the last byte, and
  * compare it with the content its name implies (readers_during_append.py: the name followed by '|',
- * repeated and cut at the size the name ends with). One line per poll on stdout:
+ * repeated and cut at the size the name ends with). One line per poll on stdout, after the times the poll
+ * started and ended (CLOCK_MONOTONIC seconds, the clock of the writers' logs), "T0 T1 ":
  *   ok
  *   fail <libzip's message>        the archive or the entry was refused
  *   crc <name>                     libzip read bytes whose CRC-32 is wrong
@@ -20,7 +21,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* The size an entry name "k/NNNNNNN.SIZE" ends with, or -1. */
 static long long name_size(const char *name) {
@@ -41,13 +49,13 @@ static int content_ok(const char *name, const unsigned char *data, zip_uint64_t 
     return 1;
 }
 
-static void poll_once(const char *path) {
+static void poll_once(const char *path, FILE *out) {
     int err = 0;
     zip_t *za = zip_open(path, ZIP_RDONLY | ZIP_CHECKCONS, &err);
     if (!za) {
         zip_error_t ze;
         zip_error_init_with_code(&ze, err);
-        printf("fail zip_open: %s\n", zip_error_strerror(&ze));
+        fprintf(out, "fail zip_open: %s\n", zip_error_strerror(&ze));
         zip_error_fini(&ze);
         return;
     }
@@ -57,7 +65,7 @@ static void poll_once(const char *path) {
     for (zip_int64_t i = 0; i < n; i++) {
         const char *nm = zip_get_name(za, (zip_uint64_t)i, 0);
         if (!nm) {
-            printf("fail zip_get_name: %s\n", zip_strerror(za));
+            fprintf(out, "fail zip_get_name: %s\n", zip_strerror(za));
             zip_discard(za);
             return;
         }
@@ -67,7 +75,7 @@ static void poll_once(const char *path) {
         }
     }
     if (!newest) {
-        printf("ok\n");
+        fprintf(out, "ok\n");
         zip_discard(za);
         return;
     }
@@ -77,14 +85,14 @@ static void poll_once(const char *path) {
     long long want = name_size(name);
     if (zip_stat_index(za, newest_i, 0, &zs) != 0 || want < 0 || (zs.valid & ZIP_STAT_SIZE) == 0 ||
         zs.size != (zip_uint64_t)want) {
-        printf("wrong %s (size %llu, expected %lld)\n", name, (unsigned long long)zs.size, want);
+        fprintf(out, "wrong %s (size %llu, expected %lld)\n", name, (unsigned long long)zs.size, want);
         zip_discard(za);
         return;
     }
     unsigned char *buf = malloc(zs.size + 1);
     zip_file_t *zf = buf ? zip_fopen_index(za, newest_i, 0) : NULL;
     if (!zf) {
-        printf("fail zip_fopen: %s\n", zip_strerror(za));
+        fprintf(out, "fail zip_fopen: %s\n", zip_strerror(za));
         free(buf);
         zip_discard(za);
         return;
@@ -94,8 +102,8 @@ static void poll_once(const char *path) {
         zip_int64_t r = zip_fread(zf, buf + got, zs.size - got + 1 > 65536 ? 65536 : zs.size - got + 1);
         if (r < 0) {
             zip_error_t *e = zip_file_get_error(zf);
-            if (zip_error_code_zip(e) == ZIP_ER_CRC) printf("crc %s\n", name);
-            else printf("fail zip_fread: %s\n", zip_error_strerror(e));
+            if (zip_error_code_zip(e) == ZIP_ER_CRC) fprintf(out, "crc %s\n", name);
+            else fprintf(out, "fail zip_fread: %s\n", zip_error_strerror(e));
             zip_fclose(zf);
             free(buf);
             zip_discard(za);
@@ -106,8 +114,8 @@ static void poll_once(const char *path) {
         if (got > zs.size) break;
     }
     zip_fclose(zf);
-    if (got != zs.size || !content_ok(name, buf, got)) printf("wrong %s\n", name);
-    else printf("ok\n");
+    if (got != zs.size || !content_ok(name, buf, got)) fprintf(out, "wrong %s\n", name);
+    else fprintf(out, "ok\n");
     free(buf);
     zip_discard(za);
 }
@@ -122,7 +130,18 @@ int main(int argc, char **argv) {
             usleep(1000);
             continue;
         }
-        poll_once(argv[1]);
+        /* The poll's line is built in memory and printed with its times once the poll is over. */
+        char *line = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&line, &len);
+        if (!mem) return 1;
+        double t0 = now();
+        poll_once(argv[1], mem);
+        double t1 = now();
+        fclose(mem);
+        printf("%.6f %.6f %s", t0, t1, line);
+        fflush(stdout);
+        free(line);
     }
     return 0;
 }
