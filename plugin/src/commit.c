@@ -336,6 +336,7 @@ static int commit_additions(mz_store *s, uint64_t x, int *done) {
     if (!st && junk_end > x) st = mz_io_zero(s, x, junk_end - x, "commit.clear_slack");
     s->cd_pos = xd;
     s->cd_size += r;
+    if (x > s->data_end) s->session_added += x - s->data_end;
     s->data_end = s->pending_end = s->zero_from = x;
     s->free_limit = xd;
     s->compact = xd == x;
@@ -348,6 +349,21 @@ static int commit_additions(mz_store *s, uint64_t x, int *done) {
         if (!st) st = st2;
     }
     return st;
+}
+
+/* Where the close puts a directory of img_len bytes and end records of tlen bytes above data ending at x:
+ * mz_at_rest_keep bytes higher, as far as the published directory allows, with the end records within one
+ * sector (so that the next session's additions can rewrite them in place). */
+static uint64_t settle_position(const mz_store *s, uint64_t x, uint64_t img_len, uint64_t tlen, uint32_t count) {
+    if (!count) return x; /* an archive left empty ends with the plain end record alone, as 7-Zip wants */
+    /* A writer that created the archive (mmzip put new.zip, savez) leaves it compact: a one-off, as far as
+     * it can tell. One that appended to an archive leaves room for as much again: appenders come back. */
+    uint64_t keep = s->created ? 0 : mz_at_rest_keep(x + img_len + tlen, s->session_added);
+    uint64_t need = x + img_len + tlen + MZ_SECTOR;
+    uint64_t room = s->free_limit > need ? s->free_limit - need : 0;
+    if (keep > room) keep = room;
+    uint64_t top = sector_end_below(x + keep + img_len + tlen, tlen);
+    return top >= x + img_len + tlen ? top - tlen - img_len : x;
 }
 
 int mz_commit_locked(mz_store *s, int force_compact) {
@@ -394,6 +410,15 @@ int mz_commit_locked(mz_store *s, int force_compact) {
      * 7-Zip wants alone) puts it right after the data instead. */
     int low = force_compact || count == 0;
     uint64_t xd = low ? x : sector_end_below(s->free_limit, tlen) - tlen - img_len;
+    if (low && s->settling) {
+        /* The close of a writer that appended keeps a slack of twice what it added, within 1 % (none for a
+         * small archive or a small append, so that such a file at rest is its data to the byte): a next
+         * session that writes as
+         * much goes into it instead of relocating the directory, whose copy past the end of the file is the
+         * window in which third-party readers find no end records (docs/protocol.md §3.2, §3.6). It stays a
+         * hole, and below the published directory, so the close never relocates for it. */
+        xd = settle_position(s, x, img_len, tlen, count);
+    }
     uint64_t eof1 = xd + img_len + tlen;
     uint8_t *buf = malloc(img_len + tlen);
     if (!buf) {
@@ -423,6 +448,7 @@ int mz_commit_locked(mz_store *s, int force_compact) {
      * so that the slack never holds anything a tool scanning the file could take for a record. */
     uint64_t junk_end = s->zero_from < xd ? s->zero_from : xd;
     if (!st && junk_end > x) st = mz_io_zero(s, x, junk_end - x, s->settling ? "close.clear_slack" : "commit.clear_slack");
+    if (x > s->data_end) s->session_added += x - s->data_end;
     s->data_end = s->pending_end = s->zero_from = x;
     s->free_limit = xd;
     s->compact = xd == x;
@@ -457,11 +483,19 @@ uint64_t mz_at_rest_allowance(uint64_t size) {
  * written into the slack, below the published one, and one truncate is the commit point; a kill at any
  * step leaves the last commit, with or without its slack. A slack within the allowance is left alone: it
  * costs at most 1 % and saves a directory write per close. */
+uint64_t mz_at_rest_keep(uint64_t size, uint64_t added) {
+    uint64_t k = size / 100;
+    if (added < k / 2) k = added * 2;
+    return k >= 4096 ? k : 0;
+}
+
 uint64_t mz_settle_would_remove(const mz_store *s) {
     if (s->unpublished || !s->end_follows_cd || !s->clean || s->foreign_hold) return 0;
     if (s->cd_pos + s->cd_size + s->trailer_len != s->file_size) return 0;
     uint64_t slack = s->cd_pos > s->data_end ? s->cd_pos - s->data_end : 0;
-    return slack > mz_at_rest_allowance(s->file_size - slack) ? slack : 0;
+    if (slack <= mz_at_rest_allowance(s->file_size - slack)) return 0;
+    uint64_t end = settle_position(s, s->data_end, s->cd_size, s->trailer_len, s->n_committed) + s->cd_size + s->trailer_len;
+    return s->file_size > end ? s->file_size - end : 0;
 }
 
 int mz_settle_at_rest(mz_store *s) {
@@ -485,6 +519,7 @@ int mz_write_empty(mz_store *s) {
     s->data_end = s->pending_end = s->free_limit = s->zero_from = 0;
     s->compact = s->clean = s->slack_hole = s->end_follows_cd = 1;
     s->zip64 = 0;
+    s->created = 1;
     return mz_map_cover(&s->map, s->fd, s->file_size, s->path);
 }
 

@@ -415,6 +415,10 @@ typedef struct mz_store {
     int old_fd;                    /* publish-on-commit over an existing file: its writer lock, or -1 */
     uint64_t prefix;               /* bytes prepended to the archive after it was written */
     uint64_t data_end;             /* end of the last committed entry's bytes */
+    uint64_t session_added;        /* bytes the commits of this store added after the data (entries, room):
+                                    * the close keeps twice that much slack, within 1 % (mz_at_rest_keep),
+                                    * unless this store created the archive (created) */
+    int created;                   /* this store wrote the archive's first end record (mz_write_empty) */
     uint64_t pending_end;          /* end of the last pending entry's bytes */
     uint64_t free_limit;           /* [pending_end, free_limit) is ours to write */
     uint64_t zero_from;            /* [zero_from, free_limit) is known to read as zeros */
@@ -571,13 +575,17 @@ int mz_commit_locked(mz_store *s, int force_compact);
  * for messages; 1 if there is such a reason, 0 (why empty) if not. */
 int mz_anomaly_why(mz_store *s, const mz_entry *e, char *why, size_t len);
 /* The last writer's close: if the slack below the directory is more than the file may keep at rest
- * (mz_at_rest_allowance), a commit of nothing puts the directory right after the last entry and cuts the
- * file there, with the crash points close.*. Call with s->wmu held, everything else committed. */
+ * (mz_at_rest_allowance), a commit of nothing puts the directory mz_at_rest_keep bytes after the last entry
+ * and cuts the file there, with the crash points close.*. Call with s->wmu held, everything else committed. */
 int mz_settle_at_rest(mz_store *s);
 /* The slack mz_settle_at_rest would remove (0: none, or within the allowance). */
 uint64_t mz_settle_would_remove(const mz_store *s);
 /* The slack a file of `size` bytes may keep once its last writer has closed: max(64 KiB, 1 %). */
 uint64_t mz_at_rest_allowance(uint64_t size);
+/* The slack the close leaves below the directory of a file whose data, directory and end records are `size`
+ * bytes, after a writer whose commits added `added` bytes of data: twice that, at most 1 % of the file, and
+ * none if that is less than a page (a small archive at rest is its data to the byte); within the allowance. */
+uint64_t mz_at_rest_keep(uint64_t size, uint64_t added);
 int mz_write_empty(mz_store *s);
 int mz_publish(mz_store *s);
 /* Clears the signature of a superseded local header at the very start of the archive (see commit.c). */
