@@ -32,6 +32,9 @@
 #include <unistd.h>
 
 #define MZ_MIN_GAP (64u << 10)
+/* The close of a writer that appended keeps room for this many more sessions that write as much (within 1 %
+ * of the file): the first commit of each would otherwise relocate the directory (docs/protocol.md §3.6). */
+#define MZ_KEEP_SESSIONS 16u
 /* A relocation leaves room for this many commits of the current directory: it is the protocol's only
  * window for third-party readers, and each commit consumes about one directory's size of slack. */
 #define MZ_SLACK_COMMITS 32u
@@ -411,9 +414,9 @@ int mz_commit_locked(mz_store *s, int force_compact) {
     int low = force_compact || count == 0;
     uint64_t xd = low ? x : sector_end_below(s->free_limit, tlen) - tlen - img_len;
     if (low && s->settling) {
-        /* The close of a writer that appended keeps a slack of twice what it added, within 1 % (none for a
-         * small archive or a small append, so that such a file at rest is its data to the byte): a next
-         * session that writes as
+        /* The close of a writer that appended keeps a slack of MZ_KEEP_SESSIONS times what it added, within
+         * 1 % (none for a small archive or a small append, so that such a file at rest is its data to the
+         * byte): a next session that writes as
          * much goes into it instead of relocating the directory, whose copy past the end of the file is the
          * window in which third-party readers find no end records (docs/protocol.md §3.2, §3.6). It stays a
          * hole, and below the published directory, so the close never relocates for it. */
@@ -485,7 +488,7 @@ uint64_t mz_at_rest_allowance(uint64_t size) {
  * costs at most 1 % and saves a directory write per close. */
 uint64_t mz_at_rest_keep(uint64_t size, uint64_t added) {
     uint64_t k = size / 100;
-    if (added < k / 2) k = added * 2;
+    if (added < k / MZ_KEEP_SESSIONS) k = added * MZ_KEEP_SESSIONS;
     return k >= 4096 ? k : 0;
 }
 

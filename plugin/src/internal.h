@@ -416,7 +416,7 @@ typedef struct mz_store {
     uint64_t prefix;               /* bytes prepended to the archive after it was written */
     uint64_t data_end;             /* end of the last committed entry's bytes */
     uint64_t session_added;        /* bytes the commits of this store added after the data (entries, room):
-                                    * the close keeps twice that much slack, within 1 % (mz_at_rest_keep),
+                                    * the close keeps 16 times that much slack, within 1 % (mz_at_rest_keep),
                                     * unless this store created the archive (created) */
     int created;                   /* this store wrote the archive's first end record (mz_write_empty) */
     uint64_t pending_end;          /* end of the last pending entry's bytes */
@@ -583,8 +583,9 @@ uint64_t mz_settle_would_remove(const mz_store *s);
 /* The slack a file of `size` bytes may keep once its last writer has closed: max(64 KiB, 1 %). */
 uint64_t mz_at_rest_allowance(uint64_t size);
 /* The slack the close leaves below the directory of a file whose data, directory and end records are `size`
- * bytes, after a writer whose commits added `added` bytes of data: twice that, at most 1 % of the file, and
- * none if that is less than a page (a small archive at rest is its data to the byte); within the allowance. */
+ * bytes, after a writer whose commits added `added` bytes of data: 16 times that, at most 1 % of the file,
+ * and none if that is less than a page (a small archive at rest is its data to the byte); within the
+ * allowance. */
 uint64_t mz_at_rest_keep(uint64_t size, uint64_t added);
 int mz_write_empty(mz_store *s);
 int mz_publish(mz_store *s);

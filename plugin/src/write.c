@@ -295,7 +295,13 @@ int mmzip_putv_attr(mmzip_t *h, const char *key, const mmzip_iovec *iov, int cou
     uint32_t pad = mz_align_padding(lfh_off, nlen, alignment);
     size_t hlen = mz_our_lfh_size(nlen, pad);
     uint64_t end = lfh_off + hlen + total;
-    st = mz_ensure_room(s, room_for(s, end, nlen));
+    /* A batch that only adds names commits by writing its records just below the directory (docs/protocol.md
+     * §3.3 step 2): it needs room for them, not for a whole new directory, which a commit that turns out to
+     * need one makes room for itself (mz_commit_locked). Asking for no more before relocating lets the slack
+     * a close kept (§3.6) take the next session's puts without moving the directory. */
+    int adds_only = !old && !s->n_shadowed && !s->n_dead && !s->open_reservations;
+    if (!adds_only || end + (s->cd_len - s->cd_committed_len) + mz_our_cdh_size(nlen) > s->free_limit)
+        st = mz_ensure_room(s, room_for(s, end, nlen)); /* relocating: room for a whole directory, as ever */
     if (st) goto out;
     uint8_t *hdr = malloc(hlen);
     mmzip_iovec *v = malloc(((size_t)count + 1) * sizeof *v);
