@@ -416,10 +416,10 @@ int mz_commit_locked(mz_store *s, int force_compact) {
     if (low && s->settling) {
         /* The close of a writer that appended keeps a slack of MZ_KEEP_SESSIONS times what it added, within
          * 1 % (none for a small archive or a small append, so that such a file at rest is its data to the
-         * byte): a next session that writes as
-         * much goes into it instead of relocating the directory, whose copy past the end of the file is the
-         * window in which third-party readers find no end records (docs/protocol.md §3.2, §3.6). It stays a
-         * hole, and below the published directory, so the close never relocates for it. */
+         * byte): a next session that writes as much goes into it instead of relocating the directory, whose
+         * copy past the end of the file is the window in which third-party readers find no end records
+         * (docs/protocol.md §3.2, §3.6). It stays a hole, and below the published directory, so the close
+         * never relocates for it. */
         xd = settle_position(s, x, img_len, tlen, count);
     }
     uint64_t eof1 = xd + img_len + tlen;
@@ -479,19 +479,20 @@ uint64_t mz_at_rest_allowance(uint64_t size) {
     return a > MZ_MIN_GAP ? a : MZ_MIN_GAP;
 }
 
-/* The slack exists for the writer: it lets commits add records and directories without moving anything a
- * reader may be reading. Once the last writer goes, it is zeros that every copy that ignores holes (rsync
- * without -S, tar, cat, uploads, object stores) moves and bills, and that `ls -l` counts. So the close
- * puts the directory right after the data, as recovery does (docs/protocol.md §3.6): the new directory is
- * written into the slack, below the published one, and one truncate is the commit point; a kill at any
- * step leaves the last commit, with or without its slack. A slack within the allowance is left alone: it
- * costs at most 1 % and saves a directory write per close. */
 uint64_t mz_at_rest_keep(uint64_t size, uint64_t added) {
     uint64_t k = size / 100;
     if (added < k / MZ_KEEP_SESSIONS) k = added * MZ_KEEP_SESSIONS;
     return k >= 4096 ? k : 0;
 }
 
+/* The slack exists for the writer: it lets commits add records and directories without moving anything a
+ * reader may be reading. Once the last writer goes, it is zeros that every copy that ignores holes (rsync
+ * without -S, tar, cat, uploads, object stores) moves and bills, and that `ls -l` counts. So the close
+ * puts the directory right after the data, as recovery does, or, after a writer that appended, the little
+ * above it that mz_at_rest_keep grants the next session (docs/protocol.md §3.6): the new directory is
+ * written into the slack, below the published one, and one truncate is the commit point; a kill at any
+ * step leaves the last commit, with or without its slack. A slack within the allowance is left alone: it
+ * costs at most 1 % and saves a directory write per close. */
 uint64_t mz_settle_would_remove(const mz_store *s) {
     if (s->unpublished || !s->end_follows_cd || !s->clean || s->foreign_hold) return 0;
     if (s->cd_pos + s->cd_size + s->trailer_len != s->file_size) return 0;
