@@ -21,42 +21,80 @@ static int has_suffix(const char *key, const char *suffix) {
     return n >= m && strcmp(key + n - m, suffix) == 0;
 }
 
+/* The archived bytes of the entry of key, or MMZIP_ENOTFOUND / another mmzip status. */
+static int archived_object(mzn_session *s, const char *key, const void **data, uint64_t *len) {
+    char *name = mzn_session_entry_name(s, key);
+    if (!name) return MMZIP_ENOMEM;
+    int st = mmzip_get(s->archive, name, data, len);
+    free(name);
+    return st;
+}
+
+/* The archived sibling of a .zattrs key ("/g/v/.zattrs" -> "/g/v/.zarray"), or MMZIP_ENOTFOUND. */
+static int archived_sibling(mzn_session *s, const char *attrs_key, const char *sibling, const void **data,
+                            uint64_t *len) {
+    size_t dir = strlen(attrs_key) - strlen(".zattrs");
+    char *key = malloc(dir + strlen(sibling) + 1);
+    if (!key) return MMZIP_ENOMEM;
+    memcpy(key, attrs_key, dir);
+    strcpy(key + dir, sibling);
+    int st = archived_object(s, key, data, len);
+    free(key);
+    return st;
+}
+
 /*
  * The bytes to buffer for a metadata write: the incoming ones, or, for a rewrite of an archived .zattrs
- * or .zarray, their merge into the archived object (metadata_guard.h). Sets *owned when *bytes was
- * allocated here.
+ * or .zarray, what metadata_guard.h makes of it (a deliberate .zattrs rewrite reduced to netCDF-C's own
+ * change, a blind one merged, a .zarray kept). Sets *owned when *bytes was allocated here, and *drop when
+ * nothing is to be stored (an empty .zattrs netCDF-C 4.9.3+ writes for an archived group or array that
+ * had none).
  */
 static int metadata_bytes(mzn_session *s, const char *key, const void *data, size_t len, const void **bytes,
-                          size_t *out_len, char **owned) {
+                          size_t *out_len, char **owned, int *drop) {
     *bytes = data;
     *out_len = len;
     *owned = NULL;
+    *drop = 0;
     int attrs = has_suffix(key, "/.zattrs"), array = has_suffix(key, "/.zarray");
     if ((!attrs && !array) || mzn_keymap_has(&s->created_metadata, key)) return NC_NOERR;
-    if (attrs && mzn_keymap_has(&s->attrs_read, key)) return NC_NOERR; /* a deliberate rewrite */
-    char *name = mzn_session_entry_name(s, key);
-    if (!name) return NC_ENOMEM;
-    const void *archived;
-    uint64_t archived_len;
-    int st = mmzip_get(s->archive, name, &archived, &archived_len);
-    free(name);
-    if (st == MMZIP_ENOTFOUND) {
+    const void *archived, *zarray = NULL;
+    uint64_t archived_len, zarray_len = 0;
+    int st = archived_object(s, key, &archived, &archived_len);
+    if (st != MMZIP_OK && st != MMZIP_ENOTFOUND) {
+        mzn_diag("%s", mmzip_last_error());
+        return mzn_nc_error(st);
+    }
+    int owner = 0; /* a .zattrs of a group or array the archive holds */
+    if (attrs) {
+        int za = archived_sibling(s, key, ".zarray", &zarray, &zarray_len);
+        if (za != MMZIP_OK) zarray = NULL;
+        owner = zarray || archived_sibling(s, key, ".zgroup", &(const void *){NULL}, &(uint64_t){0}) == MMZIP_OK;
+    }
+    if (st == MMZIP_ENOTFOUND && !owner) {
         /* This session's own object: what it writes to it later is authoritative (a merge would resurrect
          * attributes it deletes after an nc_sync published the object). */
         return mzn_keymap_put(&s->created_metadata, key, s, NULL) == 0 ? NC_NOERR : NC_ENOMEM;
     }
-    if (st != MMZIP_OK) {
-        mzn_diag("%s", mmzip_last_error());
-        return mzn_nc_error(st);
-    }
     size_t merged_len;
-    int lossy = 0;
-    int m = attrs ? mzn_merge_blind_attributes(archived, (size_t)archived_len, data, len, owned, &merged_len)
-                  : mzn_guard_array_rewrite(archived, (size_t)archived_len, data, len, owned, &merged_len, &lossy);
+    int lossy = 0, m;
+    if (attrs && (st == MMZIP_ENOTFOUND || mzn_keymap_has(&s->attrs_read, key))) {
+        m = mzn_exact_attributes(st == MMZIP_OK ? archived : NULL, st == MMZIP_OK ? (size_t)archived_len : 0, data,
+                                 len, zarray, (size_t)zarray_len, owned, &merged_len);
+        if (m == 2) {
+            mzn_trace("%s: %s: no attribute set: not created", s->archive_path, key);
+            *drop = 1;
+            return NC_NOERR;
+        }
+    } else if (attrs) {
+        m = mzn_merge_blind_attributes(archived, (size_t)archived_len, data, len, owned, &merged_len);
+        if (m == 1) mzn_trace("%s: %s rewritten without being read: merged into the archived attributes",
+                              s->archive_path, key);
+    } else {
+        m = mzn_guard_array_rewrite(archived, (size_t)archived_len, data, len, owned, &merged_len, &lossy);
+    }
     if (m < 0) return NC_ENOMEM;
     if (m == 1) {
-        if (attrs) mzn_trace("%s: %s rewritten without being read: merged into the archived attributes",
-                             s->archive_path, key);
         if (lossy) mzn_trace("%s: %s rewritten with a changed definition (codecs or keys netCDF-C does not "
                              "know): the archived definition is kept", s->archive_path, key);
         *bytes = *owned;
@@ -124,7 +162,12 @@ int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t 
         const void *bytes;
         size_t n;
         char *owned;
-        int rc = metadata_bytes(s, key, data, len, &bytes, &n, &owned);
+        int drop;
+        int rc = metadata_bytes(s, key, data, len, &bytes, &n, &owned, &drop);
+        if (rc == NC_NOERR && drop) {
+            free(mzn_keymap_remove(&s->pending_metadata, key));
+            return NC_NOERR;
+        }
         if (rc == NC_NOERR) rc = declare_written_byte_order(s, key, &bytes, &n, &owned);
         if (rc == NC_NOERR) {
             int r = view_allows(s, key, bytes, n);

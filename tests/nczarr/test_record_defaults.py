@@ -16,18 +16,16 @@ On the tools' release (Debian's 4.9.0, or 4.9.3 / 4.10.1 through tests/nczarr/ru
     copies the values. Appending records needs a netCDF-C of 4.9.3 or later, which the run with the
     prefix option shows.
 """
-import glob
 import json
 import os
 import zipfile
 
 import numpy as np
 
-from nczarr_testlib import NO_PLUGINS, TOOL_RELEASE, ncdump, normalized, zip_url
-from mmzip_testlib import BUILD, LIBDIR, PYTHON, TempDir, check_equal, main, mmzip_run, run
+from nczarr_testlib import NO_PLUGINS, TOOL_RELEASE, ncdump, normalized, tools_release_in_process_env, zip_url
+from mmzip_testlib import BUILD, PYTHON, TempDir, check_equal, main, mmzip_run, run
 
 NC_WRITER = os.path.join(BUILD, "tests", "nczarr", "nc_writer")
-PREFIX = os.environ.get("MMZIP_NETCDF_PREFIX", "")
 APPENDS = 50
 
 RECORDS_CDL = r"""netcdf records {
@@ -76,15 +74,7 @@ def release_text():
 
 
 def in_process_env():
-    """netCDF4-python with the plugin and the tools' libnetcdf: Debian's python module links
-    libnetcdf.so.19, and the prefix's library preloaded after the plugin takes its place."""
-    preload = [p for p in NO_PLUGINS["LD_PRELOAD"].split(":") if p]
-    preload.append(os.path.join(LIBDIR, "libmmzip_nczarr.so"))
-    if PREFIX:
-        libs = sorted(glob.glob(os.path.join(PREFIX, "lib", "libnetcdf.so.*")), key=len)
-        assert libs, "no libnetcdf.so.* under %s/lib" % PREFIX
-        preload.append(libs[0])
-    return {"LD_PRELOAD": ":".join(preload)}
+    return tools_release_in_process_env()
 
 
 def make_records(d):
