@@ -151,6 +151,31 @@ static int view_allows(mzn_session *s, const char *key, const void *data, size_t
     return r;
 }
 
+/*
+ * netCDF-C's own zip backend (4.9.x / 4.10.x built with libzip) takes the first segment of the name of the
+ * archive's first entry for the directory of the dataset (NCZarr's own layout, "name/.zgroup" first). In
+ * an archive whose dataset is at the root, a first entry "time/0" would make it read the array "time" as
+ * the dataset: no variables, time's attributes shown as global ones, exit status 0. So an archive this map
+ * creates at the root begins with the root's metadata: the root .zgroup and .zattrs netCDF-C writes before
+ * any other entry (at its first enddef) go into the archive at once, and that backend, finding a name
+ * without a directory first, refuses the archive ("Unknown file format"). Publishing writes them again only
+ * if they changed (publish.h); docs/netcdf-guide.md says when both change and the order is lost.
+ */
+static int lead_with_root_metadata(mzn_session *s, const char *key, const void *bytes, size_t len) {
+    if (!s->created || s->prefix_len != 0 || (strcmp(key, "/.zgroup") != 0 && strcmp(key, "/.zattrs") != 0))
+        return NC_NOERR;
+    size_t count = mmzip_count(s->archive);
+    if (count > 1 || (count == 1 && !mmzip_exists(s->archive, ".zgroup") && !mmzip_exists(s->archive, ".zattrs")))
+        return NC_NOERR;
+    int st = mmzip_put(s->archive, key + 1, bytes, len, 0);
+    if (st != MMZIP_OK) {
+        mzn_diag("%s", mmzip_last_error());
+        return mzn_nc_error(st);
+    }
+    mzn_trace("%s: %s put first (netCDF-C's zip backend then refuses the root layout)", s->archive_path, key);
+    return NC_NOERR;
+}
+
 int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t len) {
     if (!key || key[0] != '/') return NC_EINVAL;
     if (!s->writable) {
@@ -177,6 +202,7 @@ int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t 
                 bytes = mzv_replacement(s->view, &n);
             }
             rc = r < 0 ? r : r == 1 ? NC_NOERR : buffer_metadata(s, key, bytes, n);
+            if (rc == NC_NOERR && r == 0) rc = lead_with_root_metadata(s, key, bytes, n);
         }
         free(owned);
         return rc;
