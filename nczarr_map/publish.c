@@ -270,7 +270,13 @@ static int write_objects(mzn_session *s, pending_object *objs, size_t n, unsigne
                 free(name);
                 return NC_ENOMEM;
             }
-            st = mmzip_put(s->archive, name, bytes, len, 0);
+            int filled = 0, rc = NC_NOERR;
+            if (strcmp(objs[i].key, "/.zgroup") == 0 && (rc = mzn_fill_root_slot(s, bytes, len, &filled)) != NC_NOERR) {
+                free(owned);
+                free(name);
+                return rc;
+            }
+            if (!filled) st = mmzip_put(s->archive, name, bytes, len, 0);
             free(owned);
             changed[i] = 1;
             mzn_trace("publish %s (%zu bytes)", objs[i].key, len);

@@ -213,6 +213,10 @@ int mzn_session_close(mzn_session *s, int deleteit) {
     mzn_registry_forget(s);
     int discard = deleteit || s->discard;
     if (s->writable && !discard) rc = mzn_publish(s, MZN_PUBLISH_FINAL);
+    if (s->root_slot && !discard && rc == NC_NOERR) { /* never filled: a dataset without a root .zgroup */
+        mmzip_unreserve(s->archive, ".zgroup");
+        s->root_slot = NULL;
+    }
     mzv_close(s->view);
     if (s->writable && (discard || rc != NC_NOERR)) {
         /* A create that never published leaves no trace: no file, or the archive it was to replace intact. */

@@ -35,6 +35,7 @@
 #include <stddef.h>
 
 #include "mmzip.h"
+#include "view_json.h"
 
 typedef struct mzv_view mzv_view;
 
@@ -83,6 +84,13 @@ int mzv_check_write(mzv_view *v, const char *key, const void *data, size_t len);
  *      attributes, rewritten values, dimension names, type tables) is not taken. The view then serves the
  *      archive's form for that key. A change of _FillValue on a translated array is still refused.
  */
+
+/*
+ * 1 if written is how netCDF-C writes back the attribute value archived (read in the session and not changed):
+ * the same value, or its rendering by the running release (doubles with "%lg", a one-element list as a
+ * scalar, booleans as integers, NaN as a bare NaN or "NaN"). Pure; thread-safe.
+ */
+int mzv_written_value_matches(const mzj_value *archived, const mzj_value *written);
 
 /* The bytes of the last 2 from mzv_check_write (pure-ASCII JSON), valid until the next call on this view. */
 const void *mzv_replacement(const mzv_view *v, size_t *len);

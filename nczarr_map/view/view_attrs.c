@@ -33,6 +33,12 @@ static const char *list_type(const mzj_value *list) {
         }
     }
     if (any_real) return "<f8";
+    if (mzv_infers_int_attributes()) {
+        /* what 4.9.3+ infer for JSON integers, so that the view shows what netCDF-C alone shows */
+        if (!any_negative && max_pos > (uint64_t)INT64_MAX) return "<u8";
+        if (max_pos > (uint64_t)INT64_MAX || max_neg > (uint64_t)INT64_MAX + 1) return NULL;
+        return max_pos <= 2147483647 && max_neg <= 2147483648u ? "<i4" : "<i8";
+    }
     if (!any_negative) {
         if (max_pos <= 127) return "|i1";
         if (max_pos <= 255) return "|u1";

@@ -531,7 +531,8 @@ static int lay_out(mzv_array *a, extra_kind extra, uint64_t extra_len) {
     for (int i = 0; i < grid; i++) {
         uint64_t s = r ? a->z.shape[i] : 1, c = r ? a->z.chunks[i] : 1;
         a->pshape[i] = s ? s : 1;           /* zero-length dimensions are shown with length 1 */
-        a->pchunks[i] = s ? (c < s ? c : s) : 1; /* 4.9.0 refuses chunks longer than the dimension */
+        /* 4.9.0 refuses chunks longer than the dimension; 4.9.3+ make them for record variables */
+        a->pchunks[i] = s ? (c < s || mzv_reads_long_chunks() ? c : s) : 1;
     }
     a->extra_dim = extra != EXTRA_NONE;
     a->prank = grid + a->extra_dim;
@@ -550,6 +551,7 @@ static int lay_out(mzv_array *a, extra_kind extra, uint64_t extra_len) {
 }
 
 static int needs_clamp(const mzv_array *a) {
+    if (mzv_reads_long_chunks()) return 0;
     for (int i = 0; i < a->z.rank; i++)
         if (a->z.shape[i] && a->z.chunks[i] > a->z.shape[i]) return 1;
     return 0;

@@ -16,6 +16,10 @@ const char *mzv_types_key(void) {
 
 int mzv_fixed_strings(void) { return __atomic_load_n(&release, __ATOMIC_RELAXED) >= 40903; }
 
+int mzv_infers_int_attributes(void) { return __atomic_load_n(&release, __ATOMIC_RELAXED) >= 40903; }
+
+int mzv_reads_long_chunks(void) { return __atomic_load_n(&release, __ATOMIC_RELAXED) >= 40903; }
+
 int mzv_reads_lowercase_nczarr(void) { return __atomic_load_n(&release, __ATOMIC_RELAXED) >= 40903; }
 
 const char *mzv_release_attr_type(const char *type) {

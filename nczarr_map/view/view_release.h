@@ -13,6 +13,12 @@
  *                         length dimension); 4.9.3 and 4.10.x reject every "U" dtype (zutil.c,
  *                         ncz_dtype2nctype) and read pure Zarr's "|S<n>" as an NC_STRING of at most n bytes
  *                         per element (NUL-padded, the very bytes of the char rows).
+ *   integer attributes    4.9.0 types a JSON integer (list) by its first value's smallest type (and fails
+ *   without a type table  on [1, 1000]); 4.9.3 and 4.10.x take int: the view states the type the release
+ *                         itself would show (4.9.0: the smallest type holding every element).
+ *   chunks longer than    4.9.0 refuses them (NC_EINVAL); 4.9.3 and 4.10.x read and write them, and make
+ *   the dimension         them by default for record variables (chunk 512 or 1024 of a dimension holding
+ *                         fewer records): the view must present those as they are.
  *
  * Archives may hold either spelling (written by either release); both are read as NCZarr's type table and
  * neither is ever shown as a user attribute. Thread-safe (an atomic int).
@@ -32,6 +38,14 @@ int mzv_fixed_strings(void);
 /* 1 if the running release reads NCZarr's lower-case metadata (_nczarr_superblock, _nczarr_array...: 4.9.3+;
  * 4.9.1/4.9.2 are not told apart from 4.9.0 here, they are shown such datasets as plain Zarr). */
 int mzv_reads_lowercase_nczarr(void);
+
+/* 1 if the running release types integer attributes without a type table as int (4.9.3+), not as the
+ * smallest type holding the value (4.9.0). */
+int mzv_infers_int_attributes(void);
+
+/* 1 if the running release reads chunks longer than their dimension (4.9.3+); 4.9.0 is shown them
+ * clamped to the dimension. */
+int mzv_reads_long_chunks(void);
 
 /* An attribute type of an archive's type table as the running release names it: 4.9.3+ write char as
  * ">S1", which 4.9.0 refuses (NC_EINVAL for the whole open) and calls "<U1". Others unchanged. */
