@@ -103,7 +103,13 @@ int mzv_open(mmzip_t *archive, const char *prefix, int enabled, mzv_view **out) 
         return NC_ENOMEM;
     }
     snprintf(v->prefix, p + 2, "%s%s", p ? prefix : "", p && prefix[p - 1] != '/' ? "/" : "");
-    if (enabled) {
+    if (!enabled) {
+        int rc = mzv_check_raw(v);
+        if (rc) {
+            mzv_close(v);
+            return rc;
+        }
+    } else {
         int rc = analyse(v);
         if (rc) {
             mzv_close(v);

@@ -152,6 +152,9 @@ int mzv_present_nested_nczarr(mzv_view *v, const mzj_value *superblock, const ch
  * presented: no root .zgroup while it holds Zarr objects, a root that is an array, Zarr v3 metadata, an
  * array or group below a directory without .zgroup. 0 otherwise. */
 int mzv_check_structure(mzv_view *v);
+/* With the view off: refuses a dataset netCDF-C alone would show as empty with exit status 0 (Zarr v3, or
+ * Zarr objects without a .zgroup at the dataset root), naming it and the way out (view_structure.c). */
+int mzv_check_raw(mzv_view *v);
 
 /* view_chunks.c */
 /* Serves chunk `chunk_key` (relative to the array, e.g. "0.0.0") of array a. Returns 1 with data, 0 when

@@ -79,21 +79,59 @@ static int check_names_are_utf8(mzv_view *v) {
     return NC_NOERR;
 }
 
+/* Every array and group of the dataset must be reachable from the root through groups: netCDF-C lists a
+ * group's members only, so an object below a directory without group metadata would be silently missing. */
+static int check_parents(mzv_view *v) {
+    /* v2: .zgroup; v3: zarr.json (a directory with one that is an array holds nothing netCDF can list). */
+    const char *meta = v->zarr_v3 ? "zarr.json" : ".zgroup";
+    const char *others = v->zarr_v3 ? "Zarr v3.0 has no implicit groups"
+                                    : "zarr-python 2.13 does not list it either";
+    for (size_t i = 0; i < v->array_count; i++) {
+        size_t len;
+        if (!missing_group(v, v->arrays[i].path, &len)) continue;
+        char *entry = mzv_entry_name(v, v->arrays[i].path);
+        int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : v->arrays[i].path,
+                          "array not presented: the directory \"%.*s\" above it has no %s, so it is not a group "
+                          "(%s, and netCDF-C would silently leave it out); add the group's %s",
+                          (int)len, v->arrays[i].path, meta, others, meta);
+        free(entry);
+        return rc;
+    }
+    for (size_t i = 0; i < v->group_count; i++) {
+        size_t len;
+        const mzv_group *g = &v->groups[i];
+        if (!g->zgroup_json || !g->path[0] || !missing_group(v, g->path, &len)) continue;
+        char *entry = mzv_entry_name(v, g->path);
+        int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : g->path,
+                          "group not presented: the directory \"%.*s\" above it has no %s (%s, and netCDF-C "
+                          "would silently leave it out)",
+                          (int)len, g->path, meta, others);
+        free(entry);
+        return rc;
+    }
+    return NC_NOERR;
+}
+
 int mzv_check_structure(mzv_view *v) {
     int rc = check_names_are_utf8(v);
     if (rc != NC_NOERR) return rc;
     if (v->nczarr_format) return NC_NOERR; /* netCDF-C's own datasets always have their groups */
     if (v->zarr_v3) {
-        /* Zarr v3 has implicit groups (v3/v3_read.c), but the root must be a group to hold variables. */
+        /* The root must be a group to hold variables. */
         mzv_group *root = mzv_find_group(v, "", 0);
-        if (root && root->zgroup_json) return NC_NOERR;
-        char *entry = mzv_entry_name(v, "zarr.json");
-        int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : "zarr.json",
-                          "the dataset root is a single Zarr v3 array, not a group: zarr-python opens it as an "
-                          "array, and netCDF needs a group to hold variables; not presented");
-        free(entry);
-        return rc;
+        if (!root || !root->zgroup_json) {
+            char *entry = mzv_entry_name(v, "zarr.json");
+            int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : "zarr.json",
+                              "the dataset root is a single Zarr v3 array, not a group: zarr-python opens it as "
+                              "an array, and netCDF needs a group to hold variables; not presented");
+            free(entry);
+            return rc;
+        }
+        /* Zarr v3.0 has no implicit groups (the draft that had them was withdrawn): a node below a directory
+         * without zarr.json belongs to no group, and netCDF-C, which finds variables through their group,
+         * would leave it out with exit status 0. Refused below, as for v2. */
     }
+    if (v->zarr_v3) return check_parents(v);
     v3_probe probe = {strlen(v->prefix), ""};
     mmzip_list_ex(v->archive, v->prefix, MMZIP_LIST_NO_DATA_OFFSET, find_v3, &probe);
     mzv_group *root = mzv_find_group(v, "", 0);
@@ -116,29 +154,40 @@ int mzv_check_structure(mzv_view *v) {
         }
         return NC_NOERR; /* an empty archive (a dataset being created) */
     }
-    for (size_t i = 0; i < v->array_count; i++) {
-        size_t len;
-        if (!missing_group(v, v->arrays[i].path, &len)) continue;
-        char *entry = mzv_entry_name(v, v->arrays[i].path);
-        int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : v->arrays[i].path,
-                          "array not presented: the directory \"%.*s\" above it has no .zgroup, so it is not a "
-                          "group (zarr-python 2.13 does not list the array either, and netCDF-C would silently "
-                          "leave it out)",
-                          (int)len, v->arrays[i].path);
+    return check_parents(v);
+}
+
+/* Listing callback: stops at the first Zarr v2 metadata object below the dataset root. */
+static int find_v2_object(const mmzip_entry_info *info, void *ctx) {
+    static const char *const names[] = {".zgroup", ".zarray", ".zattrs"};
+    (void)ctx;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t n = strlen(names[i]);
+        if (info->name_len > n && memcmp(info->name + info->name_len - n, names[i], n) == 0 &&
+            info->name[info->name_len - n - 1] == '/')
+            return 1;
+    }
+    return 0;
+}
+
+int mzv_check_raw(mzv_view *v) {
+    if (has_entry(v, ".zgroup")) return NC_NOERR;
+    if (has_entry(v, "zarr.json")) {
+        char *entry = mzv_entry_name(v, "zarr.json");
+        int rc = mzv_fail(v, NC_ENOTNC, entry ? entry : "zarr.json",
+                          "the dataset is Zarr v3, which no netCDF-C release reads: with the compatibility view "
+                          "off (MMZIP_NCZARR_VIEW=raw or mmzip=raw) netCDF-C would show an empty dataset; open it "
+                          "with the view on (unset MMZIP_NCZARR_VIEW)");
         free(entry);
         return rc;
     }
-    for (size_t i = 0; i < v->group_count; i++) {
-        size_t len;
-        const mzv_group *g = &v->groups[i];
-        if (!g->zgroup_json || !g->path[0] || !missing_group(v, g->path, &len)) continue;
-        char *entry = mzv_entry_name(v, g->path);
-        int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : g->path,
-                          "group not presented: the directory \"%.*s\" above it has no .zgroup (zarr-python 2.13 "
-                          "does not list it either, and netCDF-C would silently leave it out)",
-                          (int)len, g->path);
-        free(entry);
-        return rc;
-    }
+    /* A dataset being created, or netCDF-C's own probe of an empty archive, has nothing yet. */
+    v3_probe probe = {strlen(v->prefix), ""};
+    if (mmzip_list_ex(v->archive, v->prefix, MMZIP_LIST_NO_DATA_OFFSET, find_v3, &probe) == 1 ||
+        mmzip_list_ex(v->archive, v->prefix, MMZIP_LIST_NO_DATA_OFFSET, find_v2_object, NULL) == 1)
+        return mzv_fail(v, NC_ENOTNC, v->prefix[0] ? v->prefix : "/",
+                        "no .zgroup at the dataset root: netCDF-C alone (MMZIP_NCZARR_VIEW=raw or mmzip=raw) "
+                        "would show none of the Zarr objects the archive holds; open it with the view on (unset "
+                        "MMZIP_NCZARR_VIEW), which presents them or says why it cannot");
     return NC_NOERR;
 }
