@@ -138,6 +138,7 @@ mzj_value *mzv_attrs_present(const mzj_value *archive_attrs, const mzv_attr_plan
             const mzj_member *t = &own->u.object.members[i];
             if (is_nczarr_metadata(t->key)) continue;
             const char *own_type = mzj_string(t->value);
+            if (own_type && !mzv_release_reads_attr_type(own_type)) continue; /* presented by its value */
             mzj_value *type = own_type ? mzj_new_cstring(mzv_release_attr_type(own_type)) : mzj_clone(t->value);
             if (mzj_object_set(types, t->key, type) != 0) goto oom;
         }
