@@ -198,19 +198,11 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
     mzn_abi_current();
     mzn_abi_from_string(mzn_abi_version_string(), &ma, &mi, &pa);
     mzv_set_netcdf_release(ma, mi, pa); /* the view presents the running release's conventions */
-    rc = mzv_open(s->archive, s->prefix, view_enabled, &s->view);
+    rc = mzv_open_mode(s->archive, s->prefix, view_enabled, parsed.pure_zarr, &s->view);
     if (rc != NC_NOERR) {
-        /* The view has said why. Switching it off helps only where netCDF-C can read the archive alone: not
-         * with the view already off, and not for Zarr v3, which no release reads. */
-        char *v3_root = mzn_session_entry_name(s, "/zarr.json");
-        if (view_enabled && v3_root && !mmzip_exists(s->archive, v3_root))
-            mzn_diag("%s: the compatibility view cannot present this archive (netCDF error %d); "
-                     "MMZIP_NCZARR_VIEW=raw opens it untranslated, as netCDF-C alone reads it",
-                     s->archive_path, rc);
-        else if (view_enabled)
-            mzn_diag("%s: the compatibility view cannot present this Zarr v3 archive (netCDF error %d)",
-                     s->archive_path, rc);
-        free(v3_root);
+        /* The view has said why, naming the object (a refusal of what netCDF-C would misread or leave out:
+         * switching the view off would not help). Only running out of memory is silent there. */
+        if (rc == NC_ENOMEM) mzn_diag("%s: out of memory reading the archive's metadata", s->archive_path);
         goto fail;
     }
     if (s->writable && mzv_nested_nczarr(s->view)) {

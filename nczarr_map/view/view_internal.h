@@ -104,6 +104,8 @@ struct mzv_view {
     char *prefix;              /* entry-name prefix of the dataset, "" or ending in '/' */
     int enabled;
     int nczarr_format;         /* the dataset is in NCZarr 4.9.0's own format (_NCZARR_SUPERBLOCK) */
+    int pure_zarr;             /* netCDF-C opens it in plain Zarr mode: NCZarr listings are not used */
+    int sub_datasets_noted;    /* the sub-datasets outside the dataset were named on stderr */
     int nested_nczarr;         /* the root is a group below an NCZarr root, presented as a root of its own */
     int zarr_v3;               /* the dataset is Zarr v3 (a root zarr.json): presented as v2, never written */
 

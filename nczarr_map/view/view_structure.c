@@ -112,10 +112,96 @@ static int check_parents(mzv_view *v) {
     return NC_NOERR;
 }
 
+/* The NCZarr listing of a group (4.9.0-4.9.2: "_NCZARR_GROUP" or "_nczarr_group" in .zgroup; 4.9.3+:
+ * "_nczarr_group" in .zattrs), or NULL. */
+static const mzj_value *nczarr_listing(const mzv_group *g) {
+    const mzj_value *l = mzj_get(g->zgroup_json, "_NCZARR_GROUP");
+    if (!l) l = mzj_get(g->zgroup_json, "_nczarr_group");
+    if (!l) l = mzj_get(g->attrs, "_nczarr_group");
+    return l && l->kind == MZJ_OBJECT ? l : NULL;
+}
+
+static int listed(const mzj_value *names, const char *name) {
+    for (size_t i = 0; names && names->kind == MZJ_ARRAY && i < names->u.array.count; i++) {
+        const char *n = mzj_string(names->u.array.items[i]);
+        if (n && strcmp(n, name) == 0) return 1;
+    }
+    return 0;
+}
+
+/* A group with a superblock of its own: a sub-dataset (created as "archive.zip#/name"), a dataset apart. */
+static int is_subdataset(const mzv_group *g) {
+    return mzj_get(g->zgroup_json, "_NCZARR_SUPERBLOCK") || mzj_get(g->zgroup_json, "_nczarr_superblock") ||
+           mzj_get(g->attrs, "_nczarr_superblock");
+}
+
+/* 1 if path is below one of the sub-datasets found so far (paths come sorted, parents first). */
+static int below(const char *path, char *const *roots, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(roots[i]);
+        if (strncmp(path, roots[i], len) == 0 && path[len] == '/') return 1;
+    }
+    return 0;
+}
+
+/* In NCZarr's own format netCDF-C finds a group's arrays and subgroups only through the group's listing: an
+ * object another Zarr writer added (zarr-python's create_dataset in an archive nccopy made) is not listed,
+ * and netCDF-C would leave it out with exit status 0. Pure Zarr mode reads the archive without listings.
+ * Unlisted sub-datasets are datasets of their own, not groups of this one: named on stderr, not refused. */
+static int check_nczarr_listings(mzv_view *v) {
+    char *subs[8];
+    size_t n_subs = 0, more_subs = 0;
+    int rc = NC_NOERR;
+    for (size_t i = 0; i < v->array_count + v->group_count && rc == NC_NOERR; i++) {
+        int is_array = i < v->array_count;
+        const char *path = is_array ? v->arrays[i].path : v->groups[i - v->array_count].path;
+        if (!path[0] || below(path, subs, n_subs)) continue; /* the root; a sub-dataset's own member */
+        const char *slash = strrchr(path, '/');
+        size_t parent_len = slash ? (size_t)(slash - path) : 0;
+        const char *name = slash ? slash + 1 : path;
+        const mzv_group *parent = mzv_find_group(v, path, parent_len);
+        const mzj_value *l = parent && parent->zgroup_json ? nczarr_listing(parent) : NULL;
+        const mzj_value *names = mzj_get(l, is_array ? "vars" : "groups");
+        if (is_array && !names) names = mzj_get(l, "arrays");
+        if (listed(names, name)) continue;
+        if (!is_array && is_subdataset(&v->groups[i - v->array_count])) {
+            if (n_subs < sizeof subs / sizeof subs[0]) {
+                if (!(subs[n_subs] = strdup(path))) rc = NC_ENOMEM;
+                else n_subs++;
+            } else {
+                more_subs++;
+            }
+            continue;
+        }
+        char *entry = mzv_entry_name(v, path);
+        rc = mzv_fail(v, NC_ENCZARR, entry ? entry : path,
+                      "%s not presented: the dataset is in NCZarr's own format, and its group \"%.*s\" does not "
+                      "list it (another Zarr writer added it?), so netCDF-C would silently leave it out; read the "
+                      "archive as plain Zarr, which lists every array: 'file://<absolute path>#mode=zarr,zip'",
+                      is_array ? "array" : "group", parent_len ? (int)parent_len : 1, parent_len ? path : "/");
+        free(entry);
+    }
+    if (rc == NC_NOERR && n_subs && !v->sub_datasets_noted) {
+        char list[1024];
+        size_t o = 0;
+        for (size_t i = 0; i < n_subs && o < sizeof list; i++)
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s'%s'", i ? ", " : "", subs[i]);
+        if (more_subs && o < sizeof list) snprintf(list + o, sizeof list - o, " and %zu more", more_subs);
+        int several = n_subs + more_subs > 1;
+        fprintf(stderr, "mmzip view: %s: note: the archive also holds the sub-dataset%s %s, %s of %s own that this "
+                "dataset does not include: open %s as '%s#/%s'\n", mmzip_path(v->archive), several ? "s" : "", list,
+                several ? "datasets" : "a dataset", several ? "their" : "its", several ? "each" : "it",
+                mmzip_path(v->archive), several ? "<name>" : subs[0]);
+        v->sub_datasets_noted = 1;
+    }
+    for (size_t i = 0; i < n_subs; i++) free(subs[i]);
+    return rc;
+}
+
 int mzv_check_structure(mzv_view *v) {
     int rc = check_names_are_utf8(v);
     if (rc != NC_NOERR) return rc;
-    if (v->nczarr_format) return NC_NOERR; /* netCDF-C's own datasets always have their groups */
+    if (v->nczarr_format) return v->pure_zarr ? NC_NOERR : check_nczarr_listings(v);
     if (v->zarr_v3) {
         /* The root must be a group to hold variables. */
         mzv_group *root = mzv_find_group(v, "", 0);

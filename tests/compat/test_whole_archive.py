@@ -156,6 +156,65 @@ def test_archive_of_datasets_without_root_group_refused():
         check_equal(c.data["b"], WANT["g2/b"], "one top directory: its dataset")
 
 
+def test_root_dataset_with_subdatasets():
+    """An NCZarr dataset at the archive root and sub-datasets beside it (netcdf-guide.md, "Writing"): the whole
+    archive is the root dataset, and a note on stderr names the sub-datasets it does not include."""
+    with TempDir() as tmp:
+        archive = os.path.join(tmp, "root.zarr.zip")
+        C.mmzip_run("nccopy", ncgen(tmp, "g1", G1), archive)
+        C.mmzip_run("nccopy", ncgen(tmp, "g2", G2), archive + "#/kidney")
+        r = C.ncdump(archive)
+        c = C.Cdl(r.stdout)
+        check_equal(c.data["a"], WANT["g1/a"], "the root dataset")
+        assert not any(k.startswith("kidney") for k in c.data), c.data
+        notes = [l for l in r.stderr.splitlines() if "note:" in l]
+        check_equal(len(notes), 1, "one note:\n" + r.stderr)
+        assert "'kidney'" in notes[0] and archive + "#/kidney" in notes[0], notes[0]
+        check_equal(C.cdl(archive + "#/kidney").data["c"], WANT["g2/c"], "the sub-dataset on its own")
+
+
+def test_nczarr_dataset_with_arrays_another_writer_added():
+    """nccopy's NCZarr dataset, then zarr-python adds an array and a group with an array: NCZarr lists a group's
+    members, so netCDF-C in NCZarr mode would show nccopy's variables only, exit 0. Refused, naming the first
+    unlisted array and the plain Zarr mode, which shows them all."""
+    with TempDir() as tmp:
+        archive = os.path.join(tmp, "mixed.zarr.zip")
+        C.mmzip_run("nccopy", ncgen(tmp, "g1", G1), archive)
+        with zarr.ZipStore(archive, mode="a") as store:
+            root = zarr.open_group(store, mode="a")
+            extra = root.create_dataset("extra", data=np.arange(4, dtype="<i4") * 3, compressor=None)
+            extra.attrs["_ARRAY_DIMENSIONS"] = ["e"]
+            inner = root.create_group("sub").create_dataset("inner", data=np.array([5, 6], "<i2"), compressor=None)
+            inner.attrs["_ARRAY_DIMENSIONS"] = ["n"]
+        # nccopy wrote the NCZarr form of its release, which ncdump of that release reads as NCZarr
+        r = C.ncdump(archive, check=False)
+        assert r.returncode != 0 and "{" not in r.stdout, r.stdout
+        for needle in ("extra", "does not list it", "#mode=zarr,zip"):
+            assert needle in r.stderr, (needle, r.stderr)
+        assert "MMZIP_NCZARR_VIEW=raw" not in r.stderr, r.stderr
+        # the way out: plain Zarr mode shows every array, with its values
+        c = C.cdl("file://%s#mode=zarr,zip" % archive)
+        check_equal(c.data["a"], [1, 2, 3], "nccopy's variable")
+        check_equal(c.data["extra"], [0, 3, 6, 9], "zarr-python's array")
+        check_equal(c.data["sub/inner"], [5, 6], "zarr-python's group")
+        # netCDF4-python runs Debian's 4.9.0 in this process: 4.9.0's NCZarr form (the tools' when they are
+        # 4.9.0) is refused as ncdump refuses it; 4.9.3+'s is plain Zarr to 4.9.0, which lists every array
+        if C.TOOL_RELEASE < (4, 9, 3):
+            try:
+                C.open_netcdf(archive).close()
+            except OSError:
+                pass
+            else:
+                raise AssertionError("netCDF4-python opened the dataset without its added arrays")
+        else:
+            with C.open_netcdf(archive) as ds:
+                check_equal(ds["extra"][:].tolist(), [0, 3, 6, 9], "netCDF4-python (4.9.0) on 4.9.3+'s form")
+        with C.open_netcdf("file://%s#mode=zarr,zip" % archive) as ds:
+            check_equal(ds["extra"][:].tolist(), [0, 3, 6, 9], "netCDF4-python extra")
+            check_equal(ds.groups["sub"]["inner"][:].tolist(), [5, 6], "netCDF4-python sub/inner")
+
+
 if __name__ == "__main__":
     main([test_subdatasets_read_as_groups, test_nested_first_subdataset_writes_each_group_above,
-          test_archive_of_datasets_without_root_group_refused])
+          test_archive_of_datasets_without_root_group_refused, test_root_dataset_with_subdatasets,
+          test_nczarr_dataset_with_arrays_another_writer_added])
