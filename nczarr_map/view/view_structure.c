@@ -149,10 +149,12 @@ static int below(const char *path, char *const *roots, size_t n) {
  * and netCDF-C would leave it out with exit status 0. Pure Zarr mode reads the archive without listings.
  * Unlisted sub-datasets are datasets of their own, not groups of this one: named on stderr, not refused. */
 static int check_nczarr_listings(mzv_view *v) {
-    char *subs[8];
-    size_t n_subs = 0, more_subs = 0;
+    char **subs = NULL;
+    size_t n_subs = 0;
     int rc = NC_NOERR;
-    for (size_t i = 0; i < v->array_count + v->group_count && rc == NC_NOERR; i++) {
+    /* Groups first (parents before children): the members of a sub-dataset are its own, not this one's. */
+    for (size_t k = 0; k < v->group_count + v->array_count && rc == NC_NOERR; k++) {
+        size_t i = k < v->group_count ? v->array_count + k : k - v->group_count;
         int is_array = i < v->array_count;
         const char *path = is_array ? v->arrays[i].path : v->groups[i - v->array_count].path;
         if (!path[0] || below(path, subs, n_subs)) continue; /* the root; a sub-dataset's own member */
@@ -165,12 +167,10 @@ static int check_nczarr_listings(mzv_view *v) {
         if (is_array && !names) names = mzj_get(l, "arrays");
         if (listed(names, name)) continue;
         if (!is_array && is_subdataset(&v->groups[i - v->array_count])) {
-            if (n_subs < sizeof subs / sizeof subs[0]) {
-                if (!(subs[n_subs] = strdup(path))) rc = NC_ENOMEM;
-                else n_subs++;
-            } else {
-                more_subs++;
-            }
+            char **grown = realloc(subs, (n_subs + 1) * sizeof *subs);
+            if (!grown || !(grown[n_subs] = strdup(path))) rc = NC_ENOMEM;
+            else n_subs++;
+            if (grown) subs = grown;
             continue;
         }
         char *entry = mzv_entry_name(v, path);
@@ -183,11 +183,11 @@ static int check_nczarr_listings(mzv_view *v) {
     }
     if (rc == NC_NOERR && n_subs && !v->sub_datasets_noted) {
         char list[1024];
-        size_t o = 0;
-        for (size_t i = 0; i < n_subs && o < sizeof list; i++)
-            o += (size_t)snprintf(list + o, sizeof list - o, "%s'%s'", i ? ", " : "", subs[i]);
-        if (more_subs && o < sizeof list) snprintf(list + o, sizeof list - o, " and %zu more", more_subs);
-        int several = n_subs + more_subs > 1;
+        size_t o = 0, shown = 0;
+        for (; shown < n_subs && shown < 8 && o < sizeof list; shown++)
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s'%s'", shown ? ", " : "", subs[shown]);
+        if (shown < n_subs && o < sizeof list) snprintf(list + o, sizeof list - o, " and %zu more", n_subs - shown);
+        int several = n_subs > 1;
         fprintf(stderr, "mmzip view: %s: note: the archive also holds the sub-dataset%s %s, %s of %s own that this "
                 "dataset does not include: open %s as '%s#/%s'\n", mmzip_path(v->archive), several ? "s" : "", list,
                 several ? "datasets" : "a dataset", several ? "their" : "its", several ? "each" : "it",
@@ -195,6 +195,7 @@ static int check_nczarr_listings(mzv_view *v) {
         v->sub_datasets_noted = 1;
     }
     for (size_t i = 0; i < n_subs; i++) free(subs[i]);
+    free(subs);
     return rc;
 }
 

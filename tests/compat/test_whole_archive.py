@@ -189,8 +189,10 @@ def test_nczarr_dataset_with_arrays_another_writer_added():
         # nccopy wrote the NCZarr form of its release, which ncdump of that release reads as NCZarr
         r = C.ncdump(archive, check=False)
         assert r.returncode != 0 and "{" not in r.stdout, r.stdout
-        for needle in ("extra", "does not list it", "#mode=zarr,zip"):
+        for needle in ("does not list it", "#mode=zarr,zip"):
             assert needle in r.stderr, (needle, r.stderr)
+        # the first object not listed is named (groups are checked before arrays)
+        assert "mixed.zarr.zip: sub: group not presented" in r.stderr, r.stderr
         assert "MMZIP_NCZARR_VIEW=raw" not in r.stderr, r.stderr
         # the way out: plain Zarr mode shows every array, with its values
         c = C.cdl("file://%s#mode=zarr,zip" % archive)
@@ -208,8 +210,12 @@ def test_nczarr_dataset_with_arrays_another_writer_added():
                 raise AssertionError("netCDF4-python opened the dataset without its added arrays")
         else:
             with C.open_netcdf(archive) as ds:
-                check_equal(ds["extra"][:].tolist(), [0, 3, 6, 9], "netCDF4-python (4.9.0) on 4.9.3+'s form")
+                # plain Zarr with _ARRAY_DIMENSIONS: zarr-python's fill_value 0 is masked, as xarray masks it
+                check_equal(ds["extra"][:].tolist(), [None, 3, 6, 9], "netCDF4-python (4.9.0) on 4.9.3+'s form")
         with C.open_netcdf("file://%s#mode=zarr,zip" % archive) as ds:
+            # the stored numbers (zarr-python's fill_value 0 is masked where the view presents the array as
+            # xarray's: in 4.9.3+'s form, plain Zarr to 4.9.0)
+            ds.set_auto_mask(False)
             check_equal(ds["extra"][:].tolist(), [0, 3, 6, 9], "netCDF4-python extra")
             check_equal(ds.groups["sub"]["inner"][:].tolist(), [5, 6], "netCDF4-python sub/inner")
 
