@@ -140,6 +140,18 @@ def test_newer_release_string_attributes_on_4_9_0():
             check_equal(c.gattrs[""]["tags"], [b'["alpha", "beta"]'], "ncdump :tags on 4.9.0")
         else:
             check_equal(c.gattrs[""]["tags"], [b"alpha", b"beta"], "ncdump :tags on the writing release")
+        # a 4.9.0 write session (netCDF4-python) adding attributes stores the lists as they were, not the text
+        # they are shown as
+        with C.open_netcdf(path, "a") as ds:
+            ds.setncattr("history", "edited on 4.9.0")
+            ds["a"].units = "m"
+        with zipfile.ZipFile(path) as z:
+            root, a = json.loads(z.read(".zattrs")), json.loads(z.read("a/.zattrs"))
+        check_equal(root["tags"], ["alpha", "beta"], "tags in the archive after the session")
+        check_equal(a["flag_meanings"], ["low", "mid", "high"], "flag_meanings in the archive after the session")
+        check_equal(a["valid_range"], [0, 100], "valid_range in the archive after the session")
+        check_equal((root["history"], a["units"]), ("edited on 4.9.0", "m"), "the session's attributes")
+        check_equal(C.cdl(path).data["a"], [1, 2, 3], "ncdump a after the session")
 
 
 def test_zip_without_zarr():
