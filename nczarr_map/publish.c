@@ -15,6 +15,7 @@
 
 #include "diag.h"
 #include "status.h"
+#include "subdataset.h"
 #include "view_json.h"
 
 typedef struct pending_object {
@@ -313,7 +314,10 @@ int mzn_publish(mzn_session *s, mzn_publish_kind kind) {
     if (kind == MZN_PUBLISH_SYNC && !consistent_for_sync(s, objs, n)) goto out;
     if ((rc = write_objects(s, objs, n, changed)) != NC_NOERR) goto out;
     if ((rc = refresh_consolidated(s, objs, n, changed)) != NC_NOERR) goto out;
-    int st = mmzip_commit(s->archive);
+    int st = MMZIP_OK;
+    /* A new sub-dataset's first commit: the root group that makes the archive a Zarr hierarchy (subdataset.h). */
+    if (s->created && s->group && !s->published) st = mzn_subdataset_add_parent_groups(s->archive, s->prefix);
+    if (st == MMZIP_OK) st = mmzip_commit(s->archive);
     if (st != MMZIP_OK) {
         mzn_diag("%s", mmzip_last_error());
         rc = mzn_nc_error(st);

@@ -50,6 +50,14 @@ typedef struct mzv_view mzv_view;
 int mzv_open(mmzip_t *archive, const char *prefix, int enabled, mzv_view **out);
 
 /*
+ * mzv_open for a dataset netCDF-C opens in plain Zarr mode (pure_zarr 1: "#mode=zarr", "xarray"), where it
+ * lists groups by their keys and ignores NCZarr's listings; mzv_open is pure_zarr 0 (NCZarr mode), where an
+ * array or group of an NCZarr dataset that its group's listing does not name is refused, naming it (netCDF-C
+ * would leave it out).
+ */
+int mzv_open_mode(mmzip_t *archive, const char *prefix, int enabled, int pure_zarr, mzv_view **out);
+
+/*
  * Looks up key. Returns 1 and sets *data and *len if the view serves the object itself; 0 if the key is not
  * translated (the map serves the archive entry as is, or reports it missing); a negative NC_ error if the
  * key belongs to an array that cannot be presented (an undecodable filter, a corrupt chunk: an error,

@@ -722,7 +722,8 @@ int mzv_present_array(mzv_view *v, mzv_array *a) {
         zfill = NULL;
     }
     mzv_attr_plan plan = {a->dim_names, shown_rank(a), numeric ? a->pdtype : NULL,
-                          !strcmp(a->pdtype, "<U1") && !a->fixed_strings, add, zfill};
+                          !strcmp(a->pdtype, "<U1") && !a->fixed_strings, add, zfill,
+                          v->zarr_v3 && a->z.dtype.cls == MZV_DT_FLOAT};
     rc = set_meta(&a->zattrs, mzv_attrs_present(a->attrs, &plan));
     mzj_free(add);
     mzj_free(zfill);
@@ -743,7 +744,7 @@ int mzv_present_group(mzv_view *v, mzv_group *g, const mzj_value *zgroup, const 
         if (rc) return rc;
     }
     if (!attrs) return NC_NOERR;
-    mzv_attr_plan plan = {NULL, 0, NULL, 0, NULL, NULL};
+    mzv_attr_plan plan = {NULL, 0, NULL, 0, NULL, NULL, 0};
     return set_meta(&g->zattrs, mzv_attrs_present(attrs, &plan));
 }
 

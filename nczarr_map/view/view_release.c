@@ -29,6 +29,12 @@ const char *mzv_release_attr_type(const char *type) {
     return type;
 }
 
+int mzv_release_reads_attr_type(const char *type) {
+    if (__atomic_load_n(&release, __ATOMIC_RELAXED) >= 40903) return 1;
+    if (strcmp(type, "|J0") == 0) return 0;
+    return !(type[0] == '|' && type[1] == 'S' && strcmp(type + 2, "1") != 0);
+}
+
 int mzv_is_types_key(const char *key) {
     return strcmp(key, "_NCZARR_ATTR") == 0 || strcmp(key, "_nczarr_attr") == 0;
 }

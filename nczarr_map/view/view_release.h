@@ -51,6 +51,11 @@ int mzv_reads_long_chunks(void);
  * ">S1", which 4.9.0 refuses (NC_EINVAL for the whole open) and calls "<U1". Others unchanged. */
 const char *mzv_release_attr_type(const char *type);
 
+/* 1 if the running release reads the NCZarr attribute type (the dtype of an _NCZARR_ATTR / _nczarr_attr
+ * "types" entry). 4.9.0-4.9.2 fail the whole open with NC_EINVAL on 4.9.3+'s "|S<n>" (NC_STRING) and "|J0"
+ * (JSON): such attributes are presented by their JSON value instead (a list of strings as its JSON text). */
+int mzv_release_reads_attr_type(const char *type);
+
 /* 1 if key is a spelling of NCZarr's attribute type table ("_NCZARR_ATTR" or "_nczarr_attr"). */
 int mzv_is_types_key(const char *key);
 
