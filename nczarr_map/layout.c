@@ -95,6 +95,54 @@ int mzn_layout_detect(mmzip_t *archive, mzn_layout *out) {
     return st;
 }
 
+typedef struct tops {
+    char **dirs;
+    size_t count, cap;
+    int failed;
+} tops;
+
+static int visit_top(const mmzip_entry_info *info, void *ctx) {
+    tops *t = ctx;
+    const char *slash = memchr(info->name, '/', info->name_len);
+    if (!slash) return 0;
+    size_t dir_len = (size_t)(slash - info->name);
+    if (!dir_len || !is_metadata_name(slash + 1, info->name_len - dir_len - 1)) return 0;
+    for (size_t i = 0; i < t->count; i++)
+        if (strlen(t->dirs[i]) == dir_len && memcmp(t->dirs[i], info->name, dir_len) == 0) return 0;
+    if (t->count == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 8;
+        char **d = realloc(t->dirs, cap * sizeof *d);
+        if (!d) return t->failed = 1, MMZIP_ENOMEM;
+        t->dirs = d;
+        t->cap = cap;
+    }
+    if (!(t->dirs[t->count] = strndup(info->name, dir_len))) return t->failed = 1, MMZIP_ENOMEM;
+    t->count++;
+    return 0;
+}
+
+int mzn_layout_top_datasets(mmzip_t *archive, char **names) {
+    *names = NULL;
+    for (size_t i = 0; i < N_METADATA_NAMES; i++)
+        if (mmzip_exists(archive, metadata_names[i])) return 0;
+    tops t = {NULL, 0, 0, 0};
+    int st = mmzip_list_ex(archive, NULL, MMZIP_LIST_NO_DATA_OFFSET, visit_top, &t);
+    int count = st == MMZIP_OK && !t.failed ? (int)t.count : -1;
+    size_t len = 1;
+    for (size_t i = 0; i < t.count && i < 8; i++) len += strlen(t.dirs[i]) + 6;
+    if (count > 0 && (*names = malloc(len + 8))) {
+        size_t o = 0;
+        for (size_t i = 0; i < t.count && i < 8; i++)
+            o += (size_t)snprintf(*names + o, len + 8 - o, "%s'%s/'", i ? ", " : "", t.dirs[i]);
+        if (t.count > 8) snprintf(*names + o, len + 8 - o, ", ...");
+    } else if (count > 0) {
+        count = -1;
+    }
+    for (size_t i = 0; i < t.count; i++) free(t.dirs[i]);
+    free(t.dirs);
+    return count;
+}
+
 void mzn_layout_clear(mzn_layout *layout) {
     free(layout->prefix);
     layout->prefix = NULL;

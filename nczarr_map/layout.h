@@ -27,6 +27,15 @@ typedef struct mzn_layout {
  */
 int mzn_layout_detect(mmzip_t *archive, mzn_layout *out);
 
+/*
+ * The top directories that hold Zarr metadata directly under them ("g1/.zgroup"), for an archive with none at
+ * its root: several of them are an archive of datasets (sub-datasets created one by one, `zip -r` of a folder
+ * of stores), which mzn_layout_detect would read as its first one only. Returns how many there are (0 if the
+ * root has metadata), and in *names (malloc'ed, NULL if none) up to 8 of them, quoted and comma-separated,
+ * for messages; -1 if out of memory or the listing failed.
+ */
+int mzn_layout_top_datasets(mmzip_t *archive, char **names);
+
 void mzn_layout_clear(mzn_layout *layout);
 
 #endif

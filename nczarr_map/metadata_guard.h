@@ -35,6 +35,23 @@ int mzn_merge_blind_attributes(const void *archived, size_t archived_len, const 
                                size_t incoming_len, char **merged, size_t *merged_len);
 
 /*
+ * A deliberate .zattrs rewrite (the attributes were read in the session) reduced to netCDF-C's own change:
+ * netCDF-C writes back every attribute it holds, in its own rendering, plus what it makes up for an
+ * archived array: a _FillValue attribute materialised from the array's fill value, _ARRAY_DIMENSIONS, and
+ * (4.9.3+) an empty object for a group or array that had no .zattrs. The result is the archived object
+ * with only the attributes netCDF-C added, gave another value or deleted (and their entries in the archived
+ * type table, _NCZARR_ATTR / _nczarr_attr, or a new table holding only those), every other member as
+ * archived; and exactly the archived bytes when nothing changed.
+ *
+ * archived may be NULL (the group or array has no .zattrs yet); zarray is the array's archived .zarray, or
+ * NULL for a group. Returns 1 and sets *out (malloc'ed) and *out_len; 2 if archived is NULL and netCDF-C
+ * set no attribute (store nothing; *out NULL); 0 if a side is not a JSON object (store the incoming bytes
+ * as they are); -1 if out of memory.
+ */
+int mzn_exact_attributes(const void *archived, size_t archived_len, const void *incoming, size_t incoming_len,
+                         const void *zarray, size_t zarray_len, char **out, size_t *out_len);
+
+/*
  * The .zarray to store when netCDF-C rewrites an archived one: the archived definition with the incoming
  * "shape" and the incoming members the archived one lacks. Returns 1 and sets *out (malloc'ed) and
  * *out_len; sets *lossy to 1 if the rewrite would have changed or dropped an archived member other than

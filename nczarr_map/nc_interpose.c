@@ -1,6 +1,7 @@
 /*
  * nc_interpose.c - the public netCDF functions through which datasets are opened, created, synced and
- * aborted: nc_open, nc__open, nc_create, nc__create, nc_sync, nc_abort.
+ * aborted: nc_open, nc__open, nc_create, nc__create, nc_sync, nc_abort; and nc_def_dim, only to say why an
+ * unlimited dimension is refused.
  *
  * Open and create rewrite the names this plugin serves into the URLs NCZarr needs (path_routing.h), and
  * bind the session NCZarr opens during the call to the ncid (registry.h). After an NC_WRITE open of a
@@ -10,7 +11,9 @@
  */
 #include <netcdf.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "abi_version.h"
 #include "attr_preload.h"
 #include "diag.h"
 #include "forward.h"
@@ -111,4 +114,19 @@ EXPORT int nc_abort(int ncid) {
     mzn_session *s = mzn_registry_find(ncid);
     if (s) s->discard = 1;
     return next(ncid);
+}
+
+/* netCDF-C 4.9.0's NCZarr has no unlimited dimensions and answers only "Invalid dimension size", which
+ * says nothing of the cause or of nccopy's -u, which makes record dimensions fixed. */
+EXPORT int nc_def_dim(int ncid, const char *name, size_t len, int *idp) {
+    MZN_NEXT(int (*)(int, const char *, size_t, int *), next, "nc_def_dim");
+    if (!next) return NC_EINTERNAL;
+    int rc = next(ncid, name, len, idp);
+    mzn_session *s = rc == NC_EDIMSIZE && len == NC_UNLIMITED ? mzn_registry_find(ncid) : NULL;
+    if (s)
+        mzn_diag("%s: dimension '%s' is UNLIMITED, which the NCZarr of netCDF-C %s cannot store (netCDF-C 4.9.3 "
+                 "and later can): make it fixed, e.g. 'nccopy -u in.nc out.zarr.zip', "
+                 "or define it with its length",
+                 s->archive_path, name ? name : "", mzn_abi_version_string());
+    return rc;
 }

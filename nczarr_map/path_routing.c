@@ -3,9 +3,11 @@
 
 #include <errno.h>
 #include <netcdf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "diag.h"
@@ -41,6 +43,92 @@ static int holds_zarr(const char *path) {
     if (!found) found = mmzip_list_ex(a, "", MMZIP_LIST_NO_DATA_OFFSET, is_zarr_object, NULL) == 1;
     mmzip_close(a);
     return found;
+}
+
+/* 1 if the file starts as a format netCDF-C opens on its own: netCDF-3 (CDF\1, CDF\2, CDF\5), HDF4, or HDF5
+ * (whose signature may also be at 512, 1024, 2048, ...). */
+static int netcdf_reads_file(const char *path) {
+    static const unsigned char hdf5[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    static const unsigned char hdf4[4] = {0x0e, 0x03, 0x13, 0x01};
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    unsigned char b[8];
+    int found = 0;
+    for (long off = 0; !found; off = off ? off * 2 : 512) {
+        if (fseek(f, off, SEEK_SET) != 0 || fread(b, 1, sizeof b, f) != sizeof b) break;
+        found = memcmp(b, hdf5, sizeof hdf5) == 0 ||
+                (off == 0 && (memcmp(b, hdf4, sizeof hdf4) == 0 ||
+                              (memcmp(b, "CDF", 3) == 0 && (b[3] == 1 || b[3] == 2 || b[3] == 5))));
+    }
+    fclose(f);
+    return found;
+}
+
+typedef struct member_scan {
+    mmzip_t *archive;
+    size_t entries;
+    int hdf5;        /* a member is HDF5: the HDF5 driver may open the bare archive */
+    char first[256]; /* the first entry's name, for the message */
+} member_scan;
+
+static int find_hdf5_member(const mmzip_entry_info *info, void *ctx) {
+    member_scan *m = ctx;
+    if (m->entries++ == 0) snprintf(m->first, sizeof m->first, "%.*s", (int)info->name_len, info->name);
+    if (!info->name_len || info->name[info->name_len - 1] == '/') return 0;
+    char *name = strndup(info->name, info->name_len);
+    if (!name) return 0;
+    mzn_target t;
+    if (mzn_subdataset_find(m->archive, name, &t) == MMZIP_OK) {
+        m->hdf5 = t.kind == MZN_TARGET_HDF5_MEMBER;
+        mzn_target_clear(&t);
+    }
+    free(name);
+    return m->hdf5;
+}
+
+/* A bare ".zip" name to open that holds no Zarr: says why netCDF-C is about to fail with only "Unknown file
+ * format", unless what is there is something netCDF-C or the HDF5 driver opens (a netCDF or HDF5 file named
+ * .zip, an archive with an HDF5 member). Nothing is refused here: netCDF-C still reports the error. */
+static void explain_not_zarr(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return; /* netCDF-C says "No such file or directory" */
+    if (S_ISDIR(st.st_mode)) {
+        char meta[4096];
+        snprintf(meta, sizeof meta, "%s/.zgroup", path);
+        int v2 = access(meta, F_OK) == 0;
+        snprintf(meta, sizeof meta, "%s/zarr.json", path);
+        int v3 = access(meta, F_OK) == 0;
+        char *abs = realpath(path, NULL);
+        if (v2)
+            mzn_diag("%s: a directory (a Zarr directory store), not a ZIP archive: netCDF-C reads it itself as "
+                     "'file://%s#mode=nczarr,file'; or zip it (cd %s && zip -0 -r ../NAME.zarr.zip .)",
+                     path, abs ? abs : path, path);
+        else
+            mzn_diag("%s: a directory, not a ZIP archive%s: mmzip serves Zarr stored in a ZIP file; zip the store "
+                     "(cd %s && zip -0 -r ../NAME.zarr.zip .) and open the archive", path,
+                     v3 ? " (a Zarr v3 directory store, which netCDF-C cannot read itself)" : "", path);
+        free(abs);
+        return;
+    }
+    mmzip_t *a;
+    if (mmzip_open(path, "r", NULL, &a) != MMZIP_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", mmzip_last_error());
+        if (!netcdf_reads_file(path))
+            mzn_diag("%s; nor is it a netCDF or HDF5 file, so netCDF cannot open it (a truncated download, or a file "
+                     "still being written?)", why);
+        return;
+    }
+    member_scan m = {a, 0, 0, ""};
+    mmzip_list_ex(a, "", MMZIP_LIST_NO_DATA_OFFSET, find_hdf5_member, &m);
+    mmzip_close(a);
+    if (m.hdf5) return; /* the HDF5 driver's */
+    if (!m.entries)
+        mzn_diag("%s: an empty ZIP archive: it holds no Zarr dataset and no HDF5 member", path);
+    else
+        mzn_diag("%s: a ZIP archive holding no Zarr metadata (.zgroup, .zarray, .zattrs, .zmetadata or zarr.json) and "
+                 "no HDF5 member, so nothing netCDF can open (%zu entr%s, the first '%s'); 'mmzip ls %s' lists them",
+                 path, m.entries, m.entries == 1 ? "y" : "ies", m.first, path);
 }
 
 /* 1 if path[0, n) ends in ".zip", any case. */
@@ -185,7 +273,10 @@ char *mzn_route_path(const char *path, mzn_route_kind kind, int *refusal) {
         return url;
     }
     if (!has_zip_suffix(path, len)) return NULL;
-    if (kind == MZN_ROUTE_OPEN && !holds_zarr(path)) return NULL;
+    if (kind == MZN_ROUTE_OPEN && !holds_zarr(path)) {
+        explain_not_zarr(path);
+        return NULL;
+    }
     return mzn_url_for_path(path, ZIP_FRAGMENT);
 }
 

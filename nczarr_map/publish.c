@@ -15,6 +15,7 @@
 
 #include "diag.h"
 #include "status.h"
+#include "subdataset.h"
 #include "view_json.h"
 
 typedef struct pending_object {
@@ -270,7 +271,13 @@ static int write_objects(mzn_session *s, pending_object *objs, size_t n, unsigne
                 free(name);
                 return NC_ENOMEM;
             }
-            st = mmzip_put(s->archive, name, bytes, len, 0);
+            int filled = 0, rc = NC_NOERR;
+            if (strcmp(objs[i].key, "/.zgroup") == 0 && (rc = mzn_fill_root_slot(s, bytes, len, &filled)) != NC_NOERR) {
+                free(owned);
+                free(name);
+                return rc;
+            }
+            if (!filled) st = mmzip_put(s->archive, name, bytes, len, 0);
             free(owned);
             changed[i] = 1;
             mzn_trace("publish %s (%zu bytes)", objs[i].key, len);
@@ -307,7 +314,10 @@ int mzn_publish(mzn_session *s, mzn_publish_kind kind) {
     if (kind == MZN_PUBLISH_SYNC && !consistent_for_sync(s, objs, n)) goto out;
     if ((rc = write_objects(s, objs, n, changed)) != NC_NOERR) goto out;
     if ((rc = refresh_consolidated(s, objs, n, changed)) != NC_NOERR) goto out;
-    int st = mmzip_commit(s->archive);
+    int st = MMZIP_OK;
+    /* A new sub-dataset's first commit: the root group that makes the archive a Zarr hierarchy (subdataset.h). */
+    if (s->created && s->group && !s->published) st = mzn_subdataset_add_parent_groups(s->archive, s->prefix);
+    if (st == MMZIP_OK) st = mmzip_commit(s->archive);
     if (st != MMZIP_OK) {
         mzn_diag("%s", mmzip_last_error());
         rc = mzn_nc_error(st);

@@ -100,6 +100,22 @@ static int refuse_zarr_v3_writes(mzn_session *s) {
     return NC_EPERM;
 }
 
+/* An archive of several datasets without a group at its root (sub-datasets created before the root group
+ * was written with the first one, `zip -r` of a folder of stores): read as a whole it would show its first
+ * dataset only, as if it were all the archive holds. */
+static int refuse_archive_of_datasets(mzn_session *s) {
+    char *names = NULL;
+    int n = mzn_layout_top_datasets(s->archive, &names);
+    if (n < 0) return NC_ENOMEM;
+    if (n > 1)
+        mzn_diag("%s: the archive holds %d Zarr datasets (%s) and no Zarr group at its root, so it cannot be read "
+                 "as one dataset: open each as '%s#/<name>' (e.g. '%s#/%.*s')", s->archive_path, n, names,
+                 s->archive_path, s->archive_path, (int)strlen(s->prefix) - 1,
+                 s->prefix);
+    free(names);
+    return n > 1 ? NC_ENOTNC : NC_NOERR;
+}
+
 /*
  * The dataset prefix of a sub-dataset ("group=" in the URL): the group's entries. Opening needs a Zarr group
  * there; creating needs nothing there (the ZIP is append-only: a sub-dataset cannot be truncated).
@@ -171,6 +187,8 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
             mzn_diag("%s: the archive holds no Zarr dataset (no .zgroup, .zarray or .zattrs at its root or under "
                      "one top directory)", s->archive_path);
         s->prefix = layout.prefix;
+        if (!create && layout.has_zarr && s->prefix[0] && (rc = refuse_archive_of_datasets(s)) != NC_NOERR)
+            goto fail;
     }
     s->prefix_len = strlen(s->prefix);
     if (!create && s->writable && (rc = refuse_zarr_v3_writes(s)) != NC_NOERR) goto fail;
@@ -180,10 +198,11 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
     mzn_abi_current();
     mzn_abi_from_string(mzn_abi_version_string(), &ma, &mi, &pa);
     mzv_set_netcdf_release(ma, mi, pa); /* the view presents the running release's conventions */
-    rc = mzv_open(s->archive, s->prefix, view_enabled, &s->view);
+    rc = mzv_open_mode(s->archive, s->prefix, view_enabled, parsed.pure_zarr, &s->view);
     if (rc != NC_NOERR) {
-        mzn_diag("%s: the compatibility view cannot present this archive (netCDF error %d); "
-                 "MMZIP_NCZARR_VIEW=raw opens it untranslated", s->archive_path, rc);
+        /* The view has said why, naming the object (a refusal of what netCDF-C would misread or leave out:
+         * switching the view off would not help). Only running out of memory is silent there. */
+        if (rc == NC_ENOMEM) mzn_diag("%s: out of memory reading the archive's metadata", s->archive_path);
         goto fail;
     }
     if (s->writable && mzv_nested_nczarr(s->view)) {
@@ -213,6 +232,10 @@ int mzn_session_close(mzn_session *s, int deleteit) {
     mzn_registry_forget(s);
     int discard = deleteit || s->discard;
     if (s->writable && !discard) rc = mzn_publish(s, MZN_PUBLISH_FINAL);
+    if (s->root_slot && !discard && rc == NC_NOERR) { /* never filled: a dataset without a root .zgroup */
+        mmzip_unreserve(s->archive, ".zgroup");
+        s->root_slot = NULL;
+    }
     mzv_close(s->view);
     if (s->writable && (discard || rc != NC_NOERR)) {
         /* A create that never published leaves no trace: no file, or the archive it was to replace intact. */

@@ -51,6 +51,9 @@ typedef struct mzn_session {
     mzn_keymap created_metadata; /* metadata keys absent from the archive when this session first wrote
                                   * them: its own, rewritten freely (others: metadata_guard.h) */
     mzn_stats stats;             /* time spent in this map's calls (stats.h; kept only when enabled) */
+    void *root_slot;             /* an open reservation of the root ".zgroup", the archive's first entry, that
+                                  * publishing fills (session_write.c, lead_with_root_metadata); or NULL */
+    size_t root_slot_capacity;
 } mzn_session;
 
 /* An owned byte string. */
@@ -104,6 +107,14 @@ int mzn_session_peek(mzn_session *s, const char *key, const void **data, size_t 
  * entries.
  */
 int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t len);
+
+/*
+ * Publishing's side of the first-entry reservation of a created archive's root .zgroup (see root_slot):
+ * stores bytes there and completes it (*filled = 1), or, if they do not fit, gives the reservation up
+ * (*filled = 0: the caller puts the object as usual). Does nothing without a reservation. NC_NOERR or the
+ * netCDF error of a failed patch.
+ */
+int mzn_fill_root_slot(mzn_session *s, const void *bytes, size_t len, int *filled);
 
 /* The archive entry name of key (malloc'ed), or NULL if key does not start with '/' or out of memory. */
 char *mzn_session_entry_name(const mzn_session *s, const char *key);

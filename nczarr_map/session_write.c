@@ -21,42 +21,80 @@ static int has_suffix(const char *key, const char *suffix) {
     return n >= m && strcmp(key + n - m, suffix) == 0;
 }
 
+/* The archived bytes of the entry of key, or MMZIP_ENOTFOUND / another mmzip status. */
+static int archived_object(mzn_session *s, const char *key, const void **data, uint64_t *len) {
+    char *name = mzn_session_entry_name(s, key);
+    if (!name) return MMZIP_ENOMEM;
+    int st = mmzip_get(s->archive, name, data, len);
+    free(name);
+    return st;
+}
+
+/* The archived sibling of a .zattrs key ("/g/v/.zattrs" -> "/g/v/.zarray"), or MMZIP_ENOTFOUND. */
+static int archived_sibling(mzn_session *s, const char *attrs_key, const char *sibling, const void **data,
+                            uint64_t *len) {
+    size_t dir = strlen(attrs_key) - strlen(".zattrs");
+    char *key = malloc(dir + strlen(sibling) + 1);
+    if (!key) return MMZIP_ENOMEM;
+    memcpy(key, attrs_key, dir);
+    strcpy(key + dir, sibling);
+    int st = archived_object(s, key, data, len);
+    free(key);
+    return st;
+}
+
 /*
  * The bytes to buffer for a metadata write: the incoming ones, or, for a rewrite of an archived .zattrs
- * or .zarray, their merge into the archived object (metadata_guard.h). Sets *owned when *bytes was
- * allocated here.
+ * or .zarray, what metadata_guard.h makes of it (a deliberate .zattrs rewrite reduced to netCDF-C's own
+ * change, a blind one merged, a .zarray kept). Sets *owned when *bytes was allocated here, and *drop when
+ * nothing is to be stored (an empty .zattrs netCDF-C 4.9.3+ writes for an archived group or array that
+ * had none).
  */
 static int metadata_bytes(mzn_session *s, const char *key, const void *data, size_t len, const void **bytes,
-                          size_t *out_len, char **owned) {
+                          size_t *out_len, char **owned, int *drop) {
     *bytes = data;
     *out_len = len;
     *owned = NULL;
+    *drop = 0;
     int attrs = has_suffix(key, "/.zattrs"), array = has_suffix(key, "/.zarray");
     if ((!attrs && !array) || mzn_keymap_has(&s->created_metadata, key)) return NC_NOERR;
-    if (attrs && mzn_keymap_has(&s->attrs_read, key)) return NC_NOERR; /* a deliberate rewrite */
-    char *name = mzn_session_entry_name(s, key);
-    if (!name) return NC_ENOMEM;
-    const void *archived;
-    uint64_t archived_len;
-    int st = mmzip_get(s->archive, name, &archived, &archived_len);
-    free(name);
-    if (st == MMZIP_ENOTFOUND) {
+    const void *archived, *zarray = NULL;
+    uint64_t archived_len, zarray_len = 0;
+    int st = archived_object(s, key, &archived, &archived_len);
+    if (st != MMZIP_OK && st != MMZIP_ENOTFOUND) {
+        mzn_diag("%s", mmzip_last_error());
+        return mzn_nc_error(st);
+    }
+    int owner = 0; /* a .zattrs of a group or array the archive holds */
+    if (attrs) {
+        int za = archived_sibling(s, key, ".zarray", &zarray, &zarray_len);
+        if (za != MMZIP_OK) zarray = NULL;
+        owner = zarray || archived_sibling(s, key, ".zgroup", &(const void *){NULL}, &(uint64_t){0}) == MMZIP_OK;
+    }
+    if (st == MMZIP_ENOTFOUND && !owner) {
         /* This session's own object: what it writes to it later is authoritative (a merge would resurrect
          * attributes it deletes after an nc_sync published the object). */
         return mzn_keymap_put(&s->created_metadata, key, s, NULL) == 0 ? NC_NOERR : NC_ENOMEM;
     }
-    if (st != MMZIP_OK) {
-        mzn_diag("%s", mmzip_last_error());
-        return mzn_nc_error(st);
-    }
     size_t merged_len;
-    int lossy = 0;
-    int m = attrs ? mzn_merge_blind_attributes(archived, (size_t)archived_len, data, len, owned, &merged_len)
-                  : mzn_guard_array_rewrite(archived, (size_t)archived_len, data, len, owned, &merged_len, &lossy);
+    int lossy = 0, m;
+    if (attrs && (st == MMZIP_ENOTFOUND || mzn_keymap_has(&s->attrs_read, key))) {
+        m = mzn_exact_attributes(st == MMZIP_OK ? archived : NULL, st == MMZIP_OK ? (size_t)archived_len : 0, data,
+                                 len, zarray, (size_t)zarray_len, owned, &merged_len);
+        if (m == 2) {
+            mzn_trace("%s: %s: no attribute set: not created", s->archive_path, key);
+            *drop = 1;
+            return NC_NOERR;
+        }
+    } else if (attrs) {
+        m = mzn_merge_blind_attributes(archived, (size_t)archived_len, data, len, owned, &merged_len);
+        if (m == 1) mzn_trace("%s: %s rewritten without being read: merged into the archived attributes",
+                              s->archive_path, key);
+    } else {
+        m = mzn_guard_array_rewrite(archived, (size_t)archived_len, data, len, owned, &merged_len, &lossy);
+    }
     if (m < 0) return NC_ENOMEM;
     if (m == 1) {
-        if (attrs) mzn_trace("%s: %s rewritten without being read: merged into the archived attributes",
-                             s->archive_path, key);
         if (lossy) mzn_trace("%s: %s rewritten with a changed definition (codecs or keys netCDF-C does not "
                              "know): the archived definition is kept", s->archive_path, key);
         *bytes = *owned;
@@ -113,6 +151,57 @@ static int view_allows(mzn_session *s, const char *key, const void *data, size_t
     return r;
 }
 
+/*
+ * netCDF-C's own zip backend (4.9.x / 4.10.x built with libzip) takes the first segment of the name of the
+ * archive's first entry for the directory of the dataset (NCZarr's own layout, "name/.zgroup" first). In
+ * an archive whose dataset is at the root, a first entry "time/0" would make it read the array "time" as
+ * the dataset: no variables, time's attributes shown as global ones, exit status 0. So an archive this map
+ * creates at the root begins with the root's .zgroup, and that backend, finding a name without a directory
+ * first, refuses the archive ("Unknown file format"). netCDF-C writes the root .zgroup before any chunk (at
+ * its first enddef) but may change it later (4.9.0 lists the variables there), and a replaced entry moves
+ * to the end of the directory: so the first write reserves the first entry, and publishing fills it with
+ * the final bytes (mzn_fill_root_slot). Only a root .zgroup that outgrows the reservation, or changes after
+ * an nc_sync published it, leaves the first place (docs/netcdf-guide.md, "Limits").
+ */
+static int lead_with_root_metadata(mzn_session *s, const char *key, size_t len) {
+    if (!s->created || s->prefix_len != 0 || s->root_slot || strcmp(key, "/.zgroup") != 0 ||
+        mmzip_count(s->archive) != 0 || s->pending_chunks.count != 0)
+        return NC_NOERR;
+    size_t capacity = 4 * len + 4096;
+    void *view;
+    int st = mmzip_reserve(s->archive, ".zgroup", capacity, 0, &view);
+    if (st != MMZIP_OK) {
+        mzn_diag("%s", mmzip_last_error());
+        return mzn_nc_error(st);
+    }
+    s->root_slot = view;
+    s->root_slot_capacity = capacity;
+    mzn_trace("%s: first entry reserved for the root .zgroup (netCDF-C's zip backend then refuses the root "
+              "layout)", s->archive_path);
+    return NC_NOERR;
+}
+
+int mzn_fill_root_slot(mzn_session *s, const void *bytes, size_t len, int *filled) {
+    *filled = 0;
+    if (!s->root_slot) return NC_NOERR;
+    int st;
+    if (len <= s->root_slot_capacity) {
+        memcpy(s->root_slot, bytes, len);
+        st = mmzip_patch(s->archive, ".zgroup", len);
+        *filled = st == MMZIP_OK;
+    } else {
+        mzn_trace("%s: the root .zgroup outgrew its reserved first entry (%zu > %zu bytes): written last",
+                  s->archive_path, len, s->root_slot_capacity);
+        st = mmzip_unreserve(s->archive, ".zgroup");
+    }
+    s->root_slot = NULL;
+    if (st != MMZIP_OK) {
+        mzn_diag("%s", mmzip_last_error());
+        return mzn_nc_error(st);
+    }
+    return NC_NOERR;
+}
+
 int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t len) {
     if (!key || key[0] != '/') return NC_EINVAL;
     if (!s->writable) {
@@ -124,7 +213,12 @@ int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t 
         const void *bytes;
         size_t n;
         char *owned;
-        int rc = metadata_bytes(s, key, data, len, &bytes, &n, &owned);
+        int drop;
+        int rc = metadata_bytes(s, key, data, len, &bytes, &n, &owned, &drop);
+        if (rc == NC_NOERR && drop) {
+            free(mzn_keymap_remove(&s->pending_metadata, key));
+            return NC_NOERR;
+        }
         if (rc == NC_NOERR) rc = declare_written_byte_order(s, key, &bytes, &n, &owned);
         if (rc == NC_NOERR) {
             int r = view_allows(s, key, bytes, n);
@@ -134,6 +228,7 @@ int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t 
                 bytes = mzv_replacement(s->view, &n);
             }
             rc = r < 0 ? r : r == 1 ? NC_NOERR : buffer_metadata(s, key, bytes, n);
+            if (rc == NC_NOERR && r == 0) rc = lead_with_root_metadata(s, key, n);
         }
         free(owned);
         return rc;

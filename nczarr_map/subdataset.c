@@ -206,3 +206,42 @@ void mzn_subdataset_report(const char *archive_path, const char *path, const mzn
              "a Zarr group (opened by the netCDF storage map as a dataset of its own); the archive holds %s",
              archive_path, path, path, t->description ? t->description : "nothing readable there");
 }
+
+typedef struct outside_scan {
+    const char *prefix;
+    size_t prefix_len;
+} outside_scan;
+
+/* Stops at the first Zarr metadata object outside the new dataset. */
+static int zarr_metadata_outside(const mmzip_entry_info *info, void *ctx) {
+    static const char *const names[] = {".zgroup", ".zarray", ".zattrs", ".zmetadata", "zarr.json"};
+    const outside_scan *o = ctx;
+    if (info->name_len >= o->prefix_len && memcmp(info->name, o->prefix, o->prefix_len) == 0) return 0;
+    size_t start = info->name_len;
+    while (start > 0 && info->name[start - 1] != '/') start--;
+    const char *base = info->name + start;
+    size_t n = info->name_len - start;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == n && memcmp(base, names[i], n) == 0) return 1;
+    return 0;
+}
+
+int mzn_subdataset_add_parent_groups(mmzip_t *archive, const char *prefix) {
+    static const char group[] = "{\"zarr_format\": 2}";
+    outside_scan o = {prefix, strlen(prefix)};
+    int st = mmzip_list_ex(archive, NULL, MMZIP_LIST_NO_DATA_OFFSET, zarr_metadata_outside, &o);
+    if (st == 1) return MMZIP_OK;
+    if (st != MMZIP_OK) return st;
+    /* "" and every "a/" above "a/b/": the parents of the dataset's own .zgroup. */
+    for (size_t end = 0; end < o.prefix_len; end++) {
+        if (end && prefix[end - 1] != '/') continue;
+        char *name = malloc(end + sizeof ".zgroup");
+        if (!name) return MMZIP_ENOMEM;
+        memcpy(name, prefix, end);
+        memcpy(name + end, ".zgroup", sizeof ".zgroup");
+        st = mmzip_exists(archive, name) ? MMZIP_OK : mmzip_put(archive, name, group, sizeof group - 1, 0);
+        free(name);
+        if (st != MMZIP_OK) return st;
+    }
+    return MMZIP_OK;
+}

@@ -65,4 +65,15 @@ void mzn_target_clear(mzn_target *t);
  */
 void mzn_subdataset_report(const char *archive_path, const char *path, const mzn_target *t);
 
+/*
+ * For the first sub-dataset of an archive (the archive holds no Zarr metadata outside prefix, the new
+ * dataset's entry prefix "a/b/"): stages a plain Zarr v2 group ({"zarr_format": 2} as ".zgroup") at the
+ * archive root and at each directory between it and the new dataset, so that zarr-python and xarray open the
+ * archive at its root and find the dataset as a group, and netCDF reading the whole archive shows it as one.
+ * An archive that already holds other Zarr data is left as it is (a group at its root would change how its
+ * existing datasets are read). Written with mmzip_put; the caller commits. Returns MMZIP_OK or an mmzip
+ * error (the core's message says why).
+ */
+int mzn_subdataset_add_parent_groups(mmzip_t *archive, const char *prefix);
+
 #endif

@@ -115,6 +115,20 @@ static void find_raw_flag(const char *param, size_t n, void *ctx) {
     if (n == sizeof want - 1 && strncasecmp(param, want, n) == 0) *(int *)ctx = 1;
 }
 
+/* ctx: int[2], set to 1 when the mode list names plain Zarr ("zarr", "xarray"), and NCZarr ("nczarr"). */
+static void find_zarr_modes(const char *param, size_t n, void *ctx) {
+    int *seen = ctx;
+    if (n < 5 || strncasecmp(param, "mode=", 5) != 0) return;
+    for (size_t i = 5; i < n;) {
+        size_t len = 0;
+        while (i + len < n && param[i + len] != ',') len++;
+        if ((len == 4 && strncasecmp(param + i, "zarr", 4) == 0) || (len == 6 && strncasecmp(param + i, "xarray", 6) == 0))
+            seen[0] = 1;
+        if (len == 6 && strncasecmp(param + i, "nczarr", 6) == 0) seen[1] = 1;
+        i += len + 1;
+    }
+}
+
 /* The "group=" parameter of a fragment, as found (still encoded). */
 typedef struct group_param {
     const char *value;
@@ -151,6 +165,11 @@ int mzn_url_parse(const char *url, mzn_url *out) {
     const char *hash = strchr(url, '#');
     if (!hash) return NC_NOERR;
     each_param(hash + 1, find_raw_flag, &out->view_raw);
+    int modes[2] = {0, 0};
+    each_param(hash + 1, find_zarr_modes, modes);
+    /* netCDF-C 4.9.0 hands the map "mode=nczarr,zarr,zip,..." for "#mode=zarr,zip": "zarr" (or "xarray") is
+     * what selects plain Zarr (its FLAG_PUREZARR), whatever else the list holds. */
+    out->pure_zarr = modes[0];
     group_param g = {NULL, 0};
     each_param(hash + 1, find_group, &g);
     if (!g.value) return NC_NOERR;

@@ -18,6 +18,8 @@
 typedef struct mzn_url {
     char *path;   /* the archive's local path, decoded */
     int view_raw; /* the fragment has "mmzip=raw": no compatibility view */
+    int pure_zarr; /* the mode list selects plain Zarr ("zarr" or "xarray"; netCDF-C adds "nczarr" to every
+                    * list it hands a map): netCDF-C then lists groups by their keys, not NCZarr's listings */
     char *group;  /* the fragment's "group=/a/b", decoded and normalised ("a/b"), or NULL: the dataset
                    * is the sub-dataset rooted at that group (subdataset.h) */
 } mzn_url;

@@ -89,10 +89,15 @@ static size_t cache_budget(void) {
 }
 
 int mzv_open(mmzip_t *archive, const char *prefix, int enabled, mzv_view **out) {
+    return mzv_open_mode(archive, prefix, enabled, 0, out);
+}
+
+int mzv_open_mode(mmzip_t *archive, const char *prefix, int enabled, int pure_zarr, mzv_view **out) {
     *out = NULL;
     mzv_view *v = calloc(1, sizeof *v);
     if (!v) return NC_ENOMEM;
     v->archive = archive;
+    v->pure_zarr = pure_zarr;
     v->enabled = enabled;
     v->cache_budget = cache_budget();
     size_t p = prefix ? strlen(prefix) : 0;
@@ -103,7 +108,13 @@ int mzv_open(mmzip_t *archive, const char *prefix, int enabled, mzv_view **out) 
         return NC_ENOMEM;
     }
     snprintf(v->prefix, p + 2, "%s%s", p ? prefix : "", p && prefix[p - 1] != '/' ? "/" : "");
-    if (enabled) {
+    if (!enabled) {
+        int rc = mzv_check_raw(v);
+        if (rc) {
+            mzv_close(v);
+            return rc;
+        }
+    } else {
         int rc = analyse(v);
         if (rc) {
             mzv_close(v);

@@ -35,6 +35,7 @@
 #include <stddef.h>
 
 #include "mmzip.h"
+#include "view_json.h"
 
 typedef struct mzv_view mzv_view;
 
@@ -47,6 +48,14 @@ typedef struct mzv_view mzv_view;
  * The chunk cache holds at most $MMZIP_NCZARR_VIEW_CACHE_MB MiB of translated chunks (default 256).
  */
 int mzv_open(mmzip_t *archive, const char *prefix, int enabled, mzv_view **out);
+
+/*
+ * mzv_open for a dataset netCDF-C opens in plain Zarr mode (pure_zarr 1: "#mode=zarr", "xarray"), where it
+ * lists groups by their keys and ignores NCZarr's listings; mzv_open is pure_zarr 0 (NCZarr mode), where an
+ * array or group of an NCZarr dataset that its group's listing does not name is refused, naming it (netCDF-C
+ * would leave it out).
+ */
+int mzv_open_mode(mmzip_t *archive, const char *prefix, int enabled, int pure_zarr, mzv_view **out);
 
 /*
  * Looks up key. Returns 1 and sets *data and *len if the view serves the object itself; 0 if the key is not
@@ -83,6 +92,13 @@ int mzv_check_write(mzv_view *v, const char *key, const void *data, size_t len);
  *      attributes, rewritten values, dimension names, type tables) is not taken. The view then serves the
  *      archive's form for that key. A change of _FillValue on a translated array is still refused.
  */
+
+/*
+ * 1 if written is how netCDF-C writes back the attribute value archived (read in the session and not changed):
+ * the same value, or its rendering by the running release (doubles with "%lg", a one-element list as a
+ * scalar, booleans as integers, NaN as a bare NaN or "NaN"). Pure; thread-safe.
+ */
+int mzv_written_value_matches(const mzj_value *archived, const mzj_value *written);
 
 /* The bytes of the last 2 from mzv_check_write (pure-ASCII JSON), valid until the next call on this view. */
 const void *mzv_replacement(const mzv_view *v, size_t *len);

@@ -33,6 +33,12 @@ static const char *list_type(const mzj_value *list) {
         }
     }
     if (any_real) return "<f8";
+    if (mzv_infers_int_attributes()) {
+        /* what 4.9.3+ infer for JSON integers, so that the view shows what netCDF-C alone shows */
+        if (!any_negative && max_pos > (uint64_t)INT64_MAX) return "<u8";
+        if (max_pos > (uint64_t)INT64_MAX || max_neg > (uint64_t)INT64_MAX + 1) return NULL;
+        return max_pos <= 2147483647 && max_neg <= 2147483648u ? "<i4" : "<i8";
+    }
     if (!any_negative) {
         if (max_pos <= 127) return "|i1";
         if (max_pos <= 255) return "|u1";
@@ -102,9 +108,41 @@ static mzj_value *numeric_fill(const mzj_value *v) {
     return NULL;
 }
 
+/* xarray's Zarr v3 encoding of a floating _FillValue: standard base64 of the value as a little-endian
+ * float64 (12 characters, one '=' of padding). Returns the number as a new value, or NULL. */
+static mzj_value *xarray_coded_fill(const mzj_value *v) {
+    const char *s = mzj_string(v);
+    if (!s || v->u.string.len != 12 || s[11] != '=') return NULL;
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    unsigned char bytes[9];
+    size_t n = 0;
+    uint32_t acc = 0;
+    for (size_t i = 0; i < 11; i++) {
+        const char *c = s[i] ? strchr(alphabet, s[i]) : NULL;
+        if (!c) return NULL;
+        acc = (acc << 6) | (uint32_t)(c - alphabet);
+        if (i % 4 == 3) {
+            bytes[n++] = (unsigned char)(acc >> 16);
+            bytes[n++] = (unsigned char)(acc >> 8);
+            bytes[n++] = (unsigned char)acc;
+            acc = 0;
+        }
+    }
+    /* the last group: three characters and '=' hold two bytes; the unused low bits must be zero */
+    if (acc & 3) return NULL;
+    bytes[n++] = (unsigned char)(acc >> 10);
+    bytes[n++] = (unsigned char)(acc >> 2);
+    uint64_t bits = 0;
+    for (int i = 7; i >= 0; i--) bits = bits << 8 | bytes[i];
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return mzj_new_real(d);
+}
+
 static int present_fill(mzj_value *out, mzj_value *types, const mzv_attr_plan *plan, const mzj_value *value) {
     if (plan->fill_type) {
         mzj_value *n = numeric_fill(value);
+        if (!n && plan->xarray_v3_fill) n = xarray_coded_fill(value);
         if (n) {
             if (mzj_object_set(types, "_FillValue", mzj_new_cstring(plan->fill_type)) != 0) {
                 mzj_free(n);
@@ -138,6 +176,7 @@ mzj_value *mzv_attrs_present(const mzj_value *archive_attrs, const mzv_attr_plan
             const mzj_member *t = &own->u.object.members[i];
             if (is_nczarr_metadata(t->key)) continue;
             const char *own_type = mzj_string(t->value);
+            if (own_type && !mzv_release_reads_attr_type(own_type)) continue; /* presented by its value */
             mzj_value *type = own_type ? mzj_new_cstring(mzv_release_attr_type(own_type)) : mzj_clone(t->value);
             if (mzj_object_set(types, t->key, type) != 0) goto oom;
         }

@@ -34,6 +34,9 @@ typedef struct mzv_attr_plan {
     const mzj_value *zarr_fill;   /* numeric array following xarray's convention: its Zarr fill_value, presented
                                    * as _FillValue (typed as the variable) when the archive has no _FillValue,
                                    * as xarray's Zarr reader does; NULL otherwise */
+    int xarray_v3_fill;           /* Zarr v3 array: a string _FillValue of a floating variable is xarray's
+                                   * encoding (its FillValueCoder: base64 of the little-endian float64), which
+                                   * xarray's reader decodes and masks; shown decoded, as the number */
 } mzv_attr_plan;
 
 /* The presented .zattrs object for archive_attrs (NULL = no .zattrs in the archive). NULL on allocation

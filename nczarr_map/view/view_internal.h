@@ -104,6 +104,8 @@ struct mzv_view {
     char *prefix;              /* entry-name prefix of the dataset, "" or ending in '/' */
     int enabled;
     int nczarr_format;         /* the dataset is in NCZarr 4.9.0's own format (_NCZARR_SUPERBLOCK) */
+    int pure_zarr;             /* netCDF-C opens it in plain Zarr mode: NCZarr listings are not used */
+    int sub_datasets_noted;    /* the sub-datasets outside the dataset were named on stderr */
     int nested_nczarr;         /* the root is a group below an NCZarr root, presented as a root of its own */
     int zarr_v3;               /* the dataset is Zarr v3 (a root zarr.json): presented as v2, never written */
 
@@ -152,6 +154,9 @@ int mzv_present_nested_nczarr(mzv_view *v, const mzj_value *superblock, const ch
  * presented: no root .zgroup while it holds Zarr objects, a root that is an array, Zarr v3 metadata, an
  * array or group below a directory without .zgroup. 0 otherwise. */
 int mzv_check_structure(mzv_view *v);
+/* With the view off: refuses a dataset netCDF-C alone would show as empty with exit status 0 (Zarr v3, or
+ * Zarr objects without a .zgroup at the dataset root), naming it and the way out (view_structure.c). */
+int mzv_check_raw(mzv_view *v);
 
 /* view_chunks.c */
 /* Serves chunk `chunk_key` (relative to the array, e.g. "0.0.0") of array a. Returns 1 with data, 0 when

@@ -531,7 +531,8 @@ static int lay_out(mzv_array *a, extra_kind extra, uint64_t extra_len) {
     for (int i = 0; i < grid; i++) {
         uint64_t s = r ? a->z.shape[i] : 1, c = r ? a->z.chunks[i] : 1;
         a->pshape[i] = s ? s : 1;           /* zero-length dimensions are shown with length 1 */
-        a->pchunks[i] = s ? (c < s ? c : s) : 1; /* 4.9.0 refuses chunks longer than the dimension */
+        /* 4.9.0 refuses chunks longer than the dimension; 4.9.3+ make them for record variables */
+        a->pchunks[i] = s ? (c < s || mzv_reads_long_chunks() ? c : s) : 1;
     }
     a->extra_dim = extra != EXTRA_NONE;
     a->prank = grid + a->extra_dim;
@@ -550,6 +551,7 @@ static int lay_out(mzv_array *a, extra_kind extra, uint64_t extra_len) {
 }
 
 static int needs_clamp(const mzv_array *a) {
+    if (mzv_reads_long_chunks()) return 0;
     for (int i = 0; i < a->z.rank; i++)
         if (a->z.shape[i] && a->z.chunks[i] > a->z.shape[i]) return 1;
     return 0;
@@ -720,7 +722,8 @@ int mzv_present_array(mzv_view *v, mzv_array *a) {
         zfill = NULL;
     }
     mzv_attr_plan plan = {a->dim_names, shown_rank(a), numeric ? a->pdtype : NULL,
-                          !strcmp(a->pdtype, "<U1") && !a->fixed_strings, add, zfill};
+                          !strcmp(a->pdtype, "<U1") && !a->fixed_strings, add, zfill,
+                          v->zarr_v3 && a->z.dtype.cls == MZV_DT_FLOAT};
     rc = set_meta(&a->zattrs, mzv_attrs_present(a->attrs, &plan));
     mzj_free(add);
     mzj_free(zfill);
@@ -741,7 +744,7 @@ int mzv_present_group(mzv_view *v, mzv_group *g, const mzj_value *zgroup, const 
         if (rc) return rc;
     }
     if (!attrs) return NC_NOERR;
-    mzv_attr_plan plan = {NULL, 0, NULL, 0, NULL, NULL};
+    mzv_attr_plan plan = {NULL, 0, NULL, 0, NULL, NULL, 0};
     return set_meta(&g->zattrs, mzv_attrs_present(attrs, &plan));
 }
 

@@ -16,6 +16,10 @@ const char *mzv_types_key(void) {
 
 int mzv_fixed_strings(void) { return __atomic_load_n(&release, __ATOMIC_RELAXED) >= 40903; }
 
+int mzv_infers_int_attributes(void) { return __atomic_load_n(&release, __ATOMIC_RELAXED) >= 40903; }
+
+int mzv_reads_long_chunks(void) { return __atomic_load_n(&release, __ATOMIC_RELAXED) >= 40903; }
+
 int mzv_reads_lowercase_nczarr(void) { return __atomic_load_n(&release, __ATOMIC_RELAXED) >= 40903; }
 
 const char *mzv_release_attr_type(const char *type) {
@@ -23,6 +27,12 @@ const char *mzv_release_attr_type(const char *type) {
     if (r < 40903 && strcmp(type, ">S1") == 0) return "<U1";
     if (r >= 40903 && strcmp(type, "<U1") == 0) return ">S1";
     return type;
+}
+
+int mzv_release_reads_attr_type(const char *type) {
+    if (__atomic_load_n(&release, __ATOMIC_RELAXED) >= 40903) return 1;
+    if (strcmp(type, "|J0") == 0) return 0;
+    return !(type[0] == '|' && type[1] == 'S' && strcmp(type + 2, "1") != 0);
 }
 
 int mzv_is_types_key(const char *key) {

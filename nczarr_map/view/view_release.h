@@ -13,6 +13,12 @@
  *                         length dimension); 4.9.3 and 4.10.x reject every "U" dtype (zutil.c,
  *                         ncz_dtype2nctype) and read pure Zarr's "|S<n>" as an NC_STRING of at most n bytes
  *                         per element (NUL-padded, the very bytes of the char rows).
+ *   integer attributes    4.9.0 types a JSON integer (list) by its first value's smallest type (and fails
+ *   without a type table  on [1, 1000]); 4.9.3 and 4.10.x take int: the view states the type the release
+ *                         itself would show (4.9.0: the smallest type holding every element).
+ *   chunks longer than    4.9.0 refuses them (NC_EINVAL); 4.9.3 and 4.10.x read and write them, and make
+ *   the dimension         them by default for record variables (chunk 512 or 1024 of a dimension holding
+ *                         fewer records): the view must present those as they are.
  *
  * Archives may hold either spelling (written by either release); both are read as NCZarr's type table and
  * neither is ever shown as a user attribute. Thread-safe (an atomic int).
@@ -33,9 +39,22 @@ int mzv_fixed_strings(void);
  * 4.9.1/4.9.2 are not told apart from 4.9.0 here, they are shown such datasets as plain Zarr). */
 int mzv_reads_lowercase_nczarr(void);
 
+/* 1 if the running release types integer attributes without a type table as int (4.9.3+), not as the
+ * smallest type holding the value (4.9.0). */
+int mzv_infers_int_attributes(void);
+
+/* 1 if the running release reads chunks longer than their dimension (4.9.3+); 4.9.0 is shown them
+ * clamped to the dimension. */
+int mzv_reads_long_chunks(void);
+
 /* An attribute type of an archive's type table as the running release names it: 4.9.3+ write char as
  * ">S1", which 4.9.0 refuses (NC_EINVAL for the whole open) and calls "<U1". Others unchanged. */
 const char *mzv_release_attr_type(const char *type);
+
+/* 1 if the running release reads the NCZarr attribute type (the dtype of an _NCZARR_ATTR / _nczarr_attr
+ * "types" entry). 4.9.0-4.9.2 fail the whole open with NC_EINVAL on 4.9.3+'s "|S<n>" (NC_STRING) and "|J0"
+ * (JSON): such attributes are presented by their JSON value instead (a list of strings as its JSON text). */
+int mzv_release_reads_attr_type(const char *type);
 
 /* 1 if key is a spelling of NCZarr's attribute type table ("_NCZARR_ATTR" or "_nczarr_attr"). */
 int mzv_is_types_key(const char *key);

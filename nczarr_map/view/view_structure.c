@@ -79,21 +79,146 @@ static int check_names_are_utf8(mzv_view *v) {
     return NC_NOERR;
 }
 
-int mzv_check_structure(mzv_view *v) {
-    int rc = check_names_are_utf8(v);
-    if (rc != NC_NOERR) return rc;
-    if (v->nczarr_format) return NC_NOERR; /* netCDF-C's own datasets always have their groups */
-    if (v->zarr_v3) {
-        /* Zarr v3 has implicit groups (v3/v3_read.c), but the root must be a group to hold variables. */
-        mzv_group *root = mzv_find_group(v, "", 0);
-        if (root && root->zgroup_json) return NC_NOERR;
-        char *entry = mzv_entry_name(v, "zarr.json");
-        int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : "zarr.json",
-                          "the dataset root is a single Zarr v3 array, not a group: zarr-python opens it as an "
-                          "array, and netCDF needs a group to hold variables; not presented");
+/* Every array and group of the dataset must be reachable from the root through groups: netCDF-C lists a
+ * group's members only, so an object below a directory without group metadata would be silently missing. */
+static int check_parents(mzv_view *v) {
+    /* v2: .zgroup; v3: zarr.json (a directory with one that is an array holds nothing netCDF can list). */
+    const char *meta = v->zarr_v3 ? "zarr.json" : ".zgroup";
+    const char *others = v->zarr_v3 ? "Zarr v3.0 has no implicit groups"
+                                    : "zarr-python 2.13 does not list it either";
+    for (size_t i = 0; i < v->array_count; i++) {
+        size_t len;
+        if (!missing_group(v, v->arrays[i].path, &len)) continue;
+        char *entry = mzv_entry_name(v, v->arrays[i].path);
+        int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : v->arrays[i].path,
+                          "array not presented: the directory \"%.*s\" above it has no %s, so it is not a group "
+                          "(%s, and netCDF-C would silently leave it out); add the group's %s",
+                          (int)len, v->arrays[i].path, meta, others, meta);
         free(entry);
         return rc;
     }
+    for (size_t i = 0; i < v->group_count; i++) {
+        size_t len;
+        const mzv_group *g = &v->groups[i];
+        if (!g->zgroup_json || !g->path[0] || !missing_group(v, g->path, &len)) continue;
+        char *entry = mzv_entry_name(v, g->path);
+        int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : g->path,
+                          "group not presented: the directory \"%.*s\" above it has no %s (%s, and netCDF-C "
+                          "would silently leave it out)",
+                          (int)len, g->path, meta, others);
+        free(entry);
+        return rc;
+    }
+    return NC_NOERR;
+}
+
+/* The NCZarr listing of a group (4.9.0-4.9.2: "_NCZARR_GROUP" or "_nczarr_group" in .zgroup; 4.9.3+:
+ * "_nczarr_group" in .zattrs), or NULL. */
+static const mzj_value *nczarr_listing(const mzv_group *g) {
+    const mzj_value *l = mzj_get(g->zgroup_json, "_NCZARR_GROUP");
+    if (!l) l = mzj_get(g->zgroup_json, "_nczarr_group");
+    if (!l) l = mzj_get(g->attrs, "_nczarr_group");
+    return l && l->kind == MZJ_OBJECT ? l : NULL;
+}
+
+static int listed(const mzj_value *names, const char *name) {
+    for (size_t i = 0; names && names->kind == MZJ_ARRAY && i < names->u.array.count; i++) {
+        const char *n = mzj_string(names->u.array.items[i]);
+        if (n && strcmp(n, name) == 0) return 1;
+    }
+    return 0;
+}
+
+/* A group with a superblock of its own: a sub-dataset (created as "archive.zip#/name"), a dataset apart. */
+static int is_subdataset(const mzv_group *g) {
+    return mzj_get(g->zgroup_json, "_NCZARR_SUPERBLOCK") || mzj_get(g->zgroup_json, "_nczarr_superblock") ||
+           mzj_get(g->attrs, "_nczarr_superblock");
+}
+
+/* 1 if path is below one of the sub-datasets found so far (paths come sorted, parents first). */
+static int below(const char *path, char *const *roots, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(roots[i]);
+        if (strncmp(path, roots[i], len) == 0 && path[len] == '/') return 1;
+    }
+    return 0;
+}
+
+/* In NCZarr's own format netCDF-C finds a group's arrays and subgroups only through the group's listing: an
+ * object another Zarr writer added (zarr-python's create_dataset in an archive nccopy made) is not listed,
+ * and netCDF-C would leave it out with exit status 0. Pure Zarr mode reads the archive without listings.
+ * Unlisted sub-datasets are datasets of their own, not groups of this one: named on stderr, not refused. */
+static int check_nczarr_listings(mzv_view *v) {
+    char **subs = NULL;
+    size_t n_subs = 0;
+    int rc = NC_NOERR;
+    /* Groups first (parents before children): the members of a sub-dataset are its own, not this one's. */
+    for (size_t k = 0; k < v->group_count + v->array_count && rc == NC_NOERR; k++) {
+        size_t i = k < v->group_count ? v->array_count + k : k - v->group_count;
+        int is_array = i < v->array_count;
+        const char *path = is_array ? v->arrays[i].path : v->groups[i - v->array_count].path;
+        if (!path[0] || below(path, subs, n_subs)) continue; /* the root; a sub-dataset's own member */
+        const char *slash = strrchr(path, '/');
+        size_t parent_len = slash ? (size_t)(slash - path) : 0;
+        const char *name = slash ? slash + 1 : path;
+        const mzv_group *parent = mzv_find_group(v, path, parent_len);
+        const mzj_value *l = parent && parent->zgroup_json ? nczarr_listing(parent) : NULL;
+        const mzj_value *names = mzj_get(l, is_array ? "vars" : "groups");
+        if (is_array && !names) names = mzj_get(l, "arrays");
+        if (listed(names, name)) continue;
+        if (!is_array && is_subdataset(&v->groups[i - v->array_count])) {
+            char **grown = realloc(subs, (n_subs + 1) * sizeof *subs);
+            if (!grown || !(grown[n_subs] = strdup(path))) rc = NC_ENOMEM;
+            else n_subs++;
+            if (grown) subs = grown;
+            continue;
+        }
+        char *entry = mzv_entry_name(v, path);
+        rc = mzv_fail(v, NC_ENCZARR, entry ? entry : path,
+                      "%s not presented: the dataset is in NCZarr's own format, and its group \"%.*s\" does not "
+                      "list it (another Zarr writer added it?), so netCDF-C would silently leave it out; read the "
+                      "archive as plain Zarr, which lists every array: 'file://<absolute path>#mode=zarr,zip'",
+                      is_array ? "array" : "group", parent_len ? (int)parent_len : 1, parent_len ? path : "/");
+        free(entry);
+    }
+    if (rc == NC_NOERR && n_subs && !v->sub_datasets_noted) {
+        char list[1024];
+        size_t o = 0, shown = 0;
+        for (; shown < n_subs && shown < 8 && o < sizeof list; shown++)
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s'%s'", shown ? ", " : "", subs[shown]);
+        if (shown < n_subs && o < sizeof list) snprintf(list + o, sizeof list - o, " and %zu more", n_subs - shown);
+        int several = n_subs > 1;
+        fprintf(stderr, "mmzip view: %s: note: the archive also holds the sub-dataset%s %s, %s of %s own that this "
+                "dataset does not include: open %s as '%s#/%s'\n", mmzip_path(v->archive), several ? "s" : "", list,
+                several ? "datasets" : "a dataset", several ? "their" : "its", several ? "each" : "it",
+                mmzip_path(v->archive), several ? "<name>" : subs[0]);
+        v->sub_datasets_noted = 1;
+    }
+    for (size_t i = 0; i < n_subs; i++) free(subs[i]);
+    free(subs);
+    return rc;
+}
+
+int mzv_check_structure(mzv_view *v) {
+    int rc = check_names_are_utf8(v);
+    if (rc != NC_NOERR) return rc;
+    if (v->nczarr_format) return v->pure_zarr ? NC_NOERR : check_nczarr_listings(v);
+    if (v->zarr_v3) {
+        /* The root must be a group to hold variables. */
+        mzv_group *root = mzv_find_group(v, "", 0);
+        if (!root || !root->zgroup_json) {
+            char *entry = mzv_entry_name(v, "zarr.json");
+            int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : "zarr.json",
+                              "the dataset root is a single Zarr v3 array, not a group: zarr-python opens it as "
+                              "an array, and netCDF needs a group to hold variables; not presented");
+            free(entry);
+            return rc;
+        }
+        /* Zarr v3.0 has no implicit groups (the draft that had them was withdrawn): a node below a directory
+         * without zarr.json belongs to no group, and netCDF-C, which finds variables through their group,
+         * would leave it out with exit status 0. Refused below, as for v2. */
+    }
+    if (v->zarr_v3) return check_parents(v);
     v3_probe probe = {strlen(v->prefix), ""};
     mmzip_list_ex(v->archive, v->prefix, MMZIP_LIST_NO_DATA_OFFSET, find_v3, &probe);
     mzv_group *root = mzv_find_group(v, "", 0);
@@ -116,29 +241,40 @@ int mzv_check_structure(mzv_view *v) {
         }
         return NC_NOERR; /* an empty archive (a dataset being created) */
     }
-    for (size_t i = 0; i < v->array_count; i++) {
-        size_t len;
-        if (!missing_group(v, v->arrays[i].path, &len)) continue;
-        char *entry = mzv_entry_name(v, v->arrays[i].path);
-        int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : v->arrays[i].path,
-                          "array not presented: the directory \"%.*s\" above it has no .zgroup, so it is not a "
-                          "group (zarr-python 2.13 does not list the array either, and netCDF-C would silently "
-                          "leave it out)",
-                          (int)len, v->arrays[i].path);
+    return check_parents(v);
+}
+
+/* Listing callback: stops at the first Zarr v2 metadata object below the dataset root. */
+static int find_v2_object(const mmzip_entry_info *info, void *ctx) {
+    static const char *const names[] = {".zgroup", ".zarray", ".zattrs"};
+    (void)ctx;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t n = strlen(names[i]);
+        if (info->name_len > n && memcmp(info->name + info->name_len - n, names[i], n) == 0 &&
+            info->name[info->name_len - n - 1] == '/')
+            return 1;
+    }
+    return 0;
+}
+
+int mzv_check_raw(mzv_view *v) {
+    if (has_entry(v, ".zgroup")) return NC_NOERR;
+    if (has_entry(v, "zarr.json")) {
+        char *entry = mzv_entry_name(v, "zarr.json");
+        int rc = mzv_fail(v, NC_ENOTNC, entry ? entry : "zarr.json",
+                          "the dataset is Zarr v3, which no netCDF-C release reads: with the compatibility view "
+                          "off (MMZIP_NCZARR_VIEW=raw or mmzip=raw) netCDF-C would show an empty dataset; open it "
+                          "with the view on (unset MMZIP_NCZARR_VIEW)");
         free(entry);
         return rc;
     }
-    for (size_t i = 0; i < v->group_count; i++) {
-        size_t len;
-        const mzv_group *g = &v->groups[i];
-        if (!g->zgroup_json || !g->path[0] || !missing_group(v, g->path, &len)) continue;
-        char *entry = mzv_entry_name(v, g->path);
-        int rc = mzv_fail(v, NC_ENCZARR, entry ? entry : g->path,
-                          "group not presented: the directory \"%.*s\" above it has no .zgroup (zarr-python 2.13 "
-                          "does not list it either, and netCDF-C would silently leave it out)",
-                          (int)len, g->path);
-        free(entry);
-        return rc;
-    }
+    /* A dataset being created, or netCDF-C's own probe of an empty archive, has nothing yet. */
+    v3_probe probe = {strlen(v->prefix), ""};
+    if (mmzip_list_ex(v->archive, v->prefix, MMZIP_LIST_NO_DATA_OFFSET, find_v3, &probe) == 1 ||
+        mmzip_list_ex(v->archive, v->prefix, MMZIP_LIST_NO_DATA_OFFSET, find_v2_object, NULL) == 1)
+        return mzv_fail(v, NC_ENOTNC, v->prefix[0] ? v->prefix : "/",
+                        "no .zgroup at the dataset root: netCDF-C alone (MMZIP_NCZARR_VIEW=raw or mmzip=raw) "
+                        "would show none of the Zarr objects the archive holds; open it with the view on (unset "
+                        "MMZIP_NCZARR_VIEW), which presents them or says why it cannot");
     return NC_NOERR;
 }

@@ -192,13 +192,24 @@ static int collect(const char *root, const char *rel, file_list *l) {
             break;
         }
         struct stat st;
-        if (stat(full, &st) != 0) continue;
+        if (stat(full, &st) != 0) {
+            /* Skipping it would archive less than the tree with exit status 0: a lost file nobody is told of. */
+            struct stat link;
+            int dangling = errno == ENOENT && lstat(full, &link) == 0 && S_ISLNK(link.st_mode);
+            fprintf(stderr, "mmzip put: %s: %s%s; nothing was written\n", full, strerror(errno),
+                    dangling ? " (a symbolic link whose target is missing)" : "");
+            rc = -1;
+            break;
+        }
         int nomem = 0;
         if (S_ISDIR(st.st_mode)) {
             nomem = l->folders && add(l, child, "/", &st) != 0;
             if (!nomem) rc = collect(root, child, l);
         } else if (S_ISREG(st.st_mode)) {
             nomem = add(l, child, "", &st) != 0;
+        } else {
+            /* A FIFO, socket or device holds no file data to archive; zip -r skips them the same way. */
+            fprintf(stderr, "mmzip put: %s: skipped (not a regular file or folder)\n", full);
         }
         if (nomem) {
             fprintf(stderr, "mmzip put: out of memory listing %s\n", root);

@@ -433,6 +433,35 @@ static int replace_empty(mz_store *s, unsigned keep) {
     return r;
 }
 
+/* An archive whose every entry was removed keeps their dead bytes before its end record, and unzip and 7-Zip
+ * refuse an archive of no entries with anything before its end record ("start of central directory not
+ * found"). When the last writer closes it, it becomes the plain end record alone (with its comment), built as
+ * a new archive over an old one is (replace_empty): an unnamed file renamed over the name. A reader of the
+ * old file keeps it (mmzip's readers get MMZIP_ESTALE at their next refresh, as after a pack); a kill before
+ * the rename leaves the last commit, and the next writer's close (mmzip recover) does this again. Only with
+ * no other handle of this store in the process: the mapping is replaced, and their views would go with it.
+ * Nothing foreign is touched: a prefixed archive, or one with bytes kept after its end records, stays. */
+static int settle_emptied(mz_store *s) {
+    if (s->n_committed || s->cd_size || s->prefix || s->concat || s->foreign_hold || s->unpublished ||
+        !s->clean || !s->end_follows_cd || s->file_size <= s->trailer_len)
+        return MMZIP_OK;
+    mz_crashpoint("close.emptied");
+    struct stat old;
+    if (fstat(s->fd, &old) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
+    mz_map_free(&s->map);
+    s->old_fd = s->fd;
+    s->fd = -1;
+    s->publish_replace = 1;
+    int r = create_unnamed(s);
+    /* The archive keeps its permissions (an emptied private archive stays private). */
+    if (!r && fchmod(s->fd, old.st_mode & 07777) != 0)
+        r = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot set the mode of the emptied archive", s->path);
+    if (!r) r = mz_map_init(&s->map, s->fd, NULL, 0, s->opts.max_file_size, 0, s->path);
+    if (!r) r = mz_write_empty(s);
+    if (!r) r = mz_publish(s);
+    return r;
+}
+
 int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mmzip_t **out) {
     mz_clear_error();
     if (!path || !mode || !out) return mz_fail(MMZIP_EINVAL, "mmzip_open: NULL argument");
@@ -588,8 +617,12 @@ static int release(mmzip_t *h, int commit) {
         r = mz_inplace_marks_sync(s); /* the final CRCs are committed: the marker file goes */
     if (h->writable && s->owner == mz_current_pid() && s->writer_handles == 1 && r == MMZIP_OK) {
         /* The last writer goes: the file at rest is its data, without the slack kept for growth. */
+        pthread_mutex_lock(&registry_mu);
+        int alone = s->refs == 1;
+        pthread_mutex_unlock(&registry_mu);
         pthread_mutex_lock(&s->wmu);
         r = mz_settle_at_rest(s);
+        if (!r && alone) r = settle_emptied(s);
         pthread_mutex_unlock(&s->wmu);
     }
     pthread_mutex_lock(&registry_mu);

@@ -333,7 +333,7 @@ static void test_attrs(void) {
     CHECK(mzj_parse(in, strlen(in), &attrs, err, sizeof err) == 0);
     mzj_object_set(extra, "_Encoding", mzj_new_cstring("utf-8"));
     const char *dims[] = {"cell", "cell_strlen"};
-    mzv_attr_plan plan = {dims, 2, "<f4", 0, extra, NULL};
+    mzv_attr_plan plan = {dims, 2, "<f4", 0, extra, NULL, 0};
     mzj_value *out = mzv_attrs_present(attrs, &plan);
     char *text = mzj_to_text(out, NULL);
     CHECK_STR(text, "{\"names\": \"[\\\"a\\\", \\\"b\\\"]\", \"none\": \"null\", \"empty\": \"[]\", "

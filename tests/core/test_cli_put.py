@@ -100,6 +100,34 @@ def test_archive_inside_the_tree():
         zip_tools_ok(a)
 
 
+def test_unreadable_tree_members_are_not_skipped_silently():
+    """A file of the tree that cannot be read (a symbolic link to a missing file) fails the put, naming it, and
+    nothing is written: an archive with a file less and exit status 0 would be lost data nobody is told of. A
+    FIFO holds no data: it is skipped with a word, as zip -r skips it, and the rest is archived."""
+    with TempDir() as d:
+        tree = os.path.join(d, "t")
+        write(os.path.join(tree, "a"), b"alpha")
+        os.symlink("nowhere", os.path.join(tree, "dangling"))
+        fresh = os.path.join(d, "fresh.zip")
+        p = mmzip("put", fresh, "--dir", tree, check=False)
+        assert p.returncode != 0, "put of a tree with a dangling link exited 0"
+        assert "t/dangling: No such file or directory (a symbolic link whose target is missing)" in p.stderr, p.stderr
+        assert not os.path.exists(fresh), "a failed put of a new archive left a file"
+        old = os.path.join(d, "old.zip")
+        mmzip("put", old, "k", "-", input=b"kept")
+        before = sha(old)
+        p = mmzip("put", old, "--dir", tree, check=False)
+        assert p.returncode != 0 and "t/dangling" in p.stderr, (p.returncode, p.stderr)
+        check_equal(sha(old), before, "bytes of an existing archive after a refused put --dir")
+        os.remove(os.path.join(tree, "dangling"))
+        os.mkfifo(os.path.join(tree, "fifo"))
+        p = mmzip("put", fresh, "--dir", tree)
+        assert "t/fifo: skipped (not a regular file or folder)" in p.stderr, p.stderr
+        check_equal(names(fresh), ["a"], "names after a put of a tree holding a FIFO")
+        check_equal(read(fresh, "a"), b"alpha", "bytes of a")
+        zip_tools_ok(fresh)
+
+
 def test_identical_content_writes_nothing():
     with TempDir() as d:
         a = os.path.join(d, "a.zip")

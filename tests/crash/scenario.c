@@ -32,6 +32,7 @@ int scenario_steps(const char *name) {
     if (strcmp(name, "loop") == 0) return LOOP_STEPS;
     if (strcmp(name, "reservations") == 0) return 6;
     if (strcmp(name, "edits") == 0) return 15;
+    if (strcmp(name, "emptied") == 0) return 3;
     return -1;
 }
 
@@ -219,11 +220,22 @@ static void loop_step(int k, step *s) {
     put(s, key, 1, 4);
 }
 
+/* "emptied": every entry removed, so that the last writer's close replaces the dead bytes by the plain end
+ * record (docs/protocol.md §3.6). */
+static void emptied_step(int k, step *s) {
+    switch (k) {
+    case 1: s->batched = 1; put(s, "a", 1, 3000); put(s, "b", 1, 70000); break;
+    case 2: rm(s, "a"); break;
+    case 3: rm(s, "b"); break;
+    }
+}
+
 void scenario_step(const char *name, int k, step *out) {
     memset(out, 0, sizeof *out);
     if (strcmp(name, "basic") == 0) basic_step(k, out);
     else if (strcmp(name, "reservations") == 0) reservations_step(k, out);
     else if (strcmp(name, "edits") == 0) edits_step(k, out);
+    else if (strcmp(name, "emptied") == 0) emptied_step(k, out);
     else loop_step(k, out);
 }
 

@@ -86,11 +86,12 @@ def run_killed(argv, crash_at, hit, what):
 
 def test_every_crash_point():
     exercised = set()
-    for scenario, extra in (("basic", []), ("basic", ["durable"]), ("reservations", [])):
+    for scenario, extra in (("basic", []), ("basic", ["durable"]), ("reservations", []), ("emptied", []),
+                            ("emptied", ["durable"])):
         with TempDir() as tmp:
             archive, log = os.path.join(tmp, "a.zip"), os.path.join(tmp, "log")
             points = crash_points([TOOL, "write", scenario, archive, log] + extra, tmp)
-            assert len(points) > 30, "too few crash points: %r" % points
+            assert len(points) > (10 if scenario == "emptied" else 30), "too few crash points: %r" % points
             runs = 0
             for name, hit in points:
                 for mode in modes_for(name):
@@ -109,6 +110,10 @@ def test_every_crash_point():
                         assert ro.returncode != 0 and "empty" in ro.stderr, ro.stderr
                         continue
                     verify_after_kill(scenario, archive, k, what)
+                    if scenario == "emptied" and k == 3:
+                        # Every entry removed: after repair the file is the plain end record alone, as
+                        # unzip and 7-Zip (checked above) require of an archive of no entries.
+                        check_equal(os.path.getsize(archive), 22, "%s: size of the emptied archive" % what)
                     exercised.add(name + mode)
                     runs += 1
             print("%s%s: %d crash points, %d kills verified" % (scenario, " durable" if extra else "",
@@ -122,7 +127,9 @@ def test_every_crash_point():
                  "commit.records:torn", "commit.switch", "commit.sync_records", "commit.sync_switch",
                  # the last writer's close moving the directory down to the data (protocol.md §3.6)
                  "close.directory", "close.directory:torn", "close.directory:grow", "close.sync_directory",
-                 "close.truncate", "close.sync_truncate"):
+                 "close.truncate", "close.sync_truncate",
+                 # the last writer's close of an archive whose every entry was removed (protocol.md §3.6)
+                 "close.emptied", "publish.link"):
         assert must in exercised, "crash case %s was not exercised: %r" % (must, sorted(exercised))
 
 

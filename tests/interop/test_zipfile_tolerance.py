@@ -14,6 +14,7 @@ import ctypes
 import hashlib
 import os
 import struct
+import warnings
 import zipfile
 import zlib
 
@@ -129,6 +130,21 @@ def library_warnings(path):
     return got
 
 
+def python_warnings(path):
+    """{route: [messages of the mmzip.ArchiveWarning raised at the open]} for Archive, ZarrStore and open()."""
+    out = {}
+    for route, opener in (("Archive", lambda: mmzip.Archive(path)), ("ZarrStore", lambda: mmzip.ZarrStore(path, "r")),
+                          ("open", lambda: mmzip.open(path))):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            handle = opener()
+            handle.close()
+        out[route] = [str(w.message) for w in caught if issubclass(w.category, mmzip.ArchiveWarning)]
+        others = [w for w in caught if not issubclass(w.category, mmzip.ArchiveWarning)]
+        assert not others, (route, [str(w.message) for w in others])
+    return out
+
+
 def zipfile_reads(path):
     """{name: bytes or None (zipfile refuses it)}, in directory order."""
     out = {}
@@ -161,6 +177,9 @@ def readable(d, case, words, refused):
     assert lw and all(m.startswith("warning: ") for m in lw), (what, lw)
     for w in [path] + words:
         assert any(w in m for m in lw), "%s: mmzip_warnings lacks %r: %r" % (what, w, lw)
+    # Python says the same at the open, on every route, as an ArchiveWarning (a UserWarning).
+    for route, got in python_warnings(path).items():
+        check_equal(got, [m[len("warning: "):] for m in lw], "%s: ArchiveWarnings of mmzip.%s" % (what, route))
     for name, data in want.items():
         c = run([MMZIP, "cat", path, name], check=False, input=b"")
         if data is None:
@@ -228,6 +247,8 @@ def test_no_warning_on_consistent_archives():
             z.writestr("a.txt", P)
             z.writestr("b.txt", P, compress_type=zipfile.ZIP_DEFLATED)
         check_equal(library_warnings(path), [], "mmzip_warnings on a consistent archive")
+        check_equal(python_warnings(path), {"Archive": [], "ZarrStore": [], "open": []},
+                    "ArchiveWarnings on a consistent archive")
         p = mmzip_cli("ls", path)
         check_equal(p.stderr, "", "mmzip ls stderr on a consistent archive")
 

@@ -15,6 +15,10 @@
  *   nc_writer append-record DATASET VAR VALUE
  *                              writes one record of VAR (int, first dimension unlimited, rank <= 4) at index
  *                              = the current length of that dimension, every element VALUE, then close
+ *   nc_writer append-records DATASET VALUE
+ *                              one record of every root variable whose first dimension is the root's
+ *                              unlimited dimension, at index = its current length: element k of the
+ *                              record is VALUE + k / 4 (as double; rank <= 4), then close
  *   nc_writer abort-create DATASET nosync|sync
  *                              nc_create (NC_CLOBBER), a variable x(4) written, optionally nc_sync, nc_abort
  */
@@ -117,6 +121,36 @@ static int append_record(const char *path, const char *var, int value) {
     return 0;
 }
 
+static int append_records(const char *path, double value) {
+    int nc, unlim, nvars;
+    CALL(nc_open(path, NC_WRITE, &nc));
+    CALL(nc_inq_unlimdim(nc, &unlim));
+    if (unlim < 0) return 2;
+    size_t records;
+    CALL(nc_inq_dimlen(nc, unlim, &records));
+    CALL(nc_inq_nvars(nc, &nvars));
+    for (int v = 0; v < nvars; v++) {
+        int ndims, dimids[NC_MAX_VAR_DIMS];
+        CALL(nc_inq_varndims(nc, v, &ndims));
+        if (ndims < 1 || ndims > 4) continue;
+        CALL(nc_inq_vardimid(nc, v, dimids));
+        if (dimids[0] != unlim) continue;
+        size_t start[4] = {records, 0, 0, 0}, count[4] = {1, 1, 1, 1}, n = 1;
+        for (int d = 1; d < ndims; d++) {
+            CALL(nc_inq_dimlen(nc, dimids[d], &count[d]));
+            n *= count[d];
+        }
+        double *buf = malloc(n * sizeof *buf);
+        if (!buf) return 2;
+        for (size_t k = 0; k < n; k++) buf[k] = value + 0.25 * (double)k;
+        int rc = nc_put_vara_double(nc, v, start, count, buf);
+        free(buf);
+        CALL(rc);
+    }
+    CALL(nc_close(nc));
+    return 0;
+}
+
 static int put_one(const char *path, const char *var) {
     int nc, v;
     CALL(nc_open(path, NC_WRITE, &nc));
@@ -145,6 +179,7 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "touch") == 0) return touch(argv[2]);
     if (argc == 6 && strcmp(argv[1], "put-att") == 0) return put_att(argv[2], argv[3], argv[4], argv[5]);
     if (argc == 5 && strcmp(argv[1], "append-record") == 0) return append_record(argv[2], argv[3], atoi(argv[4]));
+    if (argc == 4 && strcmp(argv[1], "append-records") == 0) return append_records(argv[2], atof(argv[3]));
     if (argc == 4 && strcmp(argv[1], "put-one") == 0) return put_one(argv[2], argv[3]);
     if (argc == 4 && strcmp(argv[1], "abort-create") == 0 &&
         (strcmp(argv[3], "sync") == 0 || strcmp(argv[3], "nosync") == 0))

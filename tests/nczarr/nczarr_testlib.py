@@ -258,3 +258,19 @@ def preload_only_nczarr():
     libp11-kit's destructor, which libnetcdf pulls in through libcurl)."""
     lib = os.path.join(os.environ["MMZIP_LIBDIR"], "libmmzip_nczarr.so")
     return dict(LD_PRELOAD=":".join(p for p in (NO_PLUGINS["LD_PRELOAD"], lib) if p))
+
+
+def tools_release_in_process_env():
+    """The environment of a python3 whose netCDF4-python runs the tools' netCDF-C release with the plugin:
+    Debian's module links libnetcdf.so.19, and the prefix's library (MMZIP_NETCDF_PREFIX, .so.22), preloaded
+    after the plugin, takes its place. Without a prefix, Debian's 4.9.0 with the plugin preloaded."""
+    from mmzip_testlib import LIBDIR
+    import glob
+    preload = [p for p in NO_PLUGINS["LD_PRELOAD"].split(":") if p]
+    preload.append(os.path.join(LIBDIR, "libmmzip_nczarr.so"))
+    prefix = os.environ.get("MMZIP_NETCDF_PREFIX", "")
+    if prefix:
+        libs = sorted(glob.glob(os.path.join(prefix, "lib", "libnetcdf.so.*")), key=len)
+        assert libs, "no libnetcdf.so.* under %s/lib" % prefix
+        preload.append(libs[0])
+    return {"LD_PRELOAD": ":".join(preload)}

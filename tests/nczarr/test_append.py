@@ -60,6 +60,11 @@ def append_and_check(archive, listing_entries):
     for name, e in before_ls.items():
         # Local header and data of every old entry, replaced ones included, are still there, unmoved.
         start, end = before_zip[name][0], e["offset"] + e["csize"]
+        if start == 0 and name in listing_entries and after_bytes[:4] == b"PK\x05\x06":
+            # The replaced first entry (a created archive begins with its root .zgroup, for netCDF-C's own zip
+            # backend): the core gives its dead local header the signature PK\5\6 (plugin/src/commit.c,
+            # dead_start); every other byte stays.
+            start = 4
         if after_bytes[start:end] != before_bytes[start:end]:
             raise AssertionError("bytes of pre-existing entry %s (%d..%d) changed" % (name, start, end))
     return sorted(set(after_ls) - set(before_ls))

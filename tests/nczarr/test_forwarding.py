@@ -2,7 +2,8 @@
 a zip dataset is forwarded untouched, so under `mmzip run` netCDF-C's own directory and S3 maps, and plain
 netCDF files, behave exactly as without the plugin; .zip archives without Zarr metadata and HDF5 member
 paths ("a.zip#/x.nc") are passed on unchanged to whatever comes next (the HDF5 driver, or libnetcdf); an
-"#/" address that names nothing gets one more line saying so (issue 15, test_subdatasets.py)."""
+"#/" address that names nothing, and a .zip that holds neither Zarr nor an HDF5 member, get one more line saying
+so (issues 15 and 23)."""
 import os
 import zipfile
 
@@ -45,12 +46,18 @@ def test_other_maps_and_paths_forwarded():
         # The S3 map (not built into Debian's netCDF-C): the library's own answer, unchanged.
         p = same_outcome(["ncdump", "-h", "file://%s/x.zarr#mode=nczarr,s3" % d], "the S3 map")
         assert p.returncode != 0
-        # A .zip without Zarr metadata goes on to libnetcdf (or the HDF5 driver) as it was given.
+        # A .zip without Zarr metadata goes on to libnetcdf (or the HDF5 driver) as it was given: netCDF's own
+        # outcome, after one line saying why it cannot be opened (issue 23).
         archive = os.path.join(d, "notes.zip")
         with zipfile.ZipFile(archive, "w") as z:
             z.writestr("readme.txt", "no zarr here")
-        p = same_outcome(["ncdump", "-h", archive], "a zip without Zarr metadata")
-        assert "Unknown file format" in p.stderr, p.stderr
+        cmd = ["ncdump", "-h", archive]
+        plain, through = run(cmd, check=False), run(cmd, check=False, env=preload_only_nczarr())
+        check_equal((through.returncode, through.stdout), (plain.returncode, plain.stdout), "a zip without Zarr")
+        first, rest = through.stderr.split("\n", 1)
+        check_equal(rest, plain.stderr, "netCDF's message for a zip without Zarr")
+        assert "Unknown file format" in rest, rest
+        assert first.startswith("mmzip_nczarr: ") and "holding no Zarr metadata" in first, first
         # An "#/" address naming nothing in the archive (issue 15): netCDF's own outcome, after one line
         # saying what the address could have named (an HDF5 member or a Zarr group) and what is there.
         cmd = ["ncdump", "-h", archive + "#/member.nc"]

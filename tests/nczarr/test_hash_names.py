@@ -4,11 +4,13 @@ all routes share (mmzip_split_name, mmzip.h): "we#ird.zip" is that file (netCDF-
 format"), "d#/x.zip" is that file and never an archive "d", "a.zip#/g1" a sub-dataset only of the archive
 a.zip; an ambiguous name fails naming both readings, with a non-zero exit status. Values are read back and
 compared with the netCDF-4 source; the directory is listed before and after each step."""
+import json
 import os
 
 from hash_names import PLACES, assert_names_both, assert_only_added, assert_unchanged, tree
 from mmzip_testlib import PYTHON, TempDir, check_equal, main, mmzip_run, run
-from nczarr_testlib import NO_PLUGINS, assert_same_dump, make_sample_nc, ncdump, netcdf_read_all
+from nczarr_testlib import (NO_PLUGINS, SUPERBLOCK, TOOL_RELEASE, assert_same_dump, make_sample_nc, ncdump,
+                            netcdf_read_all)
 
 
 def entries(archive):
@@ -100,6 +102,95 @@ def python_netcdf(*args, check=True):
     return run([PYTHON, "-c", WRITE] + [str(a) for a in args], env=NO_PLUGINS, check=check)
 
 
+STRUCTURE = r"""
+import json, sys
+import mmzip
+mmzip.enable_netcdf()
+import netCDF4, numpy as np
+d = netCDF4.Dataset(sys.argv[1])
+out = {"groups": sorted(d.groups), "dims": {n: len(x) for n, x in d.dimensions.items()}}
+if "g2" in d.groups:
+    g = d.groups["g2"]
+    out["g2"] = {"attrs": {k: np.asarray(g.getncattr(k)).tolist() for k in g.ncattrs()},
+                 "dims": sorted(g.dimensions),
+                 "vars": {n: [str(v.dtype), list(v.dimensions), list(v.shape)] for n, v in g.variables.items()}}
+d.close()
+print(json.dumps(out))
+"""
+
+
+# {variable: [no_fill, fill value]} by nc_inq_var_fill, for the int and double variables of a dataset.
+FILLS = r"""
+import ctypes, json, sys
+import mmzip
+mmzip.enable_netcdf()
+import netCDF4
+lib = ctypes.CDLL("libnetcdf.so.19")  # the library netCDF4-python runs (Debian's 4.9.0)
+d = netCDF4.Dataset(sys.argv[1])
+out = {}
+for n, v in d.variables.items():
+    no_fill, value = ctypes.c_int(), (ctypes.c_double if v.dtype.kind == "f" else ctypes.c_int)()
+    assert lib.nc_inq_var_fill(d._grpid, v._varid, ctypes.byref(no_fill), ctypes.byref(value)) == 0, n
+    out[n] = [no_fill.value, value.value]
+d.close()
+print(json.dumps(out))
+"""
+
+
+def structure(path):
+    """netCDF4-python's groups and root dimensions of path, and g2's attributes and variables: (dict, stderr)."""
+    p = run([PYTHON, "-c", STRUCTURE, path], env=NO_PLUGINS)
+    return json.loads(p.stdout), p.stderr
+
+
+def check_whole_archive_after_g2(path, want, root_dims, g2_values):
+    """netCDF4-python (Debian's 4.9.0 in-process) reading the whole archive `path` after it wrote the
+    sub-dataset g2 beside the root dataset the tools' nccopy wrote (want, root_dims: the root's variables and
+    dimensions as read before; the names of the dimensions differ by release, see netcdf-guide.md).
+
+    Tools of 4.9.0: the root is 4.9.0's own NCZarr, whose group listing does not name g2: the root dataset
+    alone, and a note on stderr naming g2. Tools of 4.9.3+: the root is their NCZarr form, plain Zarr to
+    4.9.0, which lists groups by their keys: g2 is a group beside the root's, with exactly the values
+    netCDF4-python wrote and the root's variables unchanged. As for every plain Zarr array with
+    _ARRAY_DIMENSIONS (compat-view.md, sections 3 and 4), each g2 variable shows as _FillValue the fill_value
+    4.9.0 stored in its .zarray (the fill value 4.9.0 also uses reading g2 on its own, without the attribute),
+    and its dimension x (5) is a root dimension, renamed x_5 because the root's x is 7 long: the only
+    dimension added."""
+    import zipfile
+    with zipfile.ZipFile(path) as z:
+        root = z.read(SUPERBLOCK[0])
+        assert SUPERBLOCK[1] in root, "%s: the tools' superblock is not in %s: %r" % (path, SUPERBLOCK[0], root)
+        fills = {n: json.loads(z.read("g2/%s/.zarray" % n))["fill_value"] for n in g2_values}
+    got, stderr = structure(path)
+    what = "%s after its sub-dataset" % path
+    if TOOL_RELEASE < (4, 9, 3):
+        check_equal(netcdf_read_all(path, enable_plugin=True), want, what)
+        check_equal(got["groups"], ["surface"], what + ": groups")
+        check_equal(got["dims"], root_dims, what + ": root dimensions")
+        notes = [l for l in stderr.splitlines() if "note:" in l]
+        check_equal(len(notes), 1, what + ": one note on stderr:\n" + stderr)
+        assert "'g2'" in notes[0] and path + "#/g2" in notes[0], notes[0]
+        return
+    # The fill values 4.9.0 stored are netCDF's defaults for int and double (the double in 6 significant
+    # digits, 9.96921e+36, as 4.9.0 writes it), and the ones 4.9.0 uses reading g2 as a dataset of its own.
+    check_equal(fills["v"], -2147483647, "g2/v fill_value")
+    for n in ("w_a", "w_rp"):
+        assert abs(fills[n] / 9.969209968386869e+36 - 1) < 1e-6, (n, fills[n])
+    own = json.loads(run([PYTHON, "-c", FILLS, path + "#/g2"], env=NO_PLUGINS).stdout)
+    check_equal(own, {n: [0, fills[n]] for n in g2_values}, "nc_inq_var_fill in %s#/g2" % path)
+    whole = dict(want)
+    for n, (values, attrs) in g2_values.items():
+        whole["g2/" + n] = [values, dict(attrs, _FillValue=fills[n])]
+    check_equal(netcdf_read_all(path, enable_plugin=True), whole, what)
+    check_equal(got["groups"], ["g2", "surface"], what + ": groups")
+    check_equal(root_dims.get("x"), 7, what + ": the root's x")
+    check_equal(got["dims"], dict(root_dims, x_5=5), what + ": root dimensions")
+    check_equal(got["g2"], {"attrs": {"title": "written by netCDF4-python"}, "dims": [],
+                            "vars": {"v": ["int32", ["x_5"], [5]], "w_a": ["float64", ["x_5"], [5]],
+                                     "w_rp": ["float64", ["x_5"], [5]]}}, what + ": g2")
+    assert "note:" not in stderr, what + ": a note though g2 is shown:\n" + stderr
+
+
 def test_netcdf4_python():
     with TempDir() as d:
         os.chdir(d)
@@ -113,6 +204,7 @@ def test_netcdf4_python():
             path = os.path.join(folder, name)
             mmzip_run("nccopy", nc, path)
             check_equal(netcdf_read_all(path, enable_plugin=True), want, "netCDF4-python reading %s" % path)
+            root_dims = structure(path)[0]["dims"]
             for target, made in ((path + "#/g2", []), (os.path.join(folder, "py#new.zip") + "#/g", None)):
                 if made is None:
                     made = [os.path.join(folder, "py#new.zip")]
@@ -124,7 +216,7 @@ def test_netcdf4_python():
                 check_equal(netcdf_read_all(target, enable_plugin=True), expected, "netCDF4-python reading "
                             + target)
             assert "g2/v/.zarray" in entries(path), sorted(entries(path))
-            check_equal(netcdf_read_all(path, enable_plugin=True), want, "%s after its sub-dataset" % path)
+            check_whole_archive_after_g2(path, want, root_dims, expected)
         # Ambiguous: refused, naming both readings; nothing created or changed.
         mmzip_run("nccopy", nc, "amb.zip")
         os.mkdir("amb.zip#")

@@ -121,7 +121,56 @@ static void test_array_rewrite_takes_shape_and_new_members(void) {
     free(out);
 }
 
+/* zarr-python's .zattrs of a float array with a NaN fill, and netCDF-C 4.9.0's rewrite after one attribute
+ * was set: the materialised _FillValue (bare NaN) and the reordered members are not netCDF-C's change. */
+static const char zp_attrs[] = "{\n    \"_ARRAY_DIMENSIONS\": [\n        \"x\"\n    ],\n    \"scale\": 0.1\n}";
+static const char zp_array[] = "{\"dtype\": \"<f4\", \"fill_value\": \"NaN\", \"shape\": [6], \"chunks\": [3]}";
+
+static void test_exact_keeps_bytes_when_unchanged(void) {
+    const char rewrite[] = "{\"scale\": 0.1, \"_FillValue\": NaN, \"_ARRAY_DIMENSIONS\": [\"x\"]}";
+    char *out;
+    size_t len;
+    CHECK(mzn_exact_attributes(zp_attrs, strlen(zp_attrs), rewrite, strlen(rewrite), zp_array, strlen(zp_array),
+                               &out, &len) == 1);
+    CHECK_EQ_U64(len, strlen(zp_attrs));
+    CHECK(out && memcmp(out, zp_attrs, len) == 0);
+    free(out);
+}
+
+static void test_exact_takes_only_the_change(void) {
+    /* 4.9.3+ spell the fill "NaN"; 0.1 printed with "%lg" is the same value */
+    const char rewrite[] = "{\"scale\": 0.1, \"_FillValue\": \"NaN\", \"note\": \"set\", \"_ARRAY_DIMENSIONS\": [\"x\"]}";
+    char *out;
+    size_t len;
+    CHECK(mzn_exact_attributes(zp_attrs, strlen(zp_attrs), rewrite, strlen(rewrite), zp_array, strlen(zp_array),
+                               &out, &len) == 1);
+    CHECK_STR(out, "{\"_ARRAY_DIMENSIONS\": [\"x\"], \"scale\": 0.1, \"note\": \"set\"}");
+    free(out);
+    /* a deleted attribute goes, with its type; an added one gets netCDF-C's type in the archived table */
+    const char typed[] = "{\"a\": 1, \"b\": [1, 2], \"_nczarr_attr\": {\"types\": {\"a\": \"<i4\", \"b\": \"<i2\"}}}";
+    const char rewrite2[] = "{\"b\": [1, 2], \"c\": \"t\", \"_nczarr_attr\": {\"types\": {\"b\": \"<i2\", \"c\": \"<U1\"}}}";
+    CHECK(mzn_exact_attributes(typed, strlen(typed), rewrite2, strlen(rewrite2), NULL, 0, &out, &len) == 1);
+    CHECK_STR(out, "{\"b\": [1, 2], \"_nczarr_attr\": {\"types\": {\"b\": \"<i2\", \"c\": \">S1\"}}, \"c\": \"t\"}");
+    free(out);
+}
+
+static void test_exact_creates_no_empty_attributes(void) {
+    char *out;
+    size_t len;
+    CHECK(mzn_exact_attributes(NULL, 0, "{}", 2, NULL, 0, &out, &len) == 2 && !out);
+    const char rewrite[] = "{\"_FillValue\": 0, \"_ARRAY_DIMENSIONS\": [\"_zdim_4\"]}";
+    const char zarray[] = "{\"dtype\": \"<i2\", \"fill_value\": 0}";
+    CHECK(mzn_exact_attributes(NULL, 0, rewrite, strlen(rewrite), zarray, strlen(zarray), &out, &len) == 2);
+    const char one[] = "{\"_FillValue\": 0, \"comment\": \"x\"}";
+    CHECK(mzn_exact_attributes(NULL, 0, one, strlen(one), zarray, strlen(zarray), &out, &len) == 1);
+    CHECK_STR(out, "{\"comment\": \"x\"}");
+    free(out);
+}
+
 int main(void) {
+    RUN(test_exact_keeps_bytes_when_unchanged);
+    RUN(test_exact_takes_only_the_change);
+    RUN(test_exact_creates_no_empty_attributes);
     RUN(test_blind_rewrite_keeps_archive_bytes);
     RUN(test_blind_rewrite_with_new_attribute);
     RUN(test_merge_keeps_numbers_as_written);

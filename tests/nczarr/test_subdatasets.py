@@ -7,6 +7,7 @@ import json
 import os
 import re
 import urllib.parse
+import zipfile
 
 from mmzip_testlib import BUILD, PYTHON, TempDir, check_equal, main, mmzip, mmzip_run, run
 from nczarr_testlib import (DEBIAN_RELEASE, NO_PLUGINS, TOOL_RELEASE, ls_zip, make_sample_nc, ncdump, netcdf_read_all,
@@ -512,8 +513,12 @@ def test_create_in_new_archive():
         archive = os.path.join(d, "fresh.zarr.zip")
         mmzip_run("nccopy", lung, archive + "#/a/b")
         names = sorted(ls_zip(archive))
-        if not names or any(not n.startswith("a/b/") for n in names):
-            raise AssertionError("entries of the new archive: %s" % names)
+        # the sub-dataset, and the groups above it (issue 23): plain Zarr v2 groups, nothing else
+        outside = [n for n in names if not n.startswith("a/b/")]
+        check_equal(outside, [".zgroup", "a/.zgroup"], "entries of the new archive outside a/b/")
+        with zipfile.ZipFile(archive) as z:
+            for n in outside:
+                check_equal(json.loads(z.read(n)), {"zarr_format": 2}, n)
         check_equal(normalized(ncdump(archive + "#/a/b")), normalized(run(["ncdump", lung]).stdout),
                     "ncdump of fresh.zarr.zip#/a/b")
 

@@ -37,6 +37,9 @@ and a name taken are also the builtin ``FileNotFoundError``, ``IsADirectoryError
 A damaged entry (its bytes do not match its CRC-32) is ``mmzip.CRCError``, an ``MmzipError`` and a
 ``zipfile.BadZipFile`` (what zarr's ``ZipStore`` and ``numpy.load`` raise), from every read that hands out a
 whole entry: ``ZarrStore``, ``Archive[key]``, ``mmzip.open(...)[name]`` check the CRC-32 by default.
+An archive whose records hold a wrong field that Python's ``zipfile`` reads past (an entry count, a comment
+length, a stored size, a local header's method) is read the same way, with an ``mmzip.ArchiveWarning``
+naming the field and the entry at the open.
 """
 import ctypes
 import os
@@ -45,13 +48,13 @@ import urllib.parse
 import weakref
 
 from . import _core
-from ._core import (CRCError, MmzipError, MmzipFileExistsError, MmzipFileNotFoundError, MmzipIsADirectoryError,
+from ._core import (ArchiveWarning, CRCError, MmzipError, MmzipFileExistsError, MmzipFileNotFoundError, MmzipIsADirectoryError,
                     MmzipPermissionError, libdir)
 from ._core import lib_path as _lib_path
 
 __all__ = ["ZarrStore", "open", "savez", "NpzArchive", "enable_netcdf", "register_h5py", "Archive", "release_kept",
            "libdir", "MmzipError", "MmzipFileNotFoundError", "MmzipIsADirectoryError", "MmzipPermissionError",
-           "MmzipFileExistsError", "CRCError"]
+           "MmzipFileExistsError", "CRCError", "ArchiveWarning"]
 
 
 _netcdf_plugin = None
@@ -307,6 +310,8 @@ class Archive:
         # Members whose in-place edit a killed (or running) writer left unfinished: a RuntimeWarning each,
         # naming the member and what `mmzip recover` does; a writable open has repaired them (see recovered).
         self.unfinished = _core.warn_unfinished(self._h, self.path) if mode == "r" else []
+        # Wrong but readable record fields (as zipfile reads them): an ArchiveWarning each, naming the field.
+        self.warnings = _core.warn_archive(self._h)
         self.recovered = []
         if mode != "r":
             info = _core.Info()

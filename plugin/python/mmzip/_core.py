@@ -191,6 +191,7 @@ STRUCTS = {"mmzip_options": Options, "mmzip_entry_info": EntryInfo, "mmzip_iovec
 LIST_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(EntryInfo), ctypes.c_void_p)  # mmzip_list_fn
 UNFINISHED_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(UnfinishedEdit), ctypes.c_void_p)
 UNFINISHED_UNDO, UNFINISHED_INPLACE = 1, 2
+REPORT_FN = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p)  # mmzip_report_fn
 
 # -- function prototypes -----------------------------------------------------------------------------------
 
@@ -227,6 +228,7 @@ PROTOTYPES = {
     "mmzip_rollback": (_int, [_vp]),
     "mmzip_get_info": (_int, [_vp, _P(Info)]),
     "mmzip_unfinished_edits": (_int, [_vp, UNFINISHED_FN, _vp]),
+    "mmzip_warnings": (_int, [_vp, REPORT_FN, _vp]),
     "mmzip_last_error": (_cp, []),
     "mmzip_last_errno": (_int, []),
     "mmzip_version": (_cp, []),
@@ -321,6 +323,31 @@ def warn_unfinished(h, path, stacklevel=3):
     found = unfinished_edits(h)
     for name, kind, alive, jbytes in found:
         warnings.warn(unfinished_message(path, name, kind, alive, jbytes), RuntimeWarning, stacklevel=stacklevel + 1)
+    return found
+
+
+class ArchiveWarning(UserWarning):
+    """A field of the archive's records is wrong but readable, as Python's zipfile reads it (an entry count
+    that is not the directory's, a comment running past the directory, a stored entry recorded longer than
+    its size, a local header whose method disagrees with the directory): the message names the archive, the
+    field and the entry. The values are still checked: an entry concerned whose bytes do not match its CRC-32
+    raises ``CRCError``. ``mmzip check`` lists the same findings as "interop:" lines."""
+
+
+def warn_archive(h, stacklevel=3):
+    """Warns (ArchiveWarning) once per finding of mmzip_warnings() on handle h; returns the messages."""
+    import warnings
+    found = []
+
+    def cb(message, ctx):
+        found.append(message.decode("utf-8", "surrogateescape"))
+
+    rc = lib().mmzip_warnings(h, REPORT_FN(cb), None)
+    if rc < 0:
+        raise MmzipError(rc, last_error())
+    for m in found:
+        warnings.warn(m[len("warning: "):] if m.startswith("warning: ") else m, ArchiveWarning,
+                      stacklevel=stacklevel + 1)
     return found
 
 

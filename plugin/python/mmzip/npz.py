@@ -202,6 +202,7 @@ class NpzArchive:
         # Read-only: arrays whose in-place edit a killed writer left unfinished are named in a RuntimeWarning
         # each, with what `mmzip recover` will do (the values read are as that writer left them).
         self.unfinished = [] if self._writable else _c.warn_unfinished(self._h.h, self.path, stacklevel=4)
+        self.warnings = _c.warn_archive(self._h.h, stacklevel=4)  # wrong but readable record fields
         if self._writable:
             info = _Info()
             _check(_core().mmzip_get_info(self._h.h, ctypes.byref(info)))

@@ -100,6 +100,9 @@ class _Handle:
         # The file the core opened, if nothing was renamed over the path meanwhile (pack does): what a
         # descriptor of our own must show before its bytes are trusted as the core's (raw_fd).
         self.file_id = before if before is not None and _file_id(path) == before else None
+        # Wrong but readable record fields (as zipfile reads them): an ArchiveWarning each, naming the field
+        # (shown once per message by Python's default filter, however often the store reopens the archive).
+        _core.warn_archive(self.h, stacklevel=4)
         self.writable = cmode != "r"
         self.views = 0            # live views (writers only: counted to say why the lock is still held)
         self.views_mu = threading.Lock()
