@@ -99,6 +99,41 @@ def test_array_below_directory_without_zarr_json():
         check_equal(c.data["a/b/deep"], [4, 5, 6], "the array once its groups exist")
 
 
+def with_consolidated(archive, out, leave_out=()):
+    """archive rewritten with the root's inline consolidated_metadata (as zarr-python 3's consolidate_metadata
+    writes it: every node's own zarr.json document under its path), leaving out the nodes named."""
+    with zipfile.ZipFile(archive) as z:
+        entries = {n: z.read(n) for n in z.namelist()}
+    nodes = {n[:-len("/zarr.json")]: json.loads(d) for n, d in entries.items() if n.endswith("/zarr.json")}
+    root = json.loads(entries["zarr.json"])
+    root["consolidated_metadata"] = {"kind": "inline", "must_understand": False,
+                                     "metadata": {p: d for p, d in sorted(nodes.items()) if p not in leave_out}}
+    entries["zarr.json"] = json.dumps(root).encode()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+        for n, d in entries.items():
+            z.writestr(n, d)
+    return out
+
+
+def test_node_missing_from_consolidated_metadata():
+    """Consolidated metadata is a copy: an array written after it is in the archive but not in it. Shown from
+    the copy alone, the dataset would lack that array with exit 0; it is refused naming the node, and shown with
+    its values once the metadata lists it."""
+    with TempDir() as tmp:
+        archive = zarrita_archive(tmp, "orphans")
+        with zipfile.ZipFile(archive, "a") as z:
+            for g in ("a", "a/b"):
+                z.writestr(g + "/zarr.json", json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}))
+        stale = with_consolidated(archive, os.path.join(tmp, "stale.zarr.zip"), leave_out=("a/b/deep",))
+        err = assert_refused(stale, "'a/b/deep'", "not in the root's consolidated_metadata",
+                             "a/b/deep/zarr.json")
+        assert "mmzip view:" in err, err
+        complete = with_consolidated(archive, os.path.join(tmp, "complete.zarr.zip"))
+        c = C.cdl(complete)
+        check_equal(c.data["top"], [1, 2, 3], "the root's array, consolidated")
+        check_equal(c.data["a/b/deep"], [4, 5, 6], "the deep array, consolidated")
+
+
 def test_raw_view_refuses_zarr_v3():
     with TempDir() as tmp:
         archive = zarrita_archive(tmp, "orphans")
@@ -222,5 +257,6 @@ def test_v2_and_v3_of_the_same_data_read_alike():
 
 
 if __name__ == "__main__":
-    main([test_array_below_directory_without_zarr_json, test_raw_view_refuses_zarr_v3,
+    main([test_array_below_directory_without_zarr_json, test_node_missing_from_consolidated_metadata,
+          test_raw_view_refuses_zarr_v3,
           test_v3_fill_values_mask_as_xarray, test_v2_and_v3_of_the_same_data_read_alike])

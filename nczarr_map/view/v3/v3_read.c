@@ -123,6 +123,39 @@ static const mzj_value *consolidated(const mzj_value *root) {
     return kind && strcmp(kind, "inline") == 0 && m && m->kind == MZJ_OBJECT ? m : NULL;
 }
 
+/* The zarr.json documents of the archive under the dataset (dataset-relative directories, "" the root). */
+static int list_documents(mzv_view *v, listing *l) {
+    l->skip = strlen(v->prefix);
+    int st = mmzip_list_ex(v->archive, v->prefix, MMZIP_LIST_NO_DATA_OFFSET, collect_zarr_json, l);
+    if (l->failed) return NC_ENOMEM;
+    if (st != MMZIP_OK) return mzv_fail(v, NC_ENCZARR, NULL, "cannot list the archive: %s", mmzip_last_error());
+    return NC_NOERR;
+}
+
+static void free_listing(listing *l) {
+    for (size_t i = 0; i < l->count; i++) free(l->dirs[i]);
+    free(l->dirs);
+}
+
+/* Consolidated metadata is a copy: a node written after it (by a writer that did not consolidate again) is in
+ * the archive but not in it. zarr-python then shows only the listed nodes; shown here, that would be a
+ * dataset with an array less and exit status 0. So every zarr.json of the archive must be listed. */
+static int consolidated_complete(mzv_view *v, const mzj_value *cm) {
+    listing l = {0};
+    int rc = list_documents(v, &l);
+    for (size_t i = 0; !rc && i < l.count; i++) {
+        if (!*l.dirs[i] || mzj_get(cm, l.dirs[i])) continue;
+        char *entry = document_entry(v, l.dirs[i]);
+        rc = mzv_fail(v, NC_ENCZARR, entry ? entry : l.dirs[i],
+                      "the node '%s' is in the archive but not in the root's consolidated_metadata (written after "
+                      "the metadata was consolidated?): it would be left out; consolidate the metadata again "
+                      "(zarr.consolidate_metadata) or remove it from the root's zarr.json", l.dirs[i]);
+        free(entry);
+    }
+    free_listing(&l);
+    return rc;
+}
+
 int mzv_v3_read(mzv_view *v) {
     mzj_value *root;
     int rc = mzv_load_json(v, "zarr.json", &root, NULL, NULL);
@@ -140,16 +173,14 @@ int mzv_v3_read(mzv_view *v) {
                 rc = bad_document(v, "", "consolidated_metadata names a node with an empty or bad path");
             else rc = add_node(v, m->key, m->value, &cap);
         }
+        if (!rc) rc = consolidated_complete(v, cm);
         mzj_free(root);
         if (!rc) mzv_sort_catalog(v);
         return rc;
     }
     mzj_free(root);
     listing l = {0};
-    l.skip = strlen(v->prefix);
-    int st = mmzip_list_ex(v->archive, v->prefix, MMZIP_LIST_NO_DATA_OFFSET, collect_zarr_json, &l);
-    if (l.failed) rc = NC_ENOMEM;
-    else if (st != MMZIP_OK) rc = mzv_fail(v, NC_ENCZARR, NULL, "cannot list the archive: %s", mmzip_last_error());
+    rc = list_documents(v, &l);
     for (size_t i = 0; !rc && i < l.count; i++) {
         if (!*l.dirs[i]) continue; /* the root, read above */
         char rel[4096];
@@ -163,8 +194,7 @@ int mzv_v3_read(mzv_view *v) {
         rc = add_node(v, l.dirs[i], doc, &cap);
         mzj_free(doc);
     }
-    for (size_t i = 0; i < l.count; i++) free(l.dirs[i]);
-    free(l.dirs);
+    free_listing(&l);
     if (!rc) mzv_sort_catalog(v);
     return rc;
 }
