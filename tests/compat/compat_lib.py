@@ -418,3 +418,29 @@ def fresh(tmp, name):
     if os.path.exists(path):
         os.remove(path)
     return path
+
+
+# -- zarrita (Zarr v3 from an implementation nobody here wrote), installed by the compat_zarrita_setup test --
+
+ZARRITA = os.environ.get("MMZIP_ZARRITA_DIR")
+
+
+def node(script, *args):
+    """Runs tests/compat/zarrita/SCRIPT with node and returns the JSON it prints."""
+    import json
+    import subprocess
+    assert ZARRITA and os.path.isdir(os.path.join(ZARRITA, "node_modules", "zarrita")), \
+        "zarrita is not installed (the compat_zarrita_setup test installs it with npm into %s)" % ZARRITA
+    p = subprocess.run(["node", os.path.join(ZARRITA, script)] + list(args), capture_output=True, text=True)
+    if p.returncode:
+        raise AssertionError("node %s failed:\n%s" % (script, p.stderr))
+    return json.loads(p.stdout)
+
+
+def zip_dir(directory, archive):
+    """A directory store zipped as zarr's ZipStore would hold it: every file stored, in sorted order."""
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as z:
+        for base, _, files in sorted(os.walk(directory)):
+            for f in sorted(files):
+                full = os.path.join(base, f)
+                z.write(full, os.path.relpath(full, directory))

@@ -17,28 +17,11 @@ import compat_lib as C
 import zarr_v3 as V
 from mmzip_testlib import TempDir, check_equal, main
 
-ZARRITA = os.environ.get("MMZIP_ZARRITA_DIR")
-
-
-def node(script, *args):
-    assert ZARRITA and os.path.isdir(os.path.join(ZARRITA, "node_modules", "zarrita")), \
-        "zarrita is not installed (the compat_zarrita_setup test installs it with npm into %s)" % ZARRITA
-    p = subprocess.run(["node", os.path.join(ZARRITA, script)] + list(args), capture_output=True, text=True)
-    if p.returncode:
-        raise AssertionError("node %s failed:\n%s" % (script, p.stderr))
-    return json.loads(p.stdout)
+from compat_lib import ZARRITA, node, zip_dir
 
 
 def zarrita_read(archive, paths):
     return node("read_arrays.mjs", archive, *paths)
-
-
-def zip_dir(directory, archive):
-    with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as z:
-        for base, _, files in sorted(os.walk(directory)):
-            for f in sorted(files):
-                full = os.path.join(base, f)
-                z.write(full, os.path.relpath(full, directory))
 
 
 def sha256(path):
