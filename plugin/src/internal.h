@@ -8,7 +8,7 @@
  *   entry_table.c  the in-memory entry table: hash lookup, visibility, sorted listing
  *   mapping.c      the address-space reservation and the read-only / writable overlays of the file
  *   io.c           every write, truncate and sync of the archive (crash points and tracing in test builds)
- *   locks.c        the cross-process writer lock and commit lock (OFD locks)
+ *   locks.c        the cross-process writer lock and commit lock (OFD locks), the owning process
  *   commit.c       the commit protocol: relocating the directory, publishing, the truncate commit point
  *   recovery.c     repairing a file left by a killed writer, at writable open; telling mmzip's leftovers from
  *                  foreign anomalies, which are kept
@@ -366,6 +366,7 @@ int mz_lock_writer(int fd);
 void mz_unlock_writer(int fd);
 int mz_writer_lock_held(int fd);  /* 1 held by someone else, 0 free, -1 unknown */
 void mz_lock_commit(int fd, int exclusive); /* blocking; silently skipped if unsupported */
+pid_t mz_current_pid(void); /* getpid(), cached; reset in a forked child (locks.c: who owns a store) */
 void mz_unlock_commit(int fd);
 
 /* ---------------------------------------------------------------------------------------------------- */
@@ -678,7 +679,6 @@ int mz_plan_recovery(mz_store *s, mz_recovery_plan *p, mmzip_report_fn report, v
 void mz_remove_stale_temps(const char *archive_path, mmzip_recovery_fn fn, void *ctx);
 
 /* store.c */
-pid_t mz_current_pid(void); /* getpid(), cached; reset in a forked child */
 /* Reads the archive's state. fd_stat: the descriptor's fstat, if nobody can have changed the file since it was
  * made (the caller holds the writer lock), else NULL: a reader's size is taken under the commit lock. */
 int mz_load_state(mz_store *s, int allow_scan_back, const struct stat *fd_stat, mz_trailer *t_out);

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #define MZ_WRITER_LOCK_BYTE ((off_t)1 << 62)
@@ -59,3 +60,20 @@ void mz_lock_commit(int fd, int exclusive) {
 }
 
 void mz_unlock_commit(int fd) { (void)ofd(fd, F_OFD_SETLK, F_UNLCK, MZ_COMMIT_LOCK_BYTE); }
+
+/* The process that owns a store or a lock: every write checks that the store was opened by this process
+ * (fork safety), and getpid() is a system call. */
+static pid_t cached_pid;
+static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
+static void forget_pid(void) { __atomic_store_n(&cached_pid, 0, __ATOMIC_RELAXED); }
+static void install_fork_handler(void) { pthread_atfork(NULL, NULL, forget_pid); }
+
+pid_t mz_current_pid(void) {
+    pthread_once(&pid_once, install_fork_handler);
+    pid_t p = __atomic_load_n(&cached_pid, __ATOMIC_RELAXED);
+    if (!p) {
+        p = getpid();
+        __atomic_store_n(&cached_pid, p, __ATOMIC_RELAXED);
+    }
+    return p;
+}

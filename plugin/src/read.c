@@ -12,23 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-const char *mmzip_method_name(unsigned m) {
-    switch (m) {
-    case 0: return "stored";
-    case 1: return "shrink";
-    case 6: return "implode";
-    case 8: return "deflate";
-    case 9: return "deflate64";
-    case 12: return "bzip2";
-    case 14: return "lzma";
-    case 93: return "zstd";
-    case 95: return "xz";
-    case 98: return "ppmd";
-    case 99: return "AES encryption";
-    default: return "unknown";
-    }
-}
-
 #define ENAME(e) (int)(e)->name_len, mz_name(s, (e))
 
 int mz_resolve_data(mz_store *s, mz_entry *e) {

@@ -17,22 +17,6 @@
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static mz_store *registry;
 
-/* Every write checks that the store was opened by this process (fork safety); getpid() is a system call. */
-static pid_t cached_pid;
-static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
-static void forget_pid(void) { __atomic_store_n(&cached_pid, 0, __ATOMIC_RELAXED); }
-static void install_fork_handler(void) { pthread_atfork(NULL, NULL, forget_pid); }
-
-pid_t mz_current_pid(void) {
-    pthread_once(&pid_once, install_fork_handler);
-    pid_t p = __atomic_load_n(&cached_pid, __ATOMIC_RELAXED);
-    if (!p) {
-        p = getpid();
-        __atomic_store_n(&cached_pid, p, __ATOMIC_RELAXED);
-    }
-    return p;
-}
-
 void mmzip_options_init(mmzip_options *o) {
     memset(o, 0, sizeof *o);
     o->max_file_size = MZ_DEFAULT_MAX_FILE_SIZE;
