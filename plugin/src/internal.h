@@ -518,8 +518,31 @@ struct mmzip {
 /* Work between two progress reports of a long operation (a multiple of write.c's 2 MiB write block). */
 #define MZ_PROGRESS_STEP (64ull << 20)
 
+/* The hash of entry names (entry_table.c's slots) and of archive paths (mapping.c's kept reservations):
+ * inline here, below both, so that neither calls the other for it. */
+static inline uint32_t mz_hash(const char *name, size_t len) {
+    /* 64-bit multiply-mix over 8-byte words; names are short, this is several times faster than FNV. */
+    const uint64_t m = 0x9E3779B97F4A7C15ull;
+    uint64_t h = 0x243F6A8885A308D3ull ^ (len * m);
+    const uint8_t *p = (const uint8_t *)name;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * m;
+        h ^= h >> 29;
+        p += 8;
+        len -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, len);
+    h = (h ^ w ^ (uint64_t)len << 56) * m;
+    h ^= h >> 32;
+    h *= m;
+    h ^= h >> 29;
+    return (uint32_t)h;
+}
+
 /* entry_table.c */
-uint32_t mz_hash(const char *name, size_t len);
 static inline const char *mz_name(const mz_store *s, const mz_entry *e) {
     return (const char *)s->cd + e->cd_rec + MZ_CDH_FIXED;
 }
