@@ -9,10 +9,16 @@
 static const char *const metadata_names[] = {".zgroup", ".zarray", ".zattrs", ".zmetadata", "zarr.json"};
 #define N_METADATA_NAMES (sizeof metadata_names / sizeof metadata_names[0])
 
-static int is_metadata_name(const char *s, size_t n) {
+int mzn_is_zarr_metadata_name(const char *s, size_t n) {
     for (size_t i = 0; i < N_METADATA_NAMES; i++)
         if (strlen(metadata_names[i]) == n && memcmp(metadata_names[i], s, n) == 0) return 1;
     return 0;
+}
+
+int mzn_is_zarr_metadata_entry(const char *name, size_t len) {
+    size_t start = len;
+    while (start > 0 && name[start - 1] != '/') start--;
+    return mzn_is_zarr_metadata_name(name + start, len - start);
 }
 
 typedef struct scan {
@@ -36,7 +42,7 @@ static int visit(const mmzip_entry_info *info, void *ctx) {
         if (dir_len && !(sc->first_dir = strndup(name, dir_len))) sc->failed = 1;
     }
     /* "dir/.zgroup": metadata exactly one level down. */
-    if (dir_len && is_metadata_name(slash + 1, n - dir_len - 1)) {
+    if (dir_len && mzn_is_zarr_metadata_name(slash + 1, n - dir_len - 1)) {
         if (!sc->candidate || strlen(sc->candidate) != dir_len || memcmp(sc->candidate, name, dir_len) != 0) {
             sc->n_candidates++;
             free(sc->candidate);
@@ -106,7 +112,7 @@ static int visit_top(const mmzip_entry_info *info, void *ctx) {
     const char *slash = memchr(info->name, '/', info->name_len);
     if (!slash) return 0;
     size_t dir_len = (size_t)(slash - info->name);
-    if (!dir_len || !is_metadata_name(slash + 1, info->name_len - dir_len - 1)) return 0;
+    if (!dir_len || !mzn_is_zarr_metadata_name(slash + 1, info->name_len - dir_len - 1)) return 0;
     for (size_t i = 0; i < t->count; i++)
         if (strlen(t->dirs[i]) == dir_len && memcmp(t->dirs[i], info->name, dir_len) == 0) return 0;
     if (t->count == t->cap) {

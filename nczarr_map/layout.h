@@ -36,6 +36,12 @@ int mzn_layout_detect(mmzip_t *archive, mzn_layout *out);
  */
 int mzn_layout_top_datasets(mmzip_t *archive, char **names);
 
+/* 1 if the n bytes at s are the base name of a Zarr metadata object (.zgroup, .zarray, .zattrs, .zmetadata,
+ * zarr.json), the names every layout decision here goes by; 0 if not. */
+int mzn_is_zarr_metadata_name(const char *s, size_t n);
+/* 1 if the entry name (len bytes) is a Zarr metadata object at any depth ("a/b/.zarray", "zarr.json"). */
+int mzn_is_zarr_metadata_entry(const char *name, size_t len);
+
 void mzn_layout_clear(mzn_layout *layout);
 
 #endif

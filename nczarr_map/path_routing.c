@@ -20,15 +20,8 @@
 
 /* Listing callback: stops (returns 1) at the first Zarr metadata object at any depth. */
 static int is_zarr_object(const mmzip_entry_info *info, void *ctx) {
-    static const char *const names[] = {".zgroup", ".zarray", ".zattrs", ".zmetadata", "zarr.json"};
     (void)ctx;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        size_t n = strlen(names[i]);
-        if (info->name_len >= n && memcmp(info->name + info->name_len - n, names[i], n) == 0 &&
-            (info->name_len == n || info->name[info->name_len - n - 1] == '/'))
-            return 1;
-    }
-    return 0;
+    return mzn_is_zarr_metadata_entry(info->name, info->name_len);
 }
 
 /* 1 if the archive at path opens and holds a Zarr dataset, or Zarr objects anywhere: those the

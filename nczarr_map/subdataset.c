@@ -214,16 +214,9 @@ typedef struct outside_scan {
 
 /* Stops at the first Zarr metadata object outside the new dataset. */
 static int zarr_metadata_outside(const mmzip_entry_info *info, void *ctx) {
-    static const char *const names[] = {".zgroup", ".zarray", ".zattrs", ".zmetadata", "zarr.json"};
     const outside_scan *o = ctx;
     if (info->name_len >= o->prefix_len && memcmp(info->name, o->prefix, o->prefix_len) == 0) return 0;
-    size_t start = info->name_len;
-    while (start > 0 && info->name[start - 1] != '/') start--;
-    const char *base = info->name + start;
-    size_t n = info->name_len - start;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strlen(names[i]) == n && memcmp(base, names[i], n) == 0) return 1;
-    return 0;
+    return mzn_is_zarr_metadata_entry(info->name, info->name_len);
 }
 
 int mzn_subdataset_add_parent_groups(mmzip_t *archive, const char *prefix) {
