@@ -246,8 +246,9 @@ MMZIP_API int mmzip_size(mmzip_t *h, const char *key, uint64_t *size);
  * What is checked. Every read path checks the entry's place and local header against the central
  * directory. Compressed entries: always the CRC-32 (at decoding). Stored entries: the CRC-32 only if the
  * handle was opened with MMZIP_VERIFY_CRC (then once per entry, before the first pointer is handed out;
- * it costs one pass over the bytes: about 0.03 ms per MiB with ISA-L's crc32 on x86 with VPCLMULQDQ, 0.1 ms
- * with libdeflate's (used when the build found no ISA-L) - see
+ * it costs one pass over the bytes, about what a copy of them costs (0.1 ms per MiB on the development
+ * machine, first-touch page faults included); the computation alone is about 0.04 ms per MiB with ISA-L's
+ * crc32 on x86 with VPCLMULQDQ, 0.1-0.2 ms with libdeflate's (used when the build found no ISA-L) - see
  * docs/reliability.md), or if the entry is the physically last one of an archive another writer wrote (it
  * may be a torn tail). Otherwise a stored entry is handed out unread: zero-copy means no pass over the
  * data. mmzip_verify() checks one entry on demand; mmzip_read() of a whole entry checks it always.
