@@ -340,6 +340,22 @@ static int create_unnamed(mz_store *s) {
 
 static int replace_empty(mz_store *s, unsigned keep);
 
+/* Swaps the store over to a new unnamed file holding the plain end record, to be renamed over the archive at
+ * publication (mz_publish), the old file's writer lock kept until then; with its permissions if `like` is
+ * given. */
+static int start_empty_replacement(mz_store *s, unsigned keep, const struct stat *like) {
+    mz_map_free(&s->map);
+    s->old_fd = s->fd;
+    s->fd = -1;
+    s->publish_replace = 1;
+    int r = create_unnamed(s);
+    if (!r && like && fchmod(s->fd, like->st_mode & 07777) != 0)
+        r = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot set the mode of the new archive", s->path);
+    if (!r) r = mz_map_init(&s->map, s->fd, NULL, 0, s->opts.max_file_size, keep, s->path);
+    if (!r) r = mz_write_empty(s);
+    return r;
+}
+
 static int store_open(mz_store *s, char mode, int path_exists) {
     int r;
     unsigned keep = (s->opts.flags & MMZIP_KEEP_MAPPING) ? MZ_MAP_KEEP : 0;
@@ -407,14 +423,7 @@ static int replace_empty(mz_store *s, unsigned keep) {
     if (s->n_committed || s->zip64 || s->prefix || s->foreign_hold || s->file_size != s->trailer_len ||
         s->cd_pos != 0)
         return MMZIP_OK;
-    mz_map_free(&s->map);
-    s->old_fd = s->fd;
-    s->fd = -1;
-    s->publish_replace = 1;
-    int r = create_unnamed(s);
-    if (!r) r = mz_map_init(&s->map, s->fd, NULL, 0, s->opts.max_file_size, keep, s->path);
-    if (!r) r = mz_write_empty(s);
-    return r;
+    return start_empty_replacement(s, keep, NULL);
 }
 
 /* An archive whose every entry was removed keeps their dead bytes before its end record, and unzip and 7-Zip
@@ -430,18 +439,10 @@ static int settle_emptied(mz_store *s) {
         !s->clean || !s->end_follows_cd || s->file_size <= s->trailer_len)
         return MMZIP_OK;
     mz_crashpoint("close.emptied");
+    /* The archive keeps its permissions (an emptied private archive stays private). */
     struct stat old;
     if (fstat(s->fd, &old) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
-    mz_map_free(&s->map);
-    s->old_fd = s->fd;
-    s->fd = -1;
-    s->publish_replace = 1;
-    int r = create_unnamed(s);
-    /* The archive keeps its permissions (an emptied private archive stays private). */
-    if (!r && fchmod(s->fd, old.st_mode & 07777) != 0)
-        r = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot set the mode of the emptied archive", s->path);
-    if (!r) r = mz_map_init(&s->map, s->fd, NULL, 0, s->opts.max_file_size, 0, s->path);
-    if (!r) r = mz_write_empty(s);
+    int r = start_empty_replacement(s, 0, &old);
     if (!r) r = mz_publish(s);
     return r;
 }
