@@ -293,6 +293,7 @@ static int put_dir(mmzip_t *h, const char *dir, const char *prefix, file_list *l
 static int run(int argc, char **argv) {
     uint32_t align = 0;
     int durable = 0;
+    uint32_t wait_ms = 0; /* --wait: shared appending, waiting this long for the writer lock */
     const char *dir = NULL;
     int folders = 0;
     const char *pos[3] = {0};
@@ -301,6 +302,14 @@ static int run(int argc, char **argv) {
         if (strcmp(argv[i], "--align") == 0 && i + 1 < argc) align = (uint32_t)strtoul(argv[++i], NULL, 10);
         else if (strncmp(argv[i], "--align=", 8) == 0) align = (uint32_t)strtoul(argv[i] + 8, NULL, 10);
         else if (strcmp(argv[i], "--durable") == 0) durable = 1;
+        else if (strcmp(argv[i], "--wait") == 0) wait_ms = MMZIP_WAIT_FOREVER;
+        else if (strncmp(argv[i], "--wait=", 7) == 0) {
+            char *end;
+            double sec = strtod(argv[i] + 7, &end);
+            if (end == argv[i] + 7 || *end || !(sec > 0) || sec > 4000000)
+                return cli_usage(&cmd_put, "--wait=SECONDS wants a positive number of seconds");
+            wait_ms = (uint32_t)(sec * 1000 + 0.5) ? (uint32_t)(sec * 1000 + 0.5) : 1;
+        }
         else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) dir = argv[++i];
         else if (strcmp(argv[i], "--folders") == 0) folders = 1;
         else if (strcmp(argv[i], "-") != 0 && argv[i][0] == '-') return cli_usage(&cmd_put, "unknown option");
@@ -367,6 +376,12 @@ static int run(int argc, char **argv) {
     /* A new archive gets its name at its first commit: one that waits on its input, or is killed there,
      * leaves no file rather than one other ZIP readers reject. */
     o.flags |= MMZIP_PUBLISH_ON_COMMIT;
+    if (wait_ms) {
+        /* Queue behind other writers (shared appending): the lock is held for the put's commit only, and
+         * a new archive is created by the open (MMZIP_PUBLISH_ON_COMMIT does not apply). */
+        o.flags |= MMZIP_SHARED;
+        o.lock_wait_ms = wait_ms;
+    }
     if (align) o.alignment = align;
     o.progress = core_progress;
     mmzip_t *h;
@@ -406,8 +421,8 @@ static int run(int argc, char **argv) {
 
 const command cmd_put = {
     "put", "append a file (or a directory tree) as committed entries",
-    "usage: mmzip put [--align N] [--durable] ARCHIVE KEY [FILE|-]\n"
-    "       mmzip put [--align N] [--durable] [--folders] ARCHIVE --dir DIRECTORY [PREFIX]\n\n"
+    "usage: mmzip put [--align N] [--durable] [--wait[=SECONDS]] ARCHIVE KEY [FILE|-]\n"
+    "       mmzip put [--align N] [--durable] [--wait[=SECONDS]] [--folders] ARCHIVE --dir DIRECTORY [PREFIX]\n\n"
     "Appends FILE (or standard input, which must not be a terminal) to ARCHIVE as the stored entry KEY,\n"
     "creating the archive if it does not exist. A KEY that exists is replaced; content identical to the\n"
     "stored entry's writes nothing (the archive is left as it was). The entry is committed when the\n"
@@ -421,5 +436,10 @@ const command cmd_put = {
     "written). Progress goes to standard error when it is a terminal and the command runs over a second.\n\n"
     "  --align N   align entry data to N bytes (power of two, at most the page size; default 64)\n"
     "  --durable   order the commit with fsync so that it survives a power loss\n"
+    "  --wait[=SECONDS]\n"
+    "              if other writers have the archive, wait for them (in turn, at most SECONDS; without a\n"
+    "              value, as long as it takes) instead of failing: the put takes the writer lock for its\n"
+    "              commit only, so that any number of 'mmzip put --wait' (and other shared writers) append\n"
+    "              to one archive in parallel. A new archive is then created at once, empty, if missing\n"
     "  -h, --help  show this help\n",
     run};

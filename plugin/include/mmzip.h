@@ -9,9 +9,11 @@
  * directory is superseded, never edited in place. The archive is a valid ZIP after every commit: Python
  * `zipfile`, Info-ZIP `unzip`, 7-Zip and libzip read it as it stands.
  *
- * One writer, many readers.
- *   - At most one writable handle per archive exists at a time, across all processes (an advisory OFD lock
- *     on the archive file; a second writer gets MMZIP_EBUSY at once, it never waits and never corrupts).
+ * One writer at a time, many readers.
+ *   - By default, at most one writable handle per archive exists at a time, across all processes (an advisory
+ *     OFD lock on the archive file; a second writer gets MMZIP_EBUSY at once, it never waits and never
+ *     corrupts). With MMZIP_SHARED, any number of handles, in any processes and threads, write one archive
+ *     in turn: each holds that lock only for one transaction (SHARED MODE below).
  *   - Readers never block the writer for longer than one central-directory copy, and never see a state
  *     that was not committed: every byte of every entry they list is final.
  *   - Within one process, all opens of one file share one store (reference counted). Read-only handles
@@ -33,6 +35,39 @@
  * file. The memory is read-only: a stray write faults instead of corrupting the archive. A pointer to a
  * pending entry is valid until that entry is committed (then it stays valid) or rolled back (then it must
  * not be used). Pointers into a deflated entry point at a decoded copy owned by the store.
+ *
+ * SHARED MODE (MMZIP_SHARED)
+ *
+ * For many processes appending to one archive (Dask and multiprocessing workers, parallel jobs, `mmzip put
+ * --wait`). A handle opened writable with MMZIP_SHARED does not keep the writer lock. Its first write of a
+ * transaction (put, reserve, remove) takes it, waiting behind other writers for at most
+ * mmzip_options.lock_wait_ms (then MMZIP_EBUSY, naming the archive and the wait); brings the handle's view
+ * up to date with the commits other writers made meanwhile, and repairs what a writer killed while holding
+ * the lock left, exactly as a writable open does (docs/protocol.md §6); writes; and the commit that publishes
+ * the transaction (each put under MMZIP_COMMIT_EACH, mmzip_commit() after mmzip_begin()) or mmzip_rollback()
+ * lets the lock go. Waiters are served in turn (none can be passed over again and again by a writer that
+ * commits and comes straight back). What each mode guarantees:
+ *   - both: every commit is atomic and the file is a valid ZIP after it, readers see only committed states,
+ *     a killed writer loses only what it had not committed, and an archive never holds two entries of one
+ *     name: a put of a name that another writer committed meanwhile replaces that entry (the last commit
+ *     wins), as a put of an existing name does in one writer.
+ *   - single writer (the default): the handle's view is the archive, always; no wait, no reload per
+ *     transaction (the faster mode for one process); in-place edits (mmzip_edit_*, mmzip_inplace) are allowed.
+ *   - shared: between its transactions the handle sees the archive as of its last transaction, or
+ *     mmzip_refresh(); a transaction costs the lock, a check that no other writer committed (reading the end
+ *     records and the directory) and, if one did, a reload of the directory. Refused in shared mode:
+ *     mmzip_edit_* and mmzip_inplace (MMZIP_EUNSUPPORTED: they keep state across transactions), MMZIP_NO_LOCK
+ *     and file systems without OFD locks (MMZIP_EINVAL / MMZIP_EUNSUPPORTED: without the lock nothing
+ *     orders the writers). MMZIP_PUBLISH_ON_COMMIT is ignored: a new archive ("w", or "w+" of a missing
+ *     file) is published by the open, so that other writers can open it. Each shared writable open has its
+ *     own store (descriptor and mapping), so that handles in one process exclude each other as processes
+ *     do; it takes the lock (waiting) only for the recovery of the open. A single-writer handle opened beside
+ *     shared ones holds the lock from open to close: the shared ones wait (and time out) meanwhile. The close
+ *     of a shared handle commits what is pending, and, under the lock, removes a slack beyond what the file
+ *     may keep at rest (protocol.md §3.6); it never replaces the file (an archive emptied of every entry by
+ *     shared writers keeps its dead bytes until `mmzip recover` or `mmzip pack`).
+ * A handle that keeps a transaction open (a batch, MMZIP_COMMIT_AMORTIZED or MANUAL puts not yet committed,
+ * an unpatched reservation) holds the lock meanwhile: every other writer waits.
  *
  * THREADS
  *
@@ -125,8 +160,14 @@ enum {
      * bytes, or another's, instead of faulting. The process holds the file (one descriptor; a file deleted
      * meanwhile keeps its space until then); it is not kept if the file has no name left at the close.
      * Locks are not affected: the next writer, in this process or another, may open the archive at once. */
-    MMZIP_KEEP_MAPPING = 1u << 4
+    MMZIP_KEEP_MAPPING = 1u << 4,
+    /* Writable opens: shared appending, the writer lock held per transaction only (SHARED MODE above).
+     * Ignored by read-only opens. */
+    MMZIP_SHARED = 1u << 5
 };
+
+/* mmzip_options.lock_wait_ms: wait for the writer lock without limit (MMZIP_SHARED). */
+#define MMZIP_WAIT_FOREVER UINT32_MAX
 
 /* When puts outside a mmzip_begin()/mmzip_commit() batch are committed. */
 typedef enum mmzip_commit_policy {
@@ -150,7 +191,7 @@ typedef struct mmzip_options {
     uint32_t alignment;            /* data alignment of new entries, power of two, 1..32768 and at most the
                                     * page size; 0 = 64 */
     uint32_t flags;                /* MMZIP_DURABLE | MMZIP_PUBLISH_ON_COMMIT | MMZIP_NO_LOCK | MMZIP_VERIFY_CRC |
-                                    * MMZIP_KEEP_MAPPING */
+                                    * MMZIP_KEEP_MAPPING | MMZIP_SHARED */
     uint32_t commit_policy;        /* mmzip_commit_policy */
     uint32_t max_pending_entries;  /* MMZIP_COMMIT_AMORTIZED: commit at this many pending entries (0 = no limit) */
     uint64_t max_pending_bytes;    /* MMZIP_COMMIT_AMORTIZED: commit at this many pending bytes (0 = no limit) */
@@ -158,7 +199,9 @@ typedef struct mmzip_options {
     uint32_t copy_threads;         /* threads one large mmzip_read() may use, the caller's included, 1..16;
                                     * 0 = automatic: $MMZIP_COPY_THREADS if set, else the CPUs the process
                                     * may run on, at most 4 (see mmzip_read) */
-    uint32_t reserved32_;          /* zero */
+    uint32_t lock_wait_ms;         /* MMZIP_SHARED: how long a transaction (or the open) waits for the writer
+                                    * lock before MMZIP_EBUSY; 0 = 60 000 (one minute); MMZIP_WAIT_FOREVER =
+                                    * no limit. Unused without MMZIP_SHARED (a second writer fails at once) */
     mmzip_progress_fn progress;    /* NULL, or called during long operations: see mmzip_progress_fn */
     void *progress_ctx;            /* passed to progress */
     uint64_t reserved_[1];         /* zero */
@@ -179,7 +222,8 @@ typedef struct mmzip mmzip_t; /* a handle on an open store */
  *
  * opts may be NULL for defaults. A writable open takes the writer lock (MMZIP_EBUSY if another process or
  * another handle in this process writes the archive), then recovers the file to its last commit if a
- * writer died mid-commit. A read-only open never writes. If this process already has the file open, the
+ * writer died mid-commit. With MMZIP_SHARED it waits for the lock instead (lock_wait_ms), recovers, and lets
+ * the lock go before it returns (see SHARED MODE). A read-only open never writes. If this process already has the file open, the
  * new handle shares that store: a read-only open beside a writer is allowed; a writable open beside a
  * read-only one fails with MMZIP_EBUSY (close the readers first).
  *
@@ -358,7 +402,9 @@ MMZIP_API int mmzip_list_names(mmzip_t *h, const char *prefix, unsigned flags, c
 /*
  * Read-only handles: picks up commits made since open by a writer in another process. Pointers handed out
  * earlier stay valid. Returns MMZIP_ESTALE if the file was replaced (pack); then reopen. A no-op for the
- * writer's own store.
+ * writer's own store, except in shared mode (MMZIP_SHARED) outside a transaction: then it takes the writer
+ * lock (waiting as a write does, MMZIP_EBUSY after lock_wait_ms), reloads the directory as the next
+ * transaction would, and lets the lock go.
  */
 MMZIP_API int mmzip_refresh(mmzip_t *h);
 

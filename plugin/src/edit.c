@@ -744,6 +744,7 @@ static uint64_t room_limit(mz_store *s, const mz_entry *e, int *last) {
 
 int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *room) {
     int st = check_editor(h, key, "mmzip_edit_begin");
+    if (!st) st = mz_shared_refuse(h->s, "mmzip_edit_begin");
     if (st) return st;
     if (!view) return mz_fail(MMZIP_EINVAL, "mmzip_edit_begin: NULL view");
     mz_store *s = h->s;

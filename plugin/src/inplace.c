@@ -275,6 +275,8 @@ int mmzip_inplace(mmzip_t *h, const char *key, void **data, uint64_t *size) {
     if (!h->writable) return mz_fail(MMZIP_EREADONLY, "%s: opened read-only; cannot edit '%s' in place", s->path, key);
     if (s->owner != mz_current_pid())
         return mz_fail(MMZIP_EBUSY, "%s: handle inherited across fork(); open the archive again", s->path);
+    int refused = mz_shared_refuse(s, "mmzip_inplace");
+    if (refused) return refused;
     size_t klen = strlen(key);
     if (!mz_name_ok(key, klen) || klen + MZ_EDIT_PREFIX_LEN > 65535 ||
         strncmp(key, MZ_EDIT_PREFIX, MZ_EDIT_PREFIX_LEN) == 0)

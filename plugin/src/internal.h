@@ -22,6 +22,8 @@
  *   edit.c         editing a committed entry in place (undo journal) and the entry holds that exclude readers
  *   inplace.c      writable views of stored entries (Python's r+ arrays): markers, CRC refresh at commit
  *   member_names.c which file an "archive#/member" name means (mmzip_split_name)
+ *   shared_writer.c shared appending (MMZIP_SHARED): the writer lock per transaction, waiting in turn, and
+ *                  bringing a store up to date with what other writers committed
  *   errors.c       status codes and the per-thread error message
  */
 #ifndef MMZIP_INTERNAL_H
@@ -494,6 +496,8 @@ typedef struct mz_store {
         uint64_t tail_off, near_off;
         uint32_t tail_len, near_len;
     } open_cache;
+
+    struct mz_shared *shared;      /* MMZIP_SHARED writable stores (shared_writer.c), or NULL */
 } mz_store;
 
 /* Reads [off, off + len) of the archive: while the open cache is on, from it where it covers them, and a
@@ -707,6 +711,28 @@ void mz_remove_stale_temps(const char *archive_path, mmzip_recovery_fn fn, void 
 int mz_load_state(mz_store *s, int allow_scan_back, const struct stat *fd_stat, mz_trailer *t_out);
 int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd);
 void mz_store_describe_layout(mz_store *s);
+
+/* shared_writer.c: hooks of shared appending (MMZIP_SHARED). Each is a no-op for a store without it. */
+/* Options of an open: MMZIP_SHARED with NO_LOCK is refused; PUBLISH_ON_COMMIT is dropped (the open publishes). */
+int mz_shared_check_options(const char *path, mmzip_options *o, int writable);
+/* Sets s->shared up for a writable store opened with MMZIP_SHARED. */
+int mz_shared_attach(mz_store *s);
+/* open_locked's lock: shared stores wait for it (lock_wait_ms) where others fail at once. As mz_lock_writer. */
+int mz_shared_lock_writer(mz_store *s, int fd);
+/* The writable open (recovery included) is done: the store lets the writer lock go. */
+int mz_shared_opened(mz_store *s);
+/* Before a write that starts a transaction (s->wmu held): takes the writer lock if the store does not hold
+ * it, and brings the store up to date (reload, recovery). MMZIP_EBUSY on timeout, MMZIP_ESTALE if the path
+ * names another file now. */
+int mz_shared_enter(mz_store *s);
+/* Before s->wmu is released by a write function: lets the writer lock go if nothing is pending, no batch is
+ * open and no reservation waits. */
+void mz_shared_leave(mz_store *s);
+/* mmzip_refresh of a writable store: shared stores outside a transaction reload; others do nothing. */
+int mz_shared_refresh(mz_store *s);
+/* 1 for a shared store (in-place edits are refused: they keep state across transactions). */
+int mz_shared_refuse(mz_store *s, const char *what);
+void mz_shared_free(mz_store *s);
 
 /* Test builds (MMZIP_TESTING) export hooks to observe every write, truncate and sync. */
 typedef void (*mmzip_io_trace_fn)(void *ctx, int op, uint64_t off, const void *data, uint64_t len,

@@ -229,6 +229,7 @@ static void store_free(mz_store *s) {
     mz_edit_free(s);
     mz_inplace_free(s);
     mz_recovery_notes_free(s);
+    mz_shared_free(s);
     mz_map_free(&s->map);
     mz_table_free(s);
     if (s->fd >= 0) close(s->fd);
@@ -277,9 +278,10 @@ static int open_locked(mz_store *s, int flags, int *fd_out, struct stat *st_out)
             return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot open", s->path);
         }
         if (!(s->opts.flags & MMZIP_NO_LOCK)) {
-            int l = mz_lock_writer(fd);
+            int l = mz_shared_lock_writer(s, fd); /* shared stores wait their turn */
             if (l == MMZIP_EBUSY) {
                 close(fd);
+                if (s->shared) return l; /* the message says how long it waited */
                 return mz_fail(MMZIP_EBUSY, "%s: the archive is open for writing by another process (or "
                                "another open in this one); only one writer is allowed", s->path);
             }
@@ -462,6 +464,7 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
     if (opts) o = *opts;
     else mmzip_options_init(&o);
     int r = check_options(path, &o);
+    if (!r) r = mz_shared_check_options(path, &o, writable);
     if (r) return r;
 
     mmzip_t *h = calloc(1, sizeof *h);
@@ -485,9 +488,11 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
         return mz_fail_errno(MMZIP_EINVAL, EISDIR, "%s: not a ZIP archive", path);
     }
     mz_store *s = NULL;
-    if (exists) {
+    if (exists && !(o.flags & MMZIP_SHARED)) { /* a shared writer has a store of its own: it locks as a process does */
         for (s = registry; s; s = s->next)
-            if (s->dev == st.st_dev && s->ino == st.st_ino && !s->unpublished && s->owner == mz_current_pid()) break;
+            if (s->dev == st.st_dev && s->ino == st.st_ino && !s->unpublished && s->owner == mz_current_pid() &&
+                !s->shared)
+                break;
     }
     if (s) {
         const char *why = NULL;
@@ -512,7 +517,8 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
         free(h);
         return mz_fail(MMZIP_ENOMEM, "%s: out of memory", path);
     }
-    r = store_open(s, m, exists);
+    r = mz_shared_attach(s);
+    if (!r) r = store_open(s, m, exists);
     mz_open_cache_stop(s);
     if (r) {
         pthread_mutex_unlock(&registry_mu);
@@ -537,6 +543,7 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
     if (writable) {
         /* In-place edits a dead writer left uncommitted (inplace.c): their CRCs are refreshed now. */
         r = mz_inplace_recover(h);
+        if (!r) r = mz_shared_opened(s); /* a shared writer lets the lock go until its first write */
         if (r) {
             (void)release(h, 0);
             return r;
@@ -563,6 +570,7 @@ static int release(mmzip_t *h, int commit) {
         /* Giving up: nothing pending is kept, and an archive that never committed is never published. */
         pthread_mutex_lock(&s->wmu);
         r = mz_rollback_locked(s);
+        mz_shared_leave(s);
         pthread_mutex_unlock(&s->wmu);
     }
     if (h->writable && s->owner == mz_current_pid() && s->n_inplaces && s->writer_handles == 1) {
@@ -596,6 +604,7 @@ static int release(mmzip_t *h, int commit) {
         s->batch = 0;
         r = mz_commit_locked(s, s->unpublished);
         if (r == MMZIP_OK && s->unpublished) r = mz_publish(s);
+        mz_shared_leave(s);
         pthread_mutex_unlock(&s->wmu);
     }
     if (h->writable && s->owner == mz_current_pid() && s->n_inplaces && s->writer_handles == 1 && r == MMZIP_OK)
@@ -606,8 +615,13 @@ static int release(mmzip_t *h, int commit) {
         int alone = s->refs == 1;
         pthread_mutex_unlock(&registry_mu);
         pthread_mutex_lock(&s->wmu);
-        r = mz_settle_at_rest(s);
-        if (!r && alone) r = settle_emptied(s);
+        /* A shared writer settles under the lock, with a current view, and never replaces the file (other
+         * writers have it open); if the lock cannot be had, the next writer's close settles instead. */
+        int locked = mz_shared_enter(s);
+        if (!locked) r = mz_settle_at_rest(s);
+        else if (locked != MMZIP_EBUSY && locked != MMZIP_ESTALE) r = locked;
+        if (!r && alone && !s->shared) r = settle_emptied(s);
+        mz_shared_leave(s);
         pthread_mutex_unlock(&s->wmu);
     }
     pthread_mutex_lock(&registry_mu);
@@ -637,7 +651,7 @@ const uint64_t *mmzip_generation(mmzip_t *h) {
 int mmzip_refresh(mmzip_t *h) {
     if (!h) return mz_fail(MMZIP_EINVAL, "mmzip_refresh: NULL handle");
     mz_store *s = h->s;
-    if (s->writable) return MMZIP_OK;
+    if (s->writable) return mz_shared_refresh(s); /* a no-op but for a shared writer between transactions */
     struct stat ps;
     if (stat(s->path, &ps) != 0 || ps.st_dev != s->dev || ps.st_ino != s->ino)
         return mz_fail(MMZIP_ESTALE, "%s: the archive was replaced or removed on disk; reopen it", s->path);

@@ -266,8 +266,13 @@ int mmzip_putv_attr(mmzip_t *h, const char *key, const mmzip_iovec *iov, int cou
             if (h->progress && total >= MZ_PROGRESS_STEP) h->progress(done, 2 * total, h->progress_ctx);
         }
     pthread_mutex_lock(&s->wmu);
+    if ((st = mz_shared_enter(s)) != MMZIP_OK) { /* shared: the lock, and the archive as it is now */
+        pthread_mutex_unlock(&s->wmu);
+        return st;
+    }
     uint32_t head = mz_lookup_head(s, key, nlen);
     if (head != MZ_NONE && (s->e[head].mark & MZ_MARK_RESERVED)) {
+        mz_shared_leave(s);
         pthread_mutex_unlock(&s->wmu);
         return mz_fail(MMZIP_EBUSY, "%s: entry '%s' is reserved and not yet patched", s->path, key);
     }
@@ -275,6 +280,7 @@ int mmzip_putv_attr(mmzip_t *h, const char *key, const mmzip_iovec *iov, int cou
     mz_entry *old = mz_visible_version(s, head, 1);
     if (old && old->state == MZ_PENDING && old->usize == total && old->crc == crc &&
         (st = mz_flush_writes(s)) != MMZIP_OK) {
+        mz_shared_leave(s);
         pthread_mutex_unlock(&s->wmu);
         return st;
     }
@@ -286,6 +292,7 @@ int mmzip_putv_attr(mmzip_t *h, const char *key, const mmzip_iovec *iov, int cou
             p += iov[i].len;
         }
         if (same) {
+            mz_shared_leave(s);
             pthread_mutex_unlock(&s->wmu);
             return MMZIP_OK;
         }
@@ -343,6 +350,7 @@ int mmzip_putv_attr(mmzip_t *h, const char *key, const mmzip_iovec *iov, int cou
     s->bytes_since_commit += hlen + total + ne.cd_rec_len;
     st = maybe_autocommit(s);
 out:
+    mz_shared_leave(s);
     pthread_mutex_unlock(&s->wmu);
     return st;
 }
@@ -361,8 +369,13 @@ int mmzip_remove(mmzip_t *h, const char *key) {
     if (st) return st;
     mz_store *s = h->s;
     pthread_mutex_lock(&s->wmu);
+    if ((st = mz_shared_enter(s)) != MMZIP_OK) { /* shared: the lock, and the archive as it is now */
+        pthread_mutex_unlock(&s->wmu);
+        return st;
+    }
     mz_entry *e = mz_lookup(s, key, strlen(key), 1);
     if (!e) {
+        mz_shared_leave(s);
         pthread_mutex_unlock(&s->wmu);
         return mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s' to remove", s->path, key);
     }
@@ -384,6 +397,7 @@ int mmzip_remove(mmzip_t *h, const char *key) {
     pthread_rwlock_unlock(&s->rw);
     s->bytes_since_commit += 64;
     st = maybe_autocommit(s);
+    mz_shared_leave(s);
     pthread_mutex_unlock(&s->wmu);
     return st;
 }
@@ -450,8 +464,13 @@ static int reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alig
     if (st) return st;
     size_t nlen = strlen(key);
     pthread_mutex_lock(&s->wmu);
+    if ((st = mz_shared_enter(s)) != MMZIP_OK) { /* shared: the lock, and the archive as it is now */
+        pthread_mutex_unlock(&s->wmu);
+        return st;
+    }
     uint32_t head = mz_lookup_head(s, key, nlen);
     if (head != MZ_NONE && (s->e[head].mark & MZ_MARK_RESERVED)) {
+        mz_shared_leave(s);
         pthread_mutex_unlock(&s->wmu);
         return mz_fail(MMZIP_EBUSY, "%s: entry '%s' is already reserved", s->path, key);
     }
@@ -504,6 +523,7 @@ static int reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alig
     *data = view;
 out:
     free(hdr);
+    mz_shared_leave(s);
     pthread_mutex_unlock(&s->wmu);
     return st;
 }
@@ -639,6 +659,7 @@ int mmzip_patch(mmzip_t *h, const char *key, uint64_t size) {
     s->bytes_since_commit += size + hlen;
     st = maybe_autocommit(s);
 out:
+    mz_shared_leave(s);
     pthread_mutex_unlock(&s->wmu);
     return st;
 }
@@ -662,6 +683,7 @@ int mmzip_unreserve(mmzip_t *h, const char *key) {
     pthread_rwlock_unlock(&s->rw);
     /* The last thing written gives its space back, unless a commit already put the directory after it. */
     if (end == s->pending_end && e->lfh_off >= s->data_end) s->pending_end = e->lfh_off;
+    mz_shared_leave(s);
     pthread_mutex_unlock(&s->wmu);
     return st;
 }
@@ -684,6 +706,7 @@ int mmzip_commit(mmzip_t *h) {
     pthread_mutex_lock(&s->wmu);
     st = mz_commit_locked(s, 0);
     if (st == MMZIP_OK) s->batch = 0;
+    mz_shared_leave(s); /* shared: the transaction is published, the lock goes */
     pthread_mutex_unlock(&s->wmu);
     return st;
 }
@@ -694,6 +717,7 @@ int mmzip_rollback(mmzip_t *h) {
     mz_store *s = h->s;
     pthread_mutex_lock(&s->wmu);
     st = mz_rollback_locked(s);
+    mz_shared_leave(s);
     pthread_mutex_unlock(&s->wmu);
     return st;
 }

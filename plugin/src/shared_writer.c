@@ -1,0 +1,298 @@
+/*
+ * shared_writer.c - shared appending (MMZIP_SHARED): many handles, in many processes and threads, write one
+ * archive in turn, each holding the archive's writer lock for one transaction only.
+ *
+ * Why it is a mode of its own and not what every writer does: a single writer keeps the lock from open to
+ * close, so its in-memory view of the directory is always the archive's, and nothing has to be checked before
+ * a write. A shared writer gives the lock up after each commit; whoever takes it next may find a directory
+ * that other writers changed, or debris that a writer killed while holding it left. So the first write of a
+ * transaction takes the lock and then does what a writable open does after taking it (docs/protocol.md §6,
+ * §3.7): reload the end records and the directory if they are not byte for byte what this store left or found,
+ * and repair the file. Everything else - writing, committing, the crash safety of every step - is the single
+ * writer's protocol unchanged, run by whichever writer holds the lock.
+ *
+ * The lock is the writer lock of locks.c (an OFD lock, dropped by the kernel when its holder dies). Waiting is
+ * in turn: a writer first takes a turnstile lock (another byte), then the writer lock, then lets the turnstile
+ * go. A writer that commits and comes straight back must pass the turnstile, which the longest-waiting writer
+ * holds while it waits for the writer lock, so nobody is passed over again and again. Waits are bounded by
+ * mmzip_options.lock_wait_ms: the kernel offers no timed wait on a record lock, so a bounded wait polls, with
+ * a sleep that starts at 20 us and doubles up to 1 ms; an unbounded one (MMZIP_WAIT_FOREVER) blocks in the
+ * kernel.
+ *
+ * The hooks called from the rest of the core are declared in internal.h (mz_shared_*); each is a no-op for a
+ * store opened without MMZIP_SHARED.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The writer lock's byte (locks.c) and the turnstile's, next to the commit lock's, far past any data. */
+#define MZ_SHARED_WRITER_BYTE ((off_t)1 << 62)
+#define MZ_SHARED_TURN_BYTE (((off_t)1 << 62) + 2)
+#define MZ_SHARED_DEFAULT_WAIT_MS 60000u
+
+#ifndef F_OFD_SETLK
+#define F_OFD_SETLK 37
+#define F_OFD_SETLKW 38
+#endif
+
+struct mz_shared {
+    uint32_t wait_ms;
+    int held;              /* this store holds the writer lock: a transaction is open */
+    /* The directory and end records as this store left them (its last commit) or found them (its last
+     * reload): [seen_pos, seen_size) of a file of seen_size bytes. A transaction whose file still holds
+     * exactly these bytes there has nothing to reload. */
+    uint8_t *seen;
+    uint64_t seen_pos, seen_size;
+};
+
+static int ofd_lock(int fd, int cmd, short type, off_t byte) {
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = byte;
+    fl.l_len = 1;
+    for (;;) {
+        if (fcntl(fd, cmd, &fl) == 0) return 0;
+        if (errno == EINTR) continue;
+        return -errno;
+    }
+}
+
+static uint64_t now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+/* Takes the lock on `byte` exclusively, waiting until deadline (microseconds, CLOCK_MONOTONIC; UINT64_MAX:
+ * no limit). 0, MMZIP_EBUSY at the deadline, 1 if the file system has no OFD locks, or -errno. */
+static int wait_for(int fd, off_t byte, uint64_t deadline) {
+    int r = ofd_lock(fd, F_OFD_SETLK, F_WRLCK, byte);
+    if (r == 0) return 0;
+    if (r == -EINVAL || r == -ENOLCK || r == -EOPNOTSUPP || r == -ENOSYS) return 1;
+    if (r != -EAGAIN && r != -EACCES) return r;
+    if (deadline == UINT64_MAX) {
+        r = ofd_lock(fd, F_OFD_SETLKW, F_WRLCK, byte);
+        return r == -EDEADLK ? MMZIP_EBUSY : r;
+    }
+    uint64_t nap = 20;
+    for (;;) {
+        uint64_t t = now_us();
+        if (t >= deadline) return MMZIP_EBUSY;
+        uint64_t left = deadline - t, d = nap < left ? nap : left;
+        struct timespec ts = {(time_t)(d / 1000000u), (long)(d % 1000000u) * 1000};
+        nanosleep(&ts, NULL);
+        r = ofd_lock(fd, F_OFD_SETLK, F_WRLCK, byte);
+        if (r == 0) return 0;
+        if (r != -EAGAIN && r != -EACCES) return r;
+        if (nap < 1000) nap *= 2;
+    }
+}
+
+/* The writer lock, in turn (see the top of the file). Messages name the archive and the wait. */
+static int acquire(mz_store *s, int fd) {
+    uint32_t ms = s->shared->wait_ms;
+    uint64_t deadline = ms == MMZIP_WAIT_FOREVER ? UINT64_MAX : now_us() + (uint64_t)ms * 1000u;
+    int r = wait_for(fd, MZ_SHARED_TURN_BYTE, deadline);
+    if (r == 0) {
+        r = wait_for(fd, MZ_SHARED_WRITER_BYTE, deadline);
+        (void)ofd_lock(fd, F_OFD_SETLK, F_UNLCK, MZ_SHARED_TURN_BYTE);
+    }
+    if (r == 0 || r == 1) return r;
+    if (r == MMZIP_EBUSY)
+        return mz_fail(MMZIP_EBUSY, "%s: waited %u ms for the writer lock in vain (other writers of the archive "
+                       "kept it: shared writers' transactions, or a single-writer open that holds it until it "
+                       "closes); raise mmzip_options.lock_wait_ms to wait longer", s->path, ms);
+    return mz_fail_errno(MMZIP_EIO, -r, "%s: cannot take the writer lock", s->path);
+}
+
+int mz_shared_check_options(const char *path, mmzip_options *o, int writable) {
+    if (!(o->flags & MMZIP_SHARED)) return MMZIP_OK;
+    if (!writable) {
+        o->flags &= ~(uint32_t)MMZIP_SHARED; /* a reader takes no writer lock in any mode */
+        return MMZIP_OK;
+    }
+    if (o->flags & MMZIP_NO_LOCK)
+        return mz_fail(MMZIP_EINVAL, "%s: MMZIP_SHARED needs the writer lock, which MMZIP_NO_LOCK turns off: "
+                       "without it nothing orders the writers", path);
+    /* Other writers must be able to open the archive: it is published by the open, not at its first commit. */
+    o->flags &= ~(uint32_t)MMZIP_PUBLISH_ON_COMMIT;
+    return MMZIP_OK;
+}
+
+int mz_shared_attach(mz_store *s) {
+    if (!(s->opts.flags & MMZIP_SHARED) || !s->writable) return MMZIP_OK;
+    s->shared = calloc(1, sizeof *s->shared);
+    if (!s->shared) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    s->shared->wait_ms = s->opts.lock_wait_ms ? s->opts.lock_wait_ms : MZ_SHARED_DEFAULT_WAIT_MS;
+    return MMZIP_OK;
+}
+
+void mz_shared_free(mz_store *s) {
+    if (!s->shared) return;
+    free(s->shared->seen);
+    free(s->shared);
+    s->shared = NULL;
+}
+
+int mz_shared_lock_writer(mz_store *s, int fd) {
+    if (!s->shared) return mz_lock_writer(fd);
+    int r = acquire(s, fd);
+    if (r == 0) s->shared->held = 1;
+    return r;
+}
+
+/* Remembers the directory and end records as they are on disk now (the caller holds the writer lock). */
+static int remember(mz_store *s) {
+    struct mz_shared *sh = s->shared;
+    free(sh->seen);
+    sh->seen = NULL;
+    sh->seen_size = 0;
+    if (s->cd_pos > s->file_size) return MMZIP_OK;
+    uint64_t len = s->file_size - s->cd_pos;
+    sh->seen = malloc(len ? len : 1);
+    if (!sh->seen) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    if (mz_pread_full(s->fd, sh->seen, (size_t)len, s->cd_pos) != 0) {
+        free(sh->seen);
+        sh->seen = NULL;
+        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read the directory", s->path);
+    }
+    sh->seen_pos = s->cd_pos;
+    sh->seen_size = s->file_size;
+    return MMZIP_OK;
+}
+
+/* 1 if [lo, hi) of the file reads as zeros. Holes are skipped with SEEK_DATA; what holds data is read. */
+static int reads_as_zeros(int fd, uint64_t lo, uint64_t hi) {
+    static const uint8_t zero[65536];
+    uint8_t buf[65536];
+    while (lo < hi) {
+        off_t d = lseek(fd, (off_t)lo, SEEK_DATA);
+        if (d < 0 && errno == ENXIO) return 1;
+        uint64_t from = d < 0 ? lo : (uint64_t)d;
+        if (from >= hi) return 1;
+        off_t h = d < 0 ? -1 : lseek(fd, d, SEEK_HOLE);
+        uint64_t to = h < 0 || (uint64_t)h > hi || (uint64_t)h <= from ? hi : (uint64_t)h;
+        for (uint64_t p = from; p < to;) {
+            size_t n = to - p < sizeof buf ? (size_t)(to - p) : sizeof buf;
+            if (mz_pread_full(fd, buf, n, p) != 0 || memcmp(buf, zero, n) != 0) return 0;
+            p += n;
+        }
+        lo = to;
+    }
+    return 1;
+}
+
+/* 1 if the file is as this store last left or found it: the same size, the same directory and end records
+ * byte for byte, and a slack that still reads as zeros (a writer killed while holding the lock may have
+ * written entries, records or a directory copy into it without committing them). */
+static int unchanged(mz_store *s, uint64_t size) {
+    struct mz_shared *sh = s->shared;
+    if (!sh->seen || size != sh->seen_size || sh->seen_pos != s->cd_pos || !s->clean) return 0;
+    uint64_t len = size - sh->seen_pos;
+    uint8_t *now = malloc(len ? len : 1);
+    if (!now) return 0;
+    int same = mz_pread_full(s->fd, now, (size_t)len, sh->seen_pos) == 0 && memcmp(now, sh->seen, (size_t)len) == 0;
+    free(now);
+    return same && reads_as_zeros(s->fd, s->data_end, s->cd_pos);
+}
+
+/* Brings the store up to date, the writer lock held and nothing pending: a reload of the directory if it is
+ * not what the store saw last, then the repair a writable open makes (recovery.c). */
+static int bring_up_to_date(mz_store *s) {
+    struct stat st;
+    if (fstat(s->fd, &st) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
+    if (unchanged(s, (uint64_t)st.st_size)) return MMZIP_OK;
+    if ((uint64_t)st.st_size > s->opts.max_file_size)
+        return mz_fail(MMZIP_ETOOBIG, "%s: the archive (%llu bytes) is larger than max_file_size (%llu)", s->path,
+                       (unsigned long long)st.st_size, (unsigned long long)s->opts.max_file_size);
+    pthread_rwlock_wrlock(&s->rw);
+    mz_table_changed(s);
+    s->foreign_hold = 0;
+    int r = mz_load_state(s, 1, &st, NULL); /* the size is st's: we hold the writer lock */
+    mz_open_cache_stop(s);
+    pthread_rwlock_unlock(&s->rw);
+    mz_crashpoint("shared.reloaded");
+    if (!r) r = mz_recover_locked(s);
+    if (!r) r = remember(s);
+    return r;
+}
+
+int mz_shared_enter(mz_store *s) {
+    struct mz_shared *sh = s->shared;
+    if (!sh || sh->held) return MMZIP_OK;
+    int r = acquire(s, s->fd);
+    if (r == 1) return mz_fail(MMZIP_EUNSUPPORTED, "%s: the file system refuses the OFD locks shared writers "
+                               "take turns by", s->path);
+    if (r) return r;
+    sh->held = 1;
+    mz_crashpoint("shared.locked");
+    /* A pack, or a mode "w" open, may have put another file under the name: this store's file is no longer
+     * the archive, and what it would append there nobody would see. */
+    struct stat ps;
+    if (stat(s->path, &ps) != 0 || ps.st_dev != s->dev || ps.st_ino != s->ino) {
+        r = mz_fail(MMZIP_ESTALE, "%s: the archive was replaced on disk (mmzip pack, or an open with mode \"w\") "
+                    "since this shared handle opened it; reopen it", s->path);
+    } else {
+        r = bring_up_to_date(s);
+    }
+    if (r) {
+        mz_unlock_writer(s->fd);
+        sh->held = 0;
+    }
+    return r;
+}
+
+void mz_shared_leave(mz_store *s) {
+    struct mz_shared *sh = s->shared;
+    if (!sh || !sh->held) return;
+    if (s->batch || s->open_reservations || s->n_pending_live || s->n_shadowed || s->n_dead || s->n != s->n_committed ||
+        s->wbuf_len)
+        return; /* the transaction goes on: it holds the lock until its commit or rollback */
+    /* If the directory cannot be read back now, the next transaction reloads it (no memory of it: not
+     * "unchanged"). The lock goes either way. */
+    (void)remember(s);
+    mz_clear_error();
+    mz_crashpoint("shared.release");
+    mz_unlock_writer(s->fd);
+    sh->held = 0;
+}
+
+int mz_shared_opened(mz_store *s) {
+    struct mz_shared *sh = s->shared;
+    if (!sh) return MMZIP_OK;
+    if (!s->locks_supported)
+        return mz_fail(MMZIP_EUNSUPPORTED, "%s: the file system refuses the OFD locks shared writers take turns "
+                       "by (MMZIP_SHARED); open without it, one writer at a time", s->path);
+    /* The open holds the writer lock here, whichever way it took it (waiting in open_locked, or on the new
+     * file of a creation), and has recovered the file. */
+    pthread_mutex_lock(&s->wmu);
+    int r = remember(s);
+    mz_unlock_writer(s->fd);
+    sh->held = 0;
+    pthread_mutex_unlock(&s->wmu);
+    return r;
+}
+
+int mz_shared_refresh(mz_store *s) {
+    if (!s->shared) return MMZIP_OK;
+    pthread_mutex_lock(&s->wmu);
+    int r = mz_shared_enter(s);
+    mz_shared_leave(s);
+    pthread_mutex_unlock(&s->wmu);
+    return r;
+}
+
+int mz_shared_refuse(mz_store *s, const char *what) {
+    if (!s->shared) return MMZIP_OK;
+    return mz_fail(MMZIP_EUNSUPPORTED, "%s: %s is not available to a shared writer (MMZIP_SHARED): an edit in "
+                   "place spans transactions, and other writers would commit over it; open the archive without "
+                   "MMZIP_SHARED to edit it", s->path, what);
+}
