@@ -12,6 +12,14 @@
  *                                                       it has seen STATES different committed states; every
  *                                                       snapshot must be exactly a committed state
  *   crash_tool pack     SCENARIO ARCHIVE -              mmzip_pack in place
+ *   crash_tool write    SCENARIO ARCHIVE LOG shared     the scenario through a shared writer (MMZIP_SHARED)
+ *   crash_tool shared-next SCENARIO ARCHIVE -           a second shared writer: opens (creating an empty archive
+ *                                                       if there is none), prints "opened", reads K from
+ *                                                       standard input (the last commit of a writer killed
+ *                                                       meanwhile), puts "next/x" in one transaction (which
+ *                                                       repairs what the killed one left), closes, and checks
+ *                                                       read-only that the archive is state K or K+1 plus
+ *                                                       next/x, exactly ("state J")
  * Linked with the test build of the library (crash points from MMZIP_CRASH_AT, see plugin/src/io.c).
  */
 #define _GNU_SOURCE
@@ -32,12 +40,16 @@ static int fail(const char *what) {
     return 2;
 }
 
-static int do_write(const char *name, const char *archive, const char *log, int durable, int hold) {
+static int do_write(const char *name, const char *archive, const char *log, int durable, int hold, int shared) {
     /* A held writer must not outlive the test that was to kill it. */
     if (hold && prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return 2;
     mmzip_options o;
     mmzip_options_init(&o);
     if (durable) o.flags |= MMZIP_DURABLE;
+    if (shared) {
+        o.flags |= MMZIP_SHARED;
+        o.lock_wait_ms = MMZIP_WAIT_FOREVER;
+    }
     mmzip_t *h;
     if (mmzip_open(archive, "w+", &o, &h) != MMZIP_OK) return fail("open");
     int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -161,6 +173,50 @@ static int do_reader(const char *name, const char *archive, int want) {
     return 0;
 }
 
+/* See the top of the file: the next shared writer after a killed one. */
+static int do_shared_next(const char *name, const char *archive) {
+    mmzip_options o;
+    mmzip_options_init(&o);
+    o.flags |= MMZIP_SHARED;
+    o.lock_wait_ms = MMZIP_WAIT_FOREVER;
+    mmzip_t *h;
+    if (mmzip_open(archive, "w+", &o, &h) != MMZIP_OK) return fail("shared open");
+    printf("opened\n");
+    fflush(stdout);
+    int k;
+    if (scanf("%d", &k) != 1) return 2;
+    uint8_t buf[1000];
+    scenario_content("next/x", 1, buf, sizeof buf);
+    if (mmzip_put(h, "next/x", buf, sizeof buf, 0) != MMZIP_OK) return fail("shared put");
+    if (mmzip_close(h) != MMZIP_OK) return fail("shared close");
+    if (mmzip_open(archive, "r", NULL, &h) != MMZIP_OK) return fail("read-only open");
+    int n = scenario_steps(name);
+    for (int j = k; j <= k + 1 && j <= n; j++) {
+        state s;
+        scenario_state(name, j, &s);
+        item *more = realloc(s.items, (size_t)(s.n + 1) * sizeof *more);
+        if (!more) return 2;
+        s.items = more;
+        snprintf(s.items[s.n].key, sizeof s.items[s.n].key, "next/x");
+        s.items[s.n].version = 1;
+        s.items[s.n].len = sizeof buf;
+        s.n++;
+        int ok = scenario_matches(h, &s, 0);
+        if (!ok && j == k) {
+            fprintf(stderr, "against state %d + next/x:\n", k);
+            scenario_matches(h, &s, 1);
+        }
+        free(s.items);
+        if (ok) {
+            printf("state %d\n", j);
+            return mmzip_close(h) == MMZIP_OK ? 0 : fail("close");
+        }
+    }
+    fprintf(stderr, "crash_tool: %s holds neither state %d nor %d plus next/x\n", archive, k, k + 1);
+    mmzip_close(h);
+    return 1;
+}
+
 int main(int argc, char **argv) {
     if (argc < 5) {
         fprintf(stderr, "usage: crash_tool write|verify|recover|reader SCENARIO ARCHIVE ARG [durable|hold]\n");
@@ -170,7 +226,8 @@ int main(int argc, char **argv) {
     if (scenario_steps(name) < 0) return 2;
     if (strcmp(cmd, "write") == 0)
         return do_write(name, archive, argv[4], argc > 5 && strcmp(argv[5], "durable") == 0,
-                        argc > 5 && strcmp(argv[5], "hold") == 0);
+                        argc > 5 && strcmp(argv[5], "hold") == 0, argc > 5 && strcmp(argv[5], "shared") == 0);
+    if (strcmp(cmd, "shared-next") == 0) return do_shared_next(name, archive);
     if (strcmp(cmd, "verify") == 0) return do_verify(name, archive, atoi(argv[4]), "r");
     if (strcmp(cmd, "recover") == 0) return do_verify(name, archive, atoi(argv[4]), "r+");
     if (strcmp(cmd, "reader") == 0) return do_reader(name, archive, atoi(argv[4]));
