@@ -7,7 +7,7 @@
  * a write. A shared writer gives the lock up after each commit; whoever takes it next may find a directory
  * that other writers changed, or debris that a writer killed while holding it left. So the first write of a
  * transaction takes the lock and then does what a writable open does after taking it (docs/protocol.md §6,
- * §3.7): reload the end records and the directory if they are not byte for byte what this store left or found,
+ * §11): reload the end records and the directory if they are not byte for byte what this store left or found,
  * and repair the file. Everything else - writing, committing, the crash safety of every step - is the single
  * writer's protocol unchanged, run by whichever writer holds the lock.
  *
