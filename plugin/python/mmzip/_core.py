@@ -114,6 +114,8 @@ DURABLE = 1 << 0
 PUBLISH_ON_COMMIT = 1 << 1
 NO_LOCK = 1 << 2
 VERIFY_CRC = 1 << 3
+SHARED = 1 << 5                # MMZIP_SHARED: the writer lock per transaction (shared appending)
+WAIT_FOREVER = 0xFFFFFFFF      # mmzip_options.lock_wait_ms without limit
 
 # mmzip_commit_policy
 COMMIT_EACH = 0
@@ -151,7 +153,7 @@ class Options(ctypes.Structure):  # mmzip_options
     _fields_ = [("max_file_size", ctypes.c_uint64), ("alignment", ctypes.c_uint32), ("flags", ctypes.c_uint32),
                 ("commit_policy", ctypes.c_uint32), ("max_pending_entries", ctypes.c_uint32),
                 ("max_pending_bytes", ctypes.c_uint64), ("max_decoded_size", ctypes.c_uint64),
-                ("copy_threads", ctypes.c_uint32), ("reserved32_", ctypes.c_uint32),
+                ("copy_threads", ctypes.c_uint32), ("lock_wait_ms", ctypes.c_uint32),
                 ("progress", ctypes.c_void_p), ("progress_ctx", ctypes.c_void_p),
                 ("reserved_", ctypes.c_uint64 * 1)]
 

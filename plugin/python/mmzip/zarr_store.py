@@ -17,7 +17,8 @@ What it changes for someone who used ``zarr.ZipStore``:
   write: opening it takes no lock and changes nothing, so any number of processes may open it with the default
   mode and read. The first write (``store[key] = ...``, ``del``, ``rmdir``) takes the writer lock.
 * One writer per archive, across processes: a second writer raises ``MmzipError`` (EBUSY) at once (with
-  mode "a", at its first write).
+  mode "a", at its first write) - unless the stores are opened with ``shared=True``: then any number of
+  processes and threads write the archive in turn, each write committed on its own (see ``ZarrStore``).
 * In one process, a writer takes the archive over from the stores that read it: one that holds no view
   returned by ``store[key]`` lets go of the archive and opens it again at its next read (then seeing the
   writer's commits). So ``xr.open_zarr(store)``, ``ds.close()`` and a writer of the same archive work in
@@ -25,7 +26,9 @@ What it changes for someone who used ``zarr.ZipStore``:
 * Failures are ``MmzipError``, an ``OSError``; a missing archive, a directory, a refused permission are
   also ``FileNotFoundError``, ``IsADirectoryError``, ``PermissionError``, and a full disk has ``errno``
   ENOSPC.
-* It pickles by path and mode, so Dask and multiprocessing workers reopen it (see ``__setstate__``).
+* It pickles by path and mode, so Dask and multiprocessing workers reopen it (see ``__setstate__``): read-only,
+  or, for a store opened with ``shared=True``, as a shared writer, so that ``ds.to_zarr(store)`` of a
+  Dask-backed dataset writes the archive directly from worker processes.
 
 Lifetime of the zero-copy views. A view returned by ``store[key]`` stays valid after ``close()``: the views
 keep the archive mapped (they hold a reference to the core handle), and the handle is released when the
@@ -221,6 +224,34 @@ def _open_handle(path, cmode, opts):
                      "mmzip.Archive, h5py, netCDF - must be closed)" % (refused[1], why), refused[2], path)
 
 
+def _lock_wait_ms(seconds):
+    """lock_timeout (seconds, None for no limit) as mmzip_options.lock_wait_ms."""
+    if seconds is None:
+        return _core.WAIT_FOREVER
+    ms = int(round(float(seconds) * 1000))
+    if not 0 < ms < _core.WAIT_FOREVER:
+        raise ValueError("mmzip.ZarrStore: lock_timeout=%r: a positive number of seconds, or None" % (seconds,))
+    return ms
+
+
+# The shared writers' handles of this process, by archive and options: the copies of a shared store that Dask
+# unpickles for every task in a worker share one (one descriptor and mapping, not one per task). Weak: a
+# handle goes when its last store and view do.
+_shared_handles = weakref.WeakValueDictionary()
+_shared_mu = threading.Lock()
+
+
+def _open_shared(path, cmode, opts):
+    key = (os.getpid(), path, opts.alignment, opts.flags, opts.lock_wait_ms)
+    with _shared_mu:
+        h = _shared_handles.get(key) if cmode != "w" else None  # "w" replaces the archive: a new handle
+        if h is None or not h.h:
+            h = _Handle(path, cmode, opts)
+            h.unpublished = False  # shared opens publish a new archive at once
+            _shared_handles[key] = h
+        return h
+
+
 # Store modes -> core modes. "a" creates the archive if missing; "w" replaces it; "w-" (zarr's "x") creates
 # it and fails if it exists.
 _MODES = {"r": "r", "r+": "r+", "a": "w+", "w": "w", "w-": "w", "x": "w"}
@@ -272,6 +303,19 @@ class ZarrStore(Store):
     ``allowZip64=False`` is refused for writing. In mode "r" both are accepted and ignored, as they only
     concern writing (mmzip reads deflated archives).
 
+    ``shared=True``: many writers at once (Dask workers, multiprocessing, several programs). The store writes
+    as a shared writer (MMZIP_SHARED, mmzip.h): every write (``store[key] = ...``, ``del``) takes the archive's
+    writer lock, waiting behind the other writers in turn for at most ``lock_timeout`` seconds (None: no
+    limit; then ``MmzipError`` EBUSY naming the archive), brings the store up to date with their commits,
+    repairs what a writer killed meanwhile left, commits and lets the lock go. So each write is published on
+    its own (``flush()`` has nothing left to do), a key written by several writers is one entry holding the
+    last commit's bytes (zarr's ``.zarray``, ``.zattrs``, ``.zgroup``), and a writer killed in the middle of
+    a write loses that write only. Copies made by pickling (Dask and multiprocessing workers) are shared
+    writers too, opened with "r+" (the original created the archive: in this mode a new archive is written
+    at once, empty, instead of at the first commit); the copies in one process share one handle. Between
+    its writes a shared store reads the archive as of its last write or ``refresh()``; an unpickled copy
+    starts from the newest commit. Mode "r" ignores it.
+
     ``durable=True`` fsyncs every commit (survives a power loss, not only a crash of the process).
     ``alignment`` aligns the data of new entries (power of two up to the page size; default 64).
     ``dimension_separator`` as for zarr's own stores.
@@ -293,7 +337,7 @@ class ZarrStore(Store):
     _erasable = True
 
     def __init__(self, path, mode="a", *, compression=zipfile.ZIP_STORED, allowZip64=True, durable=False,
-                 alignment=None, dimension_separator=None):
+                 alignment=None, dimension_separator=None, shared=False, lock_timeout=60.0):
         if isinstance(mode, int):
             raise TypeError("mmzip.ZarrStore: the second argument is the mode (zarr.ZipStore's is compression): "
                             "pass compression= as a keyword")
@@ -316,6 +360,8 @@ class ZarrStore(Store):
                              % (mode, self.path, self.group))
         self._root = self.group + "/" if self.group else ""
         self.mode = mode
+        self.shared = bool(shared) and mode != "r"
+        self.lock_timeout = _lock_wait_ms(lock_timeout)
         self.durable = bool(durable)
         self.alignment = alignment
         self._dimension_separator = dimension_separator
@@ -329,6 +375,10 @@ class ZarrStore(Store):
         if mode in ("w-", "x") and os.path.lexists(self.path):
             raise _core.error_for(_core.EEXIST, "mmzip.ZarrStore: %s exists (mode %r creates a new archive only)"
                                   % (self.path, mode), filename=self.path)
+        if self.shared:
+            self._h = _open_shared(self.path, _MODES[mode], self._options(mode))
+            self._writeable = True
+            return
         if mode == "a" and os.path.isfile(self.path) and os.path.getsize(self.path) > 0:
             # Read-only until the first write (_upgrade): a reader with the default mode takes no lock.
             self._open_reader()
@@ -358,7 +408,13 @@ class ZarrStore(Store):
         opts.flags |= _core.VERIFY_CRC
         if self.durable:
             opts.flags |= _core.DURABLE
-        if _MODES[mode] != "r":
+        if self.shared and _MODES[mode] != "r":
+            # Each write is a transaction of its own: the lock is held for one commit, and nothing is left
+            # pending in a worker that never closes its copy of the store.
+            opts.flags |= _core.SHARED
+            opts.commit_policy = _core.COMMIT_EACH
+            opts.lock_wait_ms = self.lock_timeout
+        elif _MODES[mode] != "r":
             # A new archive appears (atomically) at the first commit; "w" leaves the one it replaces
             # untouched until then, and so does any writer of an existing empty archive (the 22-byte one
             # every reader accepts), so readers keep seeing a complete archive. No effect on others.
@@ -448,10 +504,11 @@ class ZarrStore(Store):
                 h.unpublished = False
 
     def refresh(self):
-        """Read-only stores: moves to the newest commit of the archive. A writer always sees its own state."""
+        """Read-only and shared stores: moves to the newest commit of the archive (a shared one takes the
+        writer lock for it, waiting as a write does). A single writer always sees its own state."""
         h = self._handle()
-        if not h.writable:
-            _check(_c().mmzip_refresh(h.h))
+        if not h.writable or self.shared:
+            _check(_c().mmzip_refresh(h.h), self.path)
 
     def close(self):
         """Commits (writers) and releases the archive. Calling it again does nothing."""
@@ -506,13 +563,16 @@ class ZarrStore(Store):
         # Like zarr's ZipStore: what is written is published first, so that the copy sees it.
         self.flush()
         return {"path": self.path, "group": self.group, "mode": self.mode, "durable": self.durable, "alignment": self.alignment,
-                "dimension_separator": self._dimension_separator, "pickled_from_mode": self.pickled_from_mode}
+                "dimension_separator": self._dimension_separator, "pickled_from_mode": self.pickled_from_mode,
+                "shared": self.shared, "lock_timeout": self.lock_timeout}
 
     def __setstate__(self, state):
         """An archive has one writer. The copy of a writable store made by unpickling (in a Dask or
         multiprocessing worker, or in this process) would be a second writer, so it opens the archive
         read-only: it reads what the original had committed when it was pickled (and newer commits after
-        ``refresh()``), and a write through it raises ReadOnlyError naming the original mode."""
+        ``refresh()``), and a write through it raises ReadOnlyError naming the original mode. The copy of a
+        store opened with ``shared=True`` is a shared writer (mode "r+": the original created the archive),
+        brought up to the newest commit; copies in one process share one handle."""
         self.path = state["path"]
         self.group = state.get("group", "")
         self._root = self.group + "/" if self.group else ""
@@ -522,9 +582,18 @@ class ZarrStore(Store):
         self.pickled_from_mode = state["pickled_from_mode"]
         self._released = self._upgradable = False
         self._mu = threading.Lock()
+        self.shared = state.get("shared", False)
+        self.lock_timeout = state.get("lock_timeout", 0)
+        self.mode = state["mode"]
+        if self.shared:
+            self._h = _open_shared(self.path, "r+", self._options("r+"))
+            self._writeable = True
+            # What the original (and other workers) committed since this process last wrote: the metadata a
+            # zarr array reads as it is unpickled must be the newest.
+            _check(_c().mmzip_refresh(self._h.h), self.path)
+            return
         if state["mode"] != "r":
             self.pickled_from_mode = self.pickled_from_mode or state["mode"]
-        self.mode = state["mode"]
         self._open("r")
 
     def __eq__(self, other):
