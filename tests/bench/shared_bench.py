@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Shared appending against zarr's DirectoryStore: 1, 2 and 4 processes writing 1 GiB as Zarr chunk keys, in
+64 KiB and in 4 MiB chunks, through mmzip.ZarrStore(path, "a", shared=True) (each chunk one commit, the
+writer lock taken per chunk) and through zarr.storage.DirectoryStore (each chunk a file, written to a
+temporary name and renamed, as zarr does), by the same worker script; and one mmzip process writing the same
+chunks as a single writer (mode "w", one commit at the end). All in one run, the configurations one after the
+other on the same machine, so that their ratios mean something even when the machine is loaded (it prints the
+load average before and after).
+
+Each worker is a separate Python process that imports, opens its store and then waits for the word to go; the
+time is from the word to the last worker's exit (what a Dask computation of the writes would see). Worker i
+of P writes chunks i, i + P, ... The output is removed and the file system synced (untimed) before each
+configuration; nothing is fsynced while timed (neither store does by default). Every result is checked
+afterwards: the number of chunks, and with --smoke the bytes of every chunk. --smoke (the CTest bench_shared_
+smoke) runs tiny sizes to test the script; it asserts nothing about speed.
+
+Usage: shared_bench.py [--total MIB] [--chunks 64K,4M] [--procs 1,2,4] [--dir DIR] [--smoke]
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+WORKER = r"""
+import os, sys, time
+kind, path, idx, nproc, chunk, total = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+import numpy as np
+if kind == "directory":
+    import zarr
+    store = zarr.storage.DirectoryStore(path)
+else:
+    import mmzip
+    store = mmzip.ZarrStore(path, "a", shared=True, lock_timeout=None) if kind == "shared" else mmzip.ZarrStore(path, "w")
+buf = np.frombuffer(os.urandom(chunk), dtype="u1").copy()
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(idx, total // chunk, nproc):
+    buf[:8] = np.frombuffer(i.to_bytes(8, "little"), "u1")
+    store["data/%d" % i] = buf
+if kind != "directory":
+    store.close()
+"""
+
+
+def parse_size(s):
+    s = s.strip().upper()
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1], 1)
+    return int(s[:-1] if s[-1] in "KMG" else s) * mult
+
+
+def run_config(kind, path, nproc, chunk, total):
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+    elif os.path.exists(path):
+        os.unlink(path)
+    if kind == "shared":
+        import mmzip
+        mmzip.ZarrStore(path, "w", shared=True).close()
+    subprocess.run(["sync"], check=True)
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, kind, path, str(i), str(nproc), str(chunk), str(total)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for i in range(nproc)]
+    for p in procs:
+        line = p.stdout.readline()
+        if line != "ready\n":
+            raise SystemExit("%s worker did not start: %r" % (kind, line))
+    t0 = time.perf_counter()
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    for p in procs:
+        p.wait()
+        if p.returncode != 0:
+            raise SystemExit("%s worker failed with status %d" % (kind, p.returncode))
+    return time.perf_counter() - t0
+
+
+def check(kind, path, chunk, total, full):
+    """The chunk count, and with full=True every chunk's index and length."""
+    n = total // chunk
+    if kind == "directory":
+        import zarr
+        store = zarr.storage.DirectoryStore(path)
+    else:
+        import mmzip
+        store = mmzip.ZarrStore(path, "r")
+    keys = [k for k in store.keys() if k.startswith("data/")]
+    if len(keys) != n:
+        raise SystemExit("%s at %s: %d chunks, want %d" % (kind, path, len(keys), n))
+    if full:
+        for i in range(n):
+            v = bytes(store["data/%d" % i])
+            if len(v) != chunk or int.from_bytes(v[:8], "little") != i:
+                raise SystemExit("%s: chunk %d is wrong" % (kind, i))
+    if kind != "directory":
+        store.close()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--total", type=int, default=1024, help="MiB written per configuration")
+    ap.add_argument("--chunks", default="64K,4M")
+    ap.add_argument("--procs", default="1,2,4")
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--smoke", action="store_true")
+    a = ap.parse_args()
+    total = (2 if a.smoke else a.total) << 20
+    chunks = [parse_size(c) for c in ("64K,512K" if a.smoke else a.chunks).split(",")]
+    procs = [int(p) for p in a.procs.split(",")]
+    base = tempfile.mkdtemp(prefix="shared-bench-", dir=a.dir)
+    print("load average before: %.2f %.2f %.2f; %d CPUs" % (os.getloadavg() + (os.cpu_count(),)), flush=True)
+    results = {}
+    try:
+        for chunk in chunks:
+            configs = [("single", 1)]
+            for p in procs:
+                configs += [("directory", p), ("shared", p)]
+            for kind, p in configs:
+                path = os.path.join(base, "out.zarr" if kind == "directory" else "out.zarr.zip")
+                t = run_config(kind, path, p, chunk, total)
+                check(kind, path, chunk, total, a.smoke)
+                results[(chunk, kind, p)] = t
+                print("%-6s chunks  %-9s  %d process(es): %7.2f s  %7.1f MiB/s" % (
+                    "%dK" % (chunk >> 10) if chunk < (1 << 20) else "%dM" % (chunk >> 20), kind, p, t,
+                    total / t / (1 << 20)), flush=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print("load average after: %.2f %.2f %.2f" % os.getloadavg())
+    print("\nratios (time of mmzip shared / time of the other; < 1: mmzip shared is faster)")
+    for chunk in chunks:
+        name = "%dK" % (chunk >> 10) if chunk < (1 << 20) else "%dM" % (chunk >> 20)
+        for p in procs:
+            print("  %-5s %d proc: shared/DirectoryStore %.2f   shared/one mmzip process %.2f" % (
+                name, p, results[(chunk, "shared", p)] / results[(chunk, "directory", p)],
+                results[(chunk, "shared", p)] / results[(chunk, "single", 1)]))
+        if 1 in procs and 2 in procs:
+            print("  %-5s 2 procs / 1 proc: shared %.2f   DirectoryStore %.2f" % (
+                name, results[(chunk, "shared", 2)] / results[(chunk, "shared", 1)],
+                results[(chunk, "directory", 2)] / results[(chunk, "directory", 1)]))
+
+
+if __name__ == "__main__":
+    main()
