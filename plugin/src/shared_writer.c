@@ -45,11 +45,16 @@ struct mz_shared {
     uint32_t wait_ms;
     int held;              /* this store holds the writer lock: a transaction is open */
     /* The directory and end records as this store left them (its last commit) or found them (its last
-     * reload): [seen_pos, seen_size) of a file of seen_size bytes. A transaction whose file still holds
-     * exactly these bytes there has nothing to reload. */
-    uint8_t *seen;
+     * reload): [seen_pos, seen_size) of a file of seen_size bytes, kept at buf + off (room before them, so
+     * that records other writers' additions put in front are prepended without moving the rest). A
+     * transaction whose file still holds exactly these bytes there has nothing to reload. */
+    uint8_t *buf;
+    uint64_t cap, off;
     uint64_t seen_pos, seen_size;
+    uint64_t seen_trailer; /* the end records' length at the end of it */
 };
+
+#define SEEN(sh) ((sh)->buf + (sh)->off)
 
 static int ofd_lock(int fd, int cmd, short type, off_t byte) {
     struct flock fl;
@@ -137,7 +142,7 @@ int mz_shared_attach(mz_store *s) {
 
 void mz_shared_free(mz_store *s) {
     if (!s->shared) return;
-    free(s->shared->seen);
+    free(s->shared->buf);
     free(s->shared);
     s->shared = NULL;
 }
@@ -149,23 +154,44 @@ int mz_shared_lock_writer(mz_store *s, int fd) {
     return r;
 }
 
-/* Remembers the directory and end records as they are on disk now (the caller holds the writer lock). */
+/* Remembers the directory and end records as they are on disk now (the caller holds the writer lock): read
+ * whole, or, when the directory still ends where the one remembered did (a commit that only added records,
+ * which go in front of the directory, docs/protocol.md §3.3 step 2), only the new records and the end
+ * records. Only the store's own commits, and reloads that checked the rest, come here. */
 static int remember(mz_store *s) {
     struct mz_shared *sh = s->shared;
-    free(sh->seen);
-    sh->seen = NULL;
-    sh->seen_size = 0;
-    if (s->cd_pos > s->file_size) return MMZIP_OK;
-    uint64_t len = s->file_size - s->cd_pos;
-    sh->seen = malloc(len ? len : 1);
-    if (!sh->seen) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
-    if (mz_pread_full(s->fd, sh->seen, (size_t)len, s->cd_pos) != 0) {
-        free(sh->seen);
-        sh->seen = NULL;
+    uint64_t len = s->file_size > s->cd_pos ? s->file_size - s->cd_pos : 0;
+    uint64_t old_end = sh->seen_size - sh->seen_trailer;
+    int prepend = sh->buf && sh->seen_size == s->file_size && sh->seen_trailer == s->trailer_len &&
+                  s->cd_pos <= sh->seen_pos && s->cd_pos + s->cd_size == old_end;
+    uint64_t add = prepend ? sh->seen_pos - s->cd_pos : len;
+    if (!prepend || sh->off < add) {
+        uint64_t keep = prepend ? sh->seen_size - sh->seen_pos : 0, cap = sh->cap ? sh->cap : 65536;
+        while (cap < 2 * (keep + add)) cap *= 2;
+        uint8_t *nb = malloc(cap);
+        if (!nb) {
+            free(sh->buf);
+            sh->buf = NULL;
+            return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+        }
+        if (keep) memcpy(nb + cap - keep, SEEN(sh), keep);
+        free(sh->buf);
+        sh->buf = nb;
+        sh->cap = cap;
+        sh->off = cap - keep;
+    }
+    int st = mz_pread_full(s->fd, sh->buf + sh->off - add, (size_t)add, s->cd_pos);
+    uint64_t tail = prepend ? s->trailer_len : 0; /* the end records changed in place: read them again */
+    if (!st && tail) st = mz_pread_full(s->fd, sh->buf + sh->cap - tail, (size_t)tail, s->file_size - tail);
+    if (st) {
+        free(sh->buf);
+        sh->buf = NULL;
         return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read the directory", s->path);
     }
+    sh->off -= add;
     sh->seen_pos = s->cd_pos;
     sh->seen_size = s->file_size;
+    sh->seen_trailer = s->trailer_len;
     return MMZIP_OK;
 }
 
@@ -190,18 +216,124 @@ static int reads_as_zeros(int fd, uint64_t lo, uint64_t hi) {
     return 1;
 }
 
+/* 1 if the file's bytes [pos, pos + len) are those at p. Read through the store's mapping (the page cache,
+ * no copy): the caller holds the writer lock, so the file cannot shrink under it. */
+static int file_holds(mz_store *s, uint64_t pos, const uint8_t *p, uint64_t len, uint64_t size) {
+    if (mz_map_cover(&s->map, s->fd, size, s->path) != MMZIP_OK) {
+        mz_clear_error();
+        return 0;
+    }
+    return memcmp(s->map.base + pos, p, (size_t)len) == 0;
+}
+
 /* 1 if the file is as this store last left or found it: the same size, the same directory and end records
  * byte for byte, and a slack that still reads as zeros (a writer killed while holding the lock may have
  * written entries, records or a directory copy into it without committing them). */
 static int unchanged(mz_store *s, uint64_t size) {
     struct mz_shared *sh = s->shared;
-    if (!sh->seen || size != sh->seen_size || sh->seen_pos != s->cd_pos || !s->clean) return 0;
-    uint64_t len = size - sh->seen_pos;
-    uint8_t *now = malloc(len ? len : 1);
-    if (!now) return 0;
-    int same = mz_pread_full(s->fd, now, (size_t)len, sh->seen_pos) == 0 && memcmp(now, sh->seen, (size_t)len) == 0;
-    free(now);
-    return same && reads_as_zeros(s->fd, s->data_end, s->cd_pos);
+    if (!sh->buf || size != sh->seen_size || sh->seen_pos != s->cd_pos || !s->clean) return 0;
+    return file_holds(s, sh->seen_pos, SEEN(sh), size - sh->seen_pos, size) &&
+           reads_as_zeros(s->fd, s->data_end, s->cd_pos);
+}
+
+/*
+ * Other writers' commits since this store's view that only added entries (docs/protocol.md §3.3 step 2): the
+ * file has the size it had, its end records differ from the remembered ones only in the counts and the
+ * directory's size and offset, the directory still ends where the remembered one did and its last bytes are
+ * the remembered directory, byte for byte; the new records lie in front of it. Then only those are read and
+ * parsed, and added to the table: the result is the table a full reload would build (the same entries),
+ * at the cost of the new records. Returns 1 if done, 0 if the change is not of that kind (the caller reloads
+ * everything; nothing was changed here), or a negative status.
+ */
+static int take_additions(mz_store *s, uint64_t size) {
+    struct mz_shared *sh = s->shared;
+    uint64_t tlen = sh->seen_trailer, old_cd = sh->seen_size - tlen - sh->seen_pos;
+    if (!sh->buf || size != sh->seen_size || sh->seen_pos != s->cd_pos || !s->clean || !s->zip64 ||
+        tlen != s->trailer_len || tlen < MZ_TRAILER_FIXED || s->n != s->n_committed || s->concat || s->prefix)
+        return 0;
+    uint8_t tr[MZ_TRAILER_FIXED + 65535];
+    if (mz_pread_full(s->fd, tr, (size_t)tlen, size - tlen) != 0) return 0;
+    const uint8_t *was = SEEN(sh) + (size - tlen - sh->seen_pos);
+    /* Everything but the ZIP64 end record's counts, directory size and offset (bytes 24..55) is as it was. */
+    if (memcmp(tr, was, 24) != 0 || memcmp(tr + 56, was + 56, (size_t)tlen - 56) != 0) return 0;
+    uint64_t count = mz_get64(tr + 32), cd_size = mz_get64(tr + 40), cd_pos = mz_get64(tr + 48);
+    if (mz_get64(tr + 24) != count || cd_pos >= sh->seen_pos || cd_pos + cd_size != size - tlen ||
+        count <= s->n_committed || count - s->n_committed > (sh->seen_pos - cd_pos) / MZ_CDH_FIXED)
+        return 0;
+    if (!file_holds(s, sh->seen_pos, SEEN(sh), old_cd, size)) return 0;
+    mz_trailer t;
+    memset(&t, 0, sizeof t);
+    t.cd_pos = cd_pos;
+    t.cd_size = sh->seen_pos - cd_pos;
+    t.entries = count - s->n_committed;
+    t.zip64 = 1;
+    t.z64_pos = size - tlen;
+    t.eocd_pos = size - tlen + MZ_Z64_EOCD_FIXED + MZ_Z64_LOC_FIXED;
+    t.end = size;
+    mz_source src = {mz_read_fd, (void *)(intptr_t)s->fd, size, s->path, s->fd};
+    mz_cd cd;
+    if (mz_cd_load(&src, &t, &cd) != MMZIP_OK) {
+        mz_clear_error();
+        return 0;
+    }
+    /* New names only (each once: checked as they go into the table), every one after this store's data,
+     * stored, without room. */
+    int ok = cd.count == t.entries && !cd.duplicates && !cd.unnamed && !cd.wrapped;
+    uint32_t last = 0;
+    for (uint32_t i = 0; ok && i < cd.count; i++) {
+        mz_entry *e = &cd.entries[i];
+        ok = e->lfh_off >= s->data_end && !e->room && e->method == 0 &&
+             mz_lookup_head(s, (const char *)cd.image + e->cd_rec + MZ_CDH_FIXED, e->name_len) == MZ_NONE;
+        if (e->lfh_off > cd.entries[last].lfh_off) last = i;
+    }
+    if (!ok) {
+        mz_cd_free(&cd);
+        return 0;
+    }
+    pthread_rwlock_wrlock(&s->rw);
+    mz_table_changed(s);
+    int st = mz_entries_reserve(s, cd.count);
+    if (!st) st = mz_cd_reserve(s, t.cd_size);
+    uint64_t base = s->cd_len;
+    if (!st) memcpy(s->cd + base, cd.image, (size_t)t.cd_size);
+    for (uint32_t i = 0; i < cd.count && !st; i++) {
+        mz_entry *e = &s->e[s->n];
+        *e = cd.entries[i];
+        e->cd_rec += base;
+        if (mz_lookup_head(s, mz_name(s, e), e->name_len) != MZ_NONE) {
+            st = MMZIP_ECORRUPT; /* a name twice among the new records: not mmzip's additions */
+            break;
+        }
+        s->n++;
+        st = mz_table_insert(s, s->n - 1);
+    }
+    uint32_t lastx = s->n - cd.count + last;
+    s->n_committed = s->n;
+    s->cd_len = s->cd_committed_len = base + (st ? 0 : t.cd_size);
+    s->sorted_valid = 0;
+    pthread_rwlock_unlock(&s->rw);
+    mz_cd_free(&cd);
+    /* The new entries' bytes end before the directory, mmzip wrote them (published after their bytes: no torn
+     * tail to check), and the slack after them reads as zeros. If not, or anything failed, the table is
+     * rebuilt by the full reload the caller makes now. */
+    uint64_t end = 0;
+    if (st == MMZIP_ECORRUPT) return 0;
+    if (st || mz_map_cover(&s->map, s->fd, size, s->path) != MMZIP_OK ||
+        mz_data_end_of(s, &s->e[lastx], &end) != MMZIP_OK || end > cd_pos ||
+        !mz_written_by_mmzip(s, &s->e[lastx]) || !reads_as_zeros(s->fd, end, cd_pos)) {
+        mz_clear_error();
+        return 0;
+    }
+    pthread_rwlock_wrlock(&s->rw);
+    s->cd_pos = cd_pos;
+    s->cd_size = cd_size;
+    s->locate_end = size;
+    if (end > s->data_end) s->data_end = end;
+    s->pending_end = s->zero_from = s->data_end;
+    s->free_limit = cd_pos;
+    s->compact = s->data_end == cd_pos;
+    pthread_rwlock_unlock(&s->rw);
+    return remember(s) ? -1 : 1;
 }
 
 /* Brings the store up to date, the writer lock held and nothing pending: a reload of the directory if it is
@@ -210,6 +342,9 @@ static int bring_up_to_date(mz_store *s) {
     struct stat st;
     if (fstat(s->fd, &st) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
     if (unchanged(s, (uint64_t)st.st_size)) return MMZIP_OK;
+    int added = take_additions(s, (uint64_t)st.st_size);
+    if (added == 1) return MMZIP_OK;
+    if (added < 0 && !s->shared->buf) return MMZIP_ENOMEM; /* remember() said why */
     if ((uint64_t)st.st_size > s->opts.max_file_size)
         return mz_fail(MMZIP_ETOOBIG, "%s: the archive (%llu bytes) is larger than max_file_size (%llu)", s->path,
                        (unsigned long long)st.st_size, (unsigned long long)s->opts.max_file_size);
@@ -221,6 +356,7 @@ static int bring_up_to_date(mz_store *s) {
     pthread_rwlock_unlock(&s->rw);
     mz_crashpoint("shared.reloaded");
     if (!r) r = mz_recover_locked(s);
+    s->shared->seen_size = 0; /* what it remembered was another state: read the directory whole */
     if (!r) r = remember(s);
     return r;
 }

@@ -13,13 +13,15 @@
  *                                                       snapshot must be exactly a committed state
  *   crash_tool pack     SCENARIO ARCHIVE -              mmzip_pack in place
  *   crash_tool write    SCENARIO ARCHIVE LOG shared     the scenario through a shared writer (MMZIP_SHARED)
- *   crash_tool shared-next SCENARIO ARCHIVE -           a second shared writer: opens (creating an empty archive
- *                                                       if there is none), prints "opened", reads K from
+ *   crash_tool shared-next SCENARIO ARCHIVE -|pre       a second shared writer: opens (creating an empty archive
+ *                                                       if there is none; with "pre", puts "pre/x" in it first,
+ *                                                       so that its view is a ZIP64 archive whose later changes
+ *                                                       may be additions), prints "opened", reads K from
  *                                                       standard input (the last commit of a writer killed
  *                                                       meanwhile), puts "next/x" in one transaction (which
  *                                                       repairs what the killed one left), closes, and checks
  *                                                       read-only that the archive is state K or K+1 plus
- *                                                       next/x, exactly ("state J")
+ *                                                       next/x (and pre/x), exactly ("state J")
  * Linked with the test build of the library (crash points from MMZIP_CRASH_AT, see plugin/src/io.c).
  */
 #define _GNU_SOURCE
@@ -174,13 +176,16 @@ static int do_reader(const char *name, const char *archive, int want) {
 }
 
 /* See the top of the file: the next shared writer after a killed one. */
-static int do_shared_next(const char *name, const char *archive) {
+static int do_shared_next(const char *name, const char *archive, int pre) {
     mmzip_options o;
     mmzip_options_init(&o);
     o.flags |= MMZIP_SHARED;
     o.lock_wait_ms = MMZIP_WAIT_FOREVER;
     mmzip_t *h;
     if (mmzip_open(archive, "w+", &o, &h) != MMZIP_OK) return fail("shared open");
+    uint8_t pre_bytes[300];
+    scenario_content("pre/x", 1, pre_bytes, sizeof pre_bytes);
+    if (pre && mmzip_put(h, "pre/x", pre_bytes, sizeof pre_bytes, 0) != MMZIP_OK) return fail("shared put pre/x");
     printf("opened\n");
     fflush(stdout);
     int k;
@@ -194,13 +199,19 @@ static int do_shared_next(const char *name, const char *archive) {
     for (int j = k; j <= k + 1 && j <= n; j++) {
         state s;
         scenario_state(name, j, &s);
-        item *more = realloc(s.items, (size_t)(s.n + 1) * sizeof *more);
+        item *more = realloc(s.items, (size_t)(s.n + 2) * sizeof *more);
         if (!more) return 2;
         s.items = more;
         snprintf(s.items[s.n].key, sizeof s.items[s.n].key, "next/x");
         s.items[s.n].version = 1;
         s.items[s.n].len = sizeof buf;
         s.n++;
+        if (pre) {
+            snprintf(s.items[s.n].key, sizeof s.items[s.n].key, "pre/x");
+            s.items[s.n].version = 1;
+            s.items[s.n].len = sizeof pre_bytes;
+            s.n++;
+        }
         int ok = scenario_matches(h, &s, 0);
         if (!ok && j == k) {
             fprintf(stderr, "against state %d + next/x:\n", k);
@@ -227,7 +238,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "write") == 0)
         return do_write(name, archive, argv[4], argc > 5 && strcmp(argv[5], "durable") == 0,
                         argc > 5 && strcmp(argv[5], "hold") == 0, argc > 5 && strcmp(argv[5], "shared") == 0);
-    if (strcmp(cmd, "shared-next") == 0) return do_shared_next(name, archive);
+    if (strcmp(cmd, "shared-next") == 0) return do_shared_next(name, archive, strcmp(argv[4], "pre") == 0);
     if (strcmp(cmd, "verify") == 0) return do_verify(name, archive, atoi(argv[4]), "r");
     if (strcmp(cmd, "recover") == 0) return do_verify(name, archive, atoi(argv[4]), "r+");
     if (strcmp(cmd, "reader") == 0) return do_reader(name, archive, atoi(argv[4]));

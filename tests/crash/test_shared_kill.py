@@ -24,9 +24,11 @@ import test_crash_points as cp
 TOOL = cp.TOOL
 
 
-def start_next(scenario, archive, env=None):
-    """A shared writer that has opened the archive and waits for the word to make its transaction."""
-    p = subprocess.Popen([TOOL, "shared-next", scenario, archive, "-"], stdin=subprocess.PIPE,
+def start_next(scenario, archive, env=None, pre=False):
+    """A shared writer that has opened the archive and waits for the word to make its transaction. With pre,
+    it has put an entry first: its view is then a non-empty archive, whose changes by a writer that only adds
+    names it takes in without a full reload (shared_writer.c, take_additions)."""
+    p = subprocess.Popen([TOOL, "shared-next", scenario, archive, "pre" if pre else "-"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     line = p.stdout.readline()
     if line != "opened\n":
@@ -52,11 +54,11 @@ def thin(points, keep_every):
 
 def test_killed_holder_is_repaired_by_the_next():
     exercised = set()
-    for scenario, extra in (("basic", ["shared"]), ("reservations", ["shared"])):
+    for scenario, extra, pre in (("basic", ["shared"], True), ("reservations", ["shared"], False)):
         with TempDir() as tmp:
             archive, log = os.path.join(tmp, "a.zip"), os.path.join(tmp, "log")
             # The points of a run beside a next writer that opened first (it created the archive), as below.
-            nxt = start_next(scenario, archive)
+            nxt = start_next(scenario, archive, pre=pre)
             points = cp.crash_points([TOOL, "write", scenario, archive, log] + extra, tmp)
             finish_next(nxt, cp.last_commit(log), "listing run")
             names = {n for n, _ in points}
@@ -69,7 +71,7 @@ def test_killed_holder_is_repaired_by_the_next():
                         if os.path.exists(f):
                             os.unlink(f)
                     what = "%s shared %s%s #%d" % (scenario, name, mode, hit)
-                    nxt = start_next(scenario, archive)
+                    nxt = start_next(scenario, archive, pre=pre)
                     try:
                         cp.run_killed([TOOL, "write", scenario, archive, log] + extra, name + mode, hit, what)
                         k = cp.last_commit(log)
