@@ -54,8 +54,9 @@
  *   - single writer (the default): the handle's view is the archive, always; no wait, no reload per
  *     transaction (the faster mode for one process); in-place edits (mmzip_edit_*, mmzip_inplace) are allowed.
  *   - shared: between its transactions the handle sees the archive as of its last transaction, or
- *     mmzip_refresh(); a transaction costs the lock, a check that no other writer committed (reading the end
- *     records and the directory) and, if one did, a reload of the directory. Refused in shared mode:
+ *     mmzip_refresh(); a transaction costs the lock, a comparison of the directory with the one the handle
+ *     last saw (in memory, through the mapping), and, if other writers committed meanwhile, the records they
+ *     added (when they only added names) or a reload of the whole directory. Refused in shared mode:
  *     mmzip_edit_* and mmzip_inplace (MMZIP_EUNSUPPORTED: they keep state across transactions), MMZIP_NO_LOCK
  *     and file systems without OFD locks (MMZIP_EINVAL / MMZIP_EUNSUPPORTED: without the lock nothing
  *     orders the writers). MMZIP_PUBLISH_ON_COMMIT is ignored: a new archive ("w", or "w+" of a missing

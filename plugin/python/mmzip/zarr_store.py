@@ -489,7 +489,8 @@ class ZarrStore(Store):
             if self.pickled_from_mode:
                 raise StoreReadOnlyError("mmzip.ZarrStore: cannot %s in %s: this store was unpickled from a store "
                                     "opened with mode %r, and unpickled copies are read-only (an archive has "
-                                    "one writer; write through the original)"
+                                    "one writer; write through the original, or open the store with "
+                                    "shared=True, whose copies write too)"
                                     % (what, self.path, self.pickled_from_mode))
             raise StoreReadOnlyError("mmzip.ZarrStore: cannot %s in %s: opened read-only" % (what, self.path))
         return h
