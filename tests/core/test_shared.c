@@ -266,6 +266,35 @@ static void test_same_name(void) {
     mmzip_close(r);
 }
 
+/* MMZIP_DURABLE with MMZIP_SHARED: the same barriers per commit; two handles interleave, a batch of one is
+ * taken in by the other as additions, a replacement by a full reload. */
+static void test_durable(void) {
+    const char *path = ctest_path_in(dir, "durable.zip");
+    mmzip_options o = shared_opts(0);
+    o.flags |= MMZIP_DURABLE;
+    mmzip_t *a, *b;
+    OK(mmzip_open(path, "w+", &o, &a));
+    OK(mmzip_open(path, "r+", &o, &b));
+    OK(mmzip_begin(a));
+    OK(mmzip_put(a, "a1", "11", 2, 0));
+    OK(mmzip_put(a, "a2", "22", 2, 0));
+    OK(mmzip_commit(a));
+    OK(mmzip_put(b, "b1", "33", 2, 0));
+    CHECK(mmzip_exists(b, "a1") && mmzip_exists(b, "a2"));
+    OK(mmzip_put(a, "b1", "44", 2, 0));
+    OK(mmzip_put(b, "b2", "55", 2, 0));
+    const void *d;
+    uint64_t size;
+    OK(mmzip_get(b, "b1", &d, &size));
+    CHECK(size == 2 && memcmp(d, "44", 2) == 0);
+    mmzip_info info;
+    OK(mmzip_get_info(b, &info));
+    CHECK_EQ_U64(info.entries, 4);
+    CHECK(info.durable);
+    OK(mmzip_close(a));
+    OK(mmzip_close(b));
+}
+
 static void test_refused(void) {
     const char *path = ctest_path_in(dir, "refused.zip");
     mmzip_options o = shared_opts(0);
@@ -298,6 +327,7 @@ int main(void) {
     RUN(test_wait_and_timeout);
     RUN(test_same_name);
     RUN(test_refused);
+    RUN(test_durable);
     RUN(test_threads);
     RUN(test_processes);
     int r = ctest_result();
