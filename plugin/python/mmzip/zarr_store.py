@@ -38,6 +38,7 @@ out is dropped; zarr and xarray drop theirs at once, so this only shows when the
 ``store[key]`` results beyond ``close()``, and a ResourceWarning says so. Entries the writer has not yet
 committed are returned as copies (their bytes may be rewritten in place before the commit).
 """
+import atexit
 import ctypes
 import os
 import sys
@@ -235,21 +236,45 @@ def _lock_wait_ms(seconds):
 
 
 # The shared writers' handles of this process, by archive and options: the copies of a shared store that Dask
-# unpickles for every task in a worker share one (one descriptor and mapping, not one per task). Weak: a
-# handle goes when its last store and view do.
+# unpickles for every task in a worker share one (one descriptor and mapping, not one per task). Weak for the
+# stores a program opens (a handle goes, and its close settles the file, when its last store and view do);
+# unpickled copies keep theirs for the life of the process (_kept), so that a worker does not open and close
+# the archive - a directory load and a settle under the lock - for every task. A kept handle holds no lock
+# between writes; one whose file is no longer the archive (replaced by mode "w" or a pack) is not reused.
 _shared_handles = weakref.WeakValueDictionary()
+_kept = {}
 _shared_mu = threading.Lock()
 
 
-def _open_shared(path, cmode, opts):
+def _open_shared(path, cmode, opts, keep=False):
     key = (os.getpid(), path, opts.alignment, opts.flags, opts.lock_wait_ms)
     with _shared_mu:
-        h = _shared_handles.get(key) if cmode != "w" else None  # "w" replaces the archive: a new handle
-        if h is None or not h.h:
+        h = (_kept.get(key) or _shared_handles.get(key)) if cmode != "w" else None  # "w": a new archive
+        if h is not None and (not h.h or h.file_id is None or h.file_id != _file_id(path)):
+            h = None
+        if h is None:
             h = _Handle(path, cmode, opts)
             h.unpublished = False  # shared opens publish a new archive at once
             _shared_handles[key] = h
+            if key in _kept:
+                _kept[key] = h
+        if keep:
+            _kept[key] = h
         return h
+
+
+def _release_kept():
+    with _shared_mu:
+        handles = list(_kept.values())
+        _kept.clear()
+    for h in handles:
+        try:
+            h.release()
+        except Exception:
+            pass
+
+
+atexit.register(_release_kept)
 
 
 # Store modes -> core modes. "a" creates the archive if missing; "w" replaces it; "w-" (zarr's "x") creates
@@ -312,7 +337,8 @@ class ZarrStore(Store):
     last commit's bytes (zarr's ``.zarray``, ``.zattrs``, ``.zgroup``), and a writer killed in the middle of
     a write loses that write only. Copies made by pickling (Dask and multiprocessing workers) are shared
     writers too, opened with "r+" (the original created the archive: in this mode a new archive is written
-    at once, empty, instead of at the first commit); the copies in one process share one handle. Between
+    at once, empty, instead of at the first commit); the copies in one process share one handle, kept until
+    the process exits (it holds no lock between writes). Between
     its writes a shared store reads the archive as of its last write or ``refresh()``; an unpickled copy
     starts from the newest commit. Mode "r" ignores it.
 
@@ -573,7 +599,7 @@ class ZarrStore(Store):
         read-only: it reads what the original had committed when it was pickled (and newer commits after
         ``refresh()``), and a write through it raises ReadOnlyError naming the original mode. The copy of a
         store opened with ``shared=True`` is a shared writer (mode "r+": the original created the archive),
-        brought up to the newest commit; copies in one process share one handle."""
+        brought up to the newest commit; copies in one process share one handle, kept until the process exits."""
         self.path = state["path"]
         self.group = state.get("group", "")
         self._root = self.group + "/" if self.group else ""
@@ -587,7 +613,7 @@ class ZarrStore(Store):
         self.lock_timeout = state.get("lock_timeout", 0)
         self.mode = state["mode"]
         if self.shared:
-            self._h = _open_shared(self.path, "r+", self._options("r+"))
+            self._h = _open_shared(self.path, "r+", self._options("r+"), keep=True)
             self._writeable = True
             # What the original (and other workers) committed since this process last wrote: the metadata a
             # zarr array reads as it is unpickled must be the newest.
