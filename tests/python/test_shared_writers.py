@@ -79,6 +79,15 @@ def test_pickled_copies_write():
                 for j in range(40):
                     assert np.array_equal(np.frombuffer(z.read("w%d/%d" % (i, j)), "i4"), chunk(i, j)), (i, j)
             assert z.read(".zattrs") in [b'{"writer": %d, "step": 39}' % i for i in range(3)], z.read(".zattrs")
+        # An unpickled copy keeps its handle for the life of the process; once mode "w" has replaced the
+        # archive, the next copy opens the new file instead of writing into the old one.
+        first = pickle.loads(blob)
+        first["before"] = b"1"
+        mmzip.ZarrStore(path, "w", shared=True).close()
+        again = pickle.loads(blob)
+        again["after"] = b"2"
+        with zipfile.ZipFile(path) as z:
+            check_equal(z.namelist(), ["after"], "entries of the replaced archive")
 
 
 def source(nt=24, ny=10, nx=16, t0=0):
