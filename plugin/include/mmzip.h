@@ -43,9 +43,10 @@
  * transaction (put, reserve, remove) takes it, waiting behind other writers for at most
  * mmzip_options.lock_wait_ms (then MMZIP_EBUSY, naming the archive and the wait); brings the handle's view
  * up to date with the commits other writers made meanwhile, and repairs what a writer killed while holding
- * the lock left, exactly as a writable open does (docs/protocol.md §6); writes; and the commit that publishes
- * the transaction (each put under MMZIP_COMMIT_EACH, mmzip_commit() after mmzip_begin()) or mmzip_rollback()
- * lets the lock go. Waiters are served in turn (none can be passed over again and again by a writer that
+ * the lock left, as a writable open does (docs/protocol.md §6; the CRCs of mmzip_inplace views a killed single
+ * writer left are refreshed by the next writable open, shared or not, not by a transaction); writes; and the
+ * commit that publishes the transaction (each put under MMZIP_COMMIT_EACH, mmzip_commit() after
+ * mmzip_begin()) or mmzip_rollback() lets the lock go. Waiters are served in turn (none can be passed over again and again by a writer that
  * commits and comes straight back). What each mode guarantees:
  *   - both: every commit is atomic and the file is a valid ZIP after it, readers see only committed states,
  *     a killed writer loses only what it had not committed, and an archive never holds two entries of one
