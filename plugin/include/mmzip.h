@@ -46,8 +46,8 @@
  * the lock left, as a writable open does (docs/protocol.md §6; the CRCs of mmzip_inplace views a killed single
  * writer left are refreshed by the next writable open, shared or not, not by a transaction); writes; and the
  * commit that publishes the transaction (each put under MMZIP_COMMIT_EACH, mmzip_commit() after
- * mmzip_begin()) or mmzip_rollback() lets the lock go. Waiters are served in turn (none can be passed over again and again by a writer that
- * commits and comes straight back). What each mode guarantees:
+ * mmzip_begin()) or mmzip_rollback() lets the lock go. Waiters are served in turn (none can be passed over
+ * again and again by a writer that commits and comes straight back). What each mode guarantees:
  *   - both: every commit is atomic and the file is a valid ZIP after it, readers see only committed states,
  *     a killed writer loses only what it had not committed, and an archive never holds two entries of one
  *     name: a put of a name that another writer committed meanwhile replaces that entry (the last commit
