@@ -225,9 +225,10 @@ typedef struct mmzip mmzip_t; /* a handle on an open store */
  * opts may be NULL for defaults. A writable open takes the writer lock (MMZIP_EBUSY if another process or
  * another handle in this process writes the archive), then recovers the file to its last commit if a
  * writer died mid-commit. With MMZIP_SHARED it waits for the lock instead (lock_wait_ms), recovers, and lets
- * the lock go before it returns (see SHARED MODE). A read-only open never writes. If this process already has the file open, the
- * new handle shares that store: a read-only open beside a writer is allowed; a writable open beside a
- * read-only one fails with MMZIP_EBUSY (close the readers first).
+ * the lock go before it returns (see SHARED MODE). A read-only open never writes. If this process already has
+ * the file open, the new handle shares that store: a read-only open beside a writer is allowed; a writable
+ * open beside a read-only one fails with MMZIP_EBUSY (close the readers first). A shared writable open has a
+ * store of its own instead.
  *
  * Returns MMZIP_OK and sets *out, or an error (MMZIP_ENOENT, MMZIP_ENOTZIP, MMZIP_ECORRUPT, MMZIP_EBUSY,
  * MMZIP_EIO, MMZIP_ENOMEM, MMZIP_EINVAL, MMZIP_EUNSUPPORTED for multi-disk archives).
