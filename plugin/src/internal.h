@@ -717,7 +717,8 @@ void mz_store_describe_layout(mz_store *s);
 int mz_shared_check_options(const char *path, mmzip_options *o, int writable);
 /* Sets s->shared up for a writable store opened with MMZIP_SHARED. */
 int mz_shared_attach(mz_store *s);
-/* open_locked's lock: shared stores wait for it (lock_wait_ms) where others fail at once. As mz_lock_writer. */
+/* open_locked's lock: shared stores wait for it (lock_wait_ms) where others fail at once. As mz_lock_writer, but
+ * a shared store fails (MMZIP_EUNSUPPORTED, message set) where the file system has no locks (1). */
 int mz_shared_lock_writer(mz_store *s, int fd);
 /* The writable open (recovery included) is done: the store lets the writer lock go. */
 int mz_shared_opened(mz_store *s);

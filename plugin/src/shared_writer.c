@@ -151,6 +151,10 @@ int mz_shared_lock_writer(mz_store *s, int fd) {
     if (!s->shared) return mz_lock_writer(fd);
     int r = acquire(s, fd);
     if (r == 0) s->shared->held = 1;
+    if (r == 1) /* before anything is created or written: shared writers take turns by the lock or not at all */
+        return mz_fail(MMZIP_EUNSUPPORTED, "%s: the file system refuses the record locks shared writers take "
+                       "turns by (MMZIP_SHARED, mmzip put --wait): Lustre without the flock mount option, NFS "
+                       "without a lock manager; write from one process at a time instead", s->path);
     return r;
 }
 
@@ -365,8 +369,8 @@ int mz_shared_enter(mz_store *s) {
     struct mz_shared *sh = s->shared;
     if (!sh || sh->held) return MMZIP_OK;
     int r = acquire(s, s->fd);
-    if (r == 1) return mz_fail(MMZIP_EUNSUPPORTED, "%s: the file system refuses the OFD locks shared writers "
-                               "take turns by", s->path);
+    if (r == 1) return mz_fail(MMZIP_EUNSUPPORTED, "%s: the file system refuses the record locks shared writers "
+                               "take turns by (MMZIP_SHARED)", s->path);
     if (r) return r;
     sh->held = 1;
     mz_crashpoint("shared.locked");

@@ -279,9 +279,12 @@ static int open_locked(mz_store *s, int flags, int *fd_out, struct stat *st_out)
         }
         if (!(s->opts.flags & MMZIP_NO_LOCK)) {
             int l = mz_shared_lock_writer(s, fd); /* shared stores wait their turn */
+            if (l < 0 && s->shared) { /* the message says how long it waited, or why it cannot */
+                close(fd);
+                return l;
+            }
             if (l == MMZIP_EBUSY) {
                 close(fd);
-                if (s->shared) return l; /* the message says how long it waited */
                 return mz_fail(MMZIP_EBUSY, "%s: the archive is open for writing by another process (or "
                                "another open in this one); only one writer is allowed", s->path);
             }
@@ -335,7 +338,10 @@ static int create_unnamed(mz_store *s) {
     }
     free(dir);
     if (s->fd < 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot create a new archive", s->path);
-    if (!(s->opts.flags & MMZIP_NO_LOCK)) (void)mz_lock_writer(s->fd);
+    if (!(s->opts.flags & MMZIP_NO_LOCK)) {
+        int l = mz_shared_lock_writer(s, s->fd); /* a shared store refuses a file system without the locks */
+        if (l < 0 && s->shared) return l;
+    }
     s->unpublished = 1;
     return MMZIP_OK;
 }
