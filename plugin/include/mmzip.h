@@ -835,7 +835,9 @@ MMZIP_API int mmzip_unfinished_edits(mmzip_t *h, mmzip_unfinished_fn fn, void *c
  * fsynced and renamed over it, so that a crash leaves either the old or the new archive (and, if it came
  * between naming the temporary file and the rename, that file, which the next mmzip_pack or mmzip_recover of
  * the archive removes). Holds
- * the writer lock throughout. Readers that have the old file open keep reading it.
+ * the writer lock throughout (MMZIP_SHARED in opts is ignored; shared writers wait meanwhile, and those that
+ * had the old file open get MMZIP_ESTALE at their next transaction). Readers that have the old file open keep
+ * reading it.
  */
 MMZIP_API int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts);
 

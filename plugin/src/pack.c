@@ -117,6 +117,7 @@ int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts
     mmzip_options o;
     if (opts) o = *opts;
     else mmzip_options_init(&o);
+    o.flags &= ~(uint32_t)MMZIP_SHARED; /* a pack holds the writer lock throughout, never per transaction */
     mmzip_t *h;
     int st = mmzip_open(path, "r+", &o, &h);
     if (st) return st;
