@@ -12,30 +12,13 @@
 #include "layout.h"
 #include "publish.h"
 #include "registry.h"
+#include "root_slot.h"
 #include "status.h"
 #include "subdataset.h"
 #include "url.h"
 #include "nc_api.h"
 #include "abi_version.h"
 #include "view_release.h"
-
-mzn_blob *mzn_blob_new(const void *bytes, size_t len) {
-    mzn_blob *b = malloc(sizeof *b + (len ? len : 1));
-    if (!b) return NULL;
-    b->len = len;
-    if (len) memcpy(b->bytes, bytes, len);
-    return b;
-}
-
-char *mzn_session_entry_name(const mzn_session *s, const char *key) {
-    if (!key || key[0] != '/') return NULL;
-    size_t klen = strlen(key + 1);
-    char *name = malloc(s->prefix_len + klen + 1);
-    if (!name) return NULL;
-    memcpy(name, s->prefix, s->prefix_len);
-    memcpy(name + s->prefix_len, key + 1, klen + 1);
-    return name;
-}
 
 /* The user switched the compatibility view off for all datasets of the process. */
 static int view_disabled_by_env(void) {
@@ -232,10 +215,7 @@ int mzn_session_close(mzn_session *s, int deleteit) {
     mzn_registry_forget(s);
     int discard = deleteit || s->discard;
     if (s->writable && !discard) rc = mzn_publish(s, MZN_PUBLISH_FINAL);
-    if (s->root_slot && !discard && rc == NC_NOERR) { /* never filled: a dataset without a root .zgroup */
-        mmzip_unreserve(s->archive, ".zgroup");
-        s->root_slot = NULL;
-    }
+    if (!discard && rc == NC_NOERR) mzn_root_slot_abandon(s); /* never filled: no root .zgroup */
     mzv_close(s->view);
     if (s->writable && (discard || rc != NC_NOERR)) {
         /* A create that never published leaves no trace: no file, or the archive it was to replace intact. */
