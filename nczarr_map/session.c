@@ -17,7 +17,6 @@
 #include "subdataset.h"
 #include "url.h"
 #include "nc_api.h"
-#include "abi_version.h"
 #include "view_release.h"
 
 /* The user switched the compatibility view off for all datasets of the process. */
@@ -129,7 +128,8 @@ static int root_at_group(mzn_session *s, int create) {
     return rc;
 }
 
-int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, int create, mzn_session **out) {
+int mzn_session_open(const char *url, int mode, mzn_size64 flags, const mzn_release *release, int create,
+                     mzn_session **out) {
     *out = NULL;
     mzn_url parsed;
     int rc = mzn_url_parse(url, &parsed);
@@ -145,7 +145,7 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
     s->base.format = MZN_IMPL_ZIP;
     s->base.mode = mode;
     s->base.flags = flags;
-    s->abi = abi;
+    s->release = release;
     s->archive_path = parsed.path;
     s->base.url = strdup(url);
     if (!s->base.url) {
@@ -177,10 +177,7 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
     if (!create && s->writable && (rc = refuse_zarr_v3_writes(s)) != NC_NOERR) goto fail;
 
     int view_enabled = !parsed.view_raw && !view_disabled_by_env();
-    int ma = 0, mi = 0, pa = 0;
-    mzn_abi_current();
-    mzn_abi_from_string(mzn_abi_version_string(), &ma, &mi, &pa);
-    mzv_set_netcdf_release(ma, mi, pa); /* the view presents the running release's conventions */
+    mzv_set_netcdf_release(s->release); /* the view presents the running release's conventions */
     rc = mzv_open_mode(s->archive, s->prefix, view_enabled, parsed.pure_zarr, &s->view);
     if (rc != NC_NOERR) {
         /* The view has said why, naming the object (a refusal of what netCDF-C would misread or leave out:

@@ -29,9 +29,11 @@
  * netCDF mode flags and NCZarr control flags it passes. Returns NC_NOERR and sets *out, or a netCDF error
  * (after printing what went wrong): NC_EURL, ENOENT, EBUSY (another writer), NC_EEXIST (NC_NOCLOBBER),
  * NC_ENOTNC (not a ZIP archive), NC_ENCZARR, NC_ENOMEM. The session registers itself with the registry
- * (registry.h) so that the interposed nc_open/nc_create can bind it to the ncid.
+ * (registry.h) so that the interposed nc_open/nc_create can bind it to the ncid. release is the running
+ * netCDF-C's row (abi_version.h), which the view is given too.
  */
-int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, int create, mzn_session **out);
+int mzn_session_open(const char *url, int mode, mzn_size64 flags, const mzn_release *release, int create,
+                     mzn_session **out);
 
 /*
  * Publishes everything (unless discarding), closes the archive and frees the session. deleteit != 0 (an

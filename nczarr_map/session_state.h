@@ -11,16 +11,16 @@
 
 #include <stddef.h>
 
-#include "abi_version.h"
 #include "keymap.h"
 #include "mmzip.h"
+#include "netcdf_releases.h"
 #include "stats.h"
 #include "view.h"
 #include "zmap_abi.h"
 
 typedef struct mzn_session {
     mzn_zmap base;            /* first member: netCDF-C holds a pointer to it as its NCZMAP */
-    mzn_abi abi;
+    const mzn_release *release; /* the running netCDF-C's row of the release table */
     mmzip_t *archive;
     char *archive_path;
     char *prefix;             /* dataset prefix of entry names: "" or "dir/", or a sub-dataset's "grp/sub/" */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi_version.h"
 #include "byte_order.h"
 #include "diag.h"
 #include "metadata_guard.h"
@@ -117,7 +118,7 @@ static int buffer_metadata(mzn_session *s, const char *key, const void *data, si
 }
 
 /*
- * netCDF-C 4.9.0 - 4.9.2 declare a big-endian dtype for a variable defined big-endian but write native
+ * netCDF-C 4.9.0 - 4.9.2 (mislabels_byte_order in netcdf_releases.c) declare a big-endian dtype for a variable defined big-endian but write native
  * bytes (byte_order.h): the .zarray of an array this session creates declares the machine's byte order
  * instead, so that what the archive says matches what it holds. Arrays already archived are not
  * relabelled (their chunks may come from another writer); the view refuses writes into those that are
@@ -125,7 +126,7 @@ static int buffer_metadata(mzn_session *s, const char *key, const void *data, si
  */
 static int declare_written_byte_order(mzn_session *s, const char *key, const void **bytes, size_t *len,
                                       char **owned) {
-    if (s->abi != MZN_ABI_V490 || !has_suffix(key, "/.zarray") || !mzn_keymap_has(&s->created_metadata, key))
+    if (!s->release->mislabels_byte_order || !has_suffix(key, "/.zarray") || !mzn_keymap_has(&s->created_metadata, key))
         return NC_NOERR;
     char *fixed;
     size_t fixed_len;
