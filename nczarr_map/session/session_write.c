@@ -118,8 +118,8 @@ static int buffer_metadata(mzn_session *s, const char *key, const void *data, si
 }
 
 /*
- * netCDF-C 4.9.0 - 4.9.2 (mislabels_byte_order in netcdf_releases.c) declare a big-endian dtype for a variable defined big-endian but write native
- * bytes (byte_order.h): the .zarray of an array this session creates declares the machine's byte order
+ * netCDF-C 4.9.0 - 4.9.2 (mislabels_byte_order in netcdf_releases.c) declare a big-endian dtype for a
+ * variable defined big-endian but write native bytes (byte_order.h): the .zarray of an array this session creates declares the machine's byte order
  * instead, so that what the archive says matches what it holds. Arrays already archived are not
  * relabelled (their chunks may come from another writer); the view refuses writes into those that are
  * not in the machine's byte order.

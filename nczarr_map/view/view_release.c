@@ -36,6 +36,28 @@ int mzv_release_reads_attr_type(const char *type) {
     return !(type[0] == '|' && type[1] == 'S' && strcmp(type + 2, "1") != 0);
 }
 
+/* Reads a decimal number of at most four digits at *p; -1 if there is none. */
+static int read_number(const char **p) {
+    const char *s = *p;
+    int v = 0, digits = 0;
+    while (*s >= '0' && *s <= '9' && digits < 4) v = v * 10 + (*s++ - '0'), digits++;
+    if (!digits || (*s >= '0' && *s <= '9')) return -1;
+    *p = s;
+    return v;
+}
+
+int mzv_written_with_mislabelled_byte_order(const char *props) {
+    for (const char *p = props; p && (p = strstr(p, "netcdf=")) != NULL;) {
+        p += strlen("netcdf=");
+        const char *q = p;
+        int major = read_number(&q), minor = major < 0 || *q++ != '.' ? -1 : read_number(&q);
+        int patch = minor < 0 || *q++ != '.' ? -1 : read_number(&q);
+        const mzn_release *r = patch < 0 ? NULL : mzn_release_find(major, minor, patch);
+        if (r && r->mislabels_byte_order) return 1;
+    }
+    return 0;
+}
+
 int mzv_is_types_key(const char *key) {
     return strcmp(key, "_NCZARR_ATTR") == 0 || strcmp(key, "_nczarr_attr") == 0;
 }

@@ -59,6 +59,11 @@ const char *mzv_release_attr_type(const char *type);
  * (JSON): such attributes are presented by their JSON value instead (a list of strings as its JSON text). */
 int mzv_release_reads_attr_type(const char *type);
 
+/* 1 if an NCZarr dataset whose root _NCProperties attribute is props ("version=2,netcdf=4.9.0,...") says it
+ * was written by a release that stores native bytes under a big-endian dtype (mislabels_byte_order in the
+ * release table: 4.9.0 - 4.9.2). 0 for NULL or a props naming no such release. */
+int mzv_written_with_mislabelled_byte_order(const char *props);
+
 /* 1 if key is a spelling of NCZarr's attribute type table ("_NCZARR_ATTR" or "_nczarr_attr"). */
 int mzv_is_types_key(const char *key);
 

@@ -89,9 +89,36 @@ static void test_view_takes_the_row(void) {
     CHECK_STR(mzv_types_key(), "_NCZARR_ATTR");
 }
 
+/* The view tells from an archive's _NCProperties whether its writer stored native bytes under a big-endian
+ * dtype, by the same column of the table. */
+static void test_writer_byte_order(void) {
+    static const struct {
+        const char *props;
+        int mislabelled;
+    } cases[] = {
+        {"version=2,netcdf=4.9.0,nczarr=2.0.0", 1},
+        {"version=2,netcdf=4.9.1", 1},
+        {"netcdf=4.9.2-development,nczarr=2.0.0", 1},
+        {"version=2,netcdf=4.9.3,nczarr=2.0.0", 0},
+        {"version=2,netcdf=4.10.1,nczarr=3.0.0", 0},
+        {"netcdf=4.9.10", 0},
+        {"netcdf=4.9.", 0},
+        {"netcdf=4.9", 0},
+        {"version=2,hdf5=1.10.8", 0},
+        {"", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int got = mzv_written_with_mislabelled_byte_order(cases[i].props);
+        if (got != cases[i].mislabelled) fprintf(stderr, "_NCProperties \"%s\": %d\n", cases[i].props, got);
+        CHECK(got == cases[i].mislabelled);
+    }
+    CHECK(!mzv_written_with_mislabelled_byte_order(NULL));
+}
+
 int main(void) {
     RUN(test_versions);
     RUN(test_map_columns);
     RUN(test_view_takes_the_row);
+    RUN(test_writer_byte_order);
     return ctest_result();
 }
