@@ -11,15 +11,49 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* clang-format off */
+/* Oldest first: the first row is what the view presents to before the map names a release. Every column is
+ * described in netcdf_releases.h. */
 static const mzn_release releases[] = {
-    /*                          patches    storage-map         view conventions: types key, char type, reads
-     * versions      release    from  to   abi        chunk bo |S<n>/|J0, fixed strings, int, long chunks, lower */
-    {"4.9.0-4.9.2",  4,  9,     0,    2,   MZN_ABI_V490, 1, 1, "_NCZARR_ATTR", "<U1", 0, 0, 0, 0, 0},
-    {"4.9.3",        4,  9,     3,    3,   MZN_ABI_V493, 0, 0, "_nczarr_attr", ">S1", 1, 1, 1, 1, 1},
-    {"4.10.x",       4,  10,    0,   -1,   MZN_ABI_V410, 0, 0, "_nczarr_attr", ">S1", 1, 1, 1, 1, 1},
+    {
+        .versions = "4.9.0-4.9.2", .major = 4, .minor = 9, .first_patch = 0, .last_patch = 2,
+        .abi = MZN_ABI_V490,
+        .loses_chunk_updates = 1,
+        .mislabels_byte_order = 1,
+        .types_key = "_NCZARR_ATTR",
+        .char_attr_type = "<U1",
+        .reads_string_attr_types = 0,
+        .fixed_strings = 0,
+        .infers_int_attributes = 0,
+        .reads_long_chunks = 0,
+        .reads_lowercase_nczarr = 0,
+    },
+    {
+        .versions = "4.9.3", .major = 4, .minor = 9, .first_patch = 3, .last_patch = 3,
+        .abi = MZN_ABI_V493,
+        .loses_chunk_updates = 0,
+        .mislabels_byte_order = 0,
+        .types_key = "_nczarr_attr",
+        .char_attr_type = ">S1",
+        .reads_string_attr_types = 1,
+        .fixed_strings = 1,
+        .infers_int_attributes = 1,
+        .reads_long_chunks = 1,
+        .reads_lowercase_nczarr = 1,
+    },
+    {
+        .versions = "4.10.x", .major = 4, .minor = 10, .first_patch = 0, .last_patch = -1,
+        .abi = MZN_ABI_V410,
+        .loses_chunk_updates = 0,
+        .mislabels_byte_order = 0,
+        .types_key = "_nczarr_attr",
+        .char_attr_type = ">S1",
+        .reads_string_attr_types = 1,
+        .fixed_strings = 1,
+        .infers_int_attributes = 1,
+        .reads_long_chunks = 1,
+        .reads_lowercase_nczarr = 1,
+    },
 };
-/* clang-format on */
 
 #define N_RELEASES (sizeof releases / sizeof releases[0])
 

@@ -4,18 +4,18 @@
  * One process runs one libnetcdf, and everything the plugin does differently for one release than for
  * another is a column of the table in netcdf_releases.c:
  *
- *   the storage-map ABI      which NCZMAP_API layout NCZarr calls (zmap_abi.h; zmap_interpose.c hands it the
- *                            operations table of that layout);
- *   the storage map's        the bugs of the release the map works around (chunk_writeback.h,
- *   workarounds              byte_order.h);
+ *   the storage-map ABI      which NCZMAP_API layout NCZarr calls (zmap_abi.h; interposition/zmap_interpose.c
+ *                            hands it the operations table of that layout);
+ *   the storage map's        the bugs of the release the map works around (session/chunk_writeback.h,
+ *   workarounds              session/byte_order.h);
  *   the view's conventions   what the compatibility view presents to the release (view/view_release.h:
  *                            attribute type tables, strings, integer attributes, long chunks, NCZarr
  *                            metadata spellings).
  *
  * The storage map finds the running release's row from nc_inq_libvers() (abi_version.h), refuses a release
  * without a row, and hands the row to the view before it opens one. A new netCDF-C release is a new row
- * there (a new NCZMAP_API layout also needs its declaration in zmap_abi.h and its adapters in
- * zmap_interpose.c). The rows are constants; every function here is pure and thread-safe.
+ * there (only a new NCZMAP_API layout also needs its declaration in zmap_abi.h and its adapters in
+ * interposition/zmap_interpose.c). The rows are constants; every function here is thread-safe.
  */
 #ifndef MZN_NETCDF_RELEASES_H
 #define MZN_NETCDF_RELEASES_H
@@ -34,9 +34,11 @@ typedef struct mzn_release {
     int first_patch, last_patch; /* last_patch -1: every patch release of major.minor */
     mzn_abi abi;
 
-    /* The storage map's workarounds. */
+    /* Its bugs, which the storage map works around. */
     int loses_chunk_updates;   /* writes into chunks that exist are dropped: written back (chunk_writeback.h) */
-    int mislabels_byte_order;  /* a big-endian dtype over native bytes: relabelled (byte_order.h) */
+    int mislabels_byte_order;  /* it declares a big-endian dtype over the native bytes it writes: relabelled
+                                * when it creates an array (byte_order.h), and the view refuses to guess the
+                                * bytes of such big-endian arrays in archives it wrote (_NCProperties) */
 
     /* The view's conventions (view_release.h has what each means). */
     const char *types_key;          /* the .zattrs key it reads attribute types under */

@@ -2,7 +2,7 @@
  * view_release.h - the conventions of the netCDF-C release the view presents to.
  *
  * One process runs one libnetcdf, so the release is process-wide: the storage map states it (its row of the
- * release table, nczarr_map/netcdf_releases.h, found from nc_inq_libvers()) before it opens a view. Which
+ * release table, nczarr_map/netcdf/netcdf_releases.h, from nc_inq_libvers()) before it opens a view. Which
  * release follows which convention is a column of that table; what the conventions are:
  *
  *   type table in .zattrs   4.9.0 - 4.9.2 read "_NCZARR_ATTR" (4.9.1/4.9.2 read both spellings); 4.9.3 and
