@@ -20,7 +20,7 @@
 
 typedef struct mzn_session {
     mzn_zmap base;            /* first member: netCDF-C holds a pointer to it as its NCZMAP */
-    const mzn_release *release; /* the running netCDF-C's row of the release table */
+    const mzn_release *release; /* the running netCDF-C's row of the release table (netcdf_releases.h) */
     mmzip_t *archive;
     char *archive_path;
     char *prefix;             /* dataset prefix of entry names: "" or "dir/", or a sub-dataset's "grp/sub/" */
