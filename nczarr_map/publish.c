@@ -16,7 +16,7 @@
 #include "diag.h"
 #include "status.h"
 #include "subdataset.h"
-#include "view_json.h"
+#include "json.h"
 
 typedef struct pending_object {
     const char *key;

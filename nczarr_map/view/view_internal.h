@@ -26,7 +26,7 @@
 #include "view.h"
 #include "view_codecs.h"
 #include "view_dims.h"
-#include "view_json.h"
+#include "json.h"
 #include "view_zarr.h"
 
 /* How decoded elements become presented elements. */

@@ -60,7 +60,7 @@ int mzv_release_reads_attr_type(const char *type);
 int mzv_is_types_key(const char *key);
 
 /* The archive's type table ({"types": {...}} under either spelling, the running release's first); NULL. */
-#include "view_json.h"
+#include "json.h"
 const mzj_value *mzv_archive_types_table(const mzj_value *attrs);
 
 #endif

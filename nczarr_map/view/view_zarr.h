@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "view_json.h"
+#include "json.h"
 
 /* numpy allows 32 dimensions; netCDF allows more, but nothing real uses them. */
 #define MZV_MAX_RANK 32

@@ -30,7 +30,7 @@
 #include "view_dims.h"
 #include "view_filters.h"
 #include "view_internal.h"
-#include "view_json.h"
+#include "json.h"
 #include "view_layout.h"
 #include "view_strings.h"
 #include "view_zarr.h"

@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "view_compressors.h"
-#include "view_json.h"
+#include "json.h"
 #include "view_zarr.h"
 
 typedef enum mzv_filter_kind {
