@@ -64,6 +64,15 @@ static void test_dtypes(void) {
                      "\"dimension_separator\": \"/\"}";
     CHECK(mzv_zarray_parse(ok, strlen(ok), &z, err, sizeof err) == 0);
     CHECK(z.rank == 2 && z.fortran_order && z.separator == '/' && mzv_zarray_is_empty(&z));
+    /* Chunk location (v2_chunks.c): one object per chunk, keyed by its indices and the separator. */
+    char key[MZV_MAX_RANK * 21 + 4];
+    mzv_v2_chunk_key(&z, (const uint64_t[]){12, 0}, key, sizeof key);
+    CHECK(strcmp(key, "12/0") == 0);
+    CHECK(mzv_v2_is_chunk_key(&z, "12/0") && !mzv_v2_is_chunk_key(&z, "12.0") && !mzv_v2_is_chunk_key(&z, "1") &&
+          !mzv_v2_is_chunk_key(&z, "1/2/3") && !mzv_v2_is_chunk_key(&z, "1/x"));
+    z.rank = 0;
+    mzv_v2_chunk_key(&z, NULL, key, sizeof key);
+    CHECK(strcmp(key, "0") == 0 && mzv_v2_is_chunk_key(&z, "0") && !mzv_v2_is_chunk_key(&z, "0/0"));
     mzv_zarray_free(&z);
     const char *bad[] = {
         "{\"zarr_format\": 3, \"shape\": [], \"chunks\": [], \"dtype\": \"<f8\"}",
@@ -702,6 +711,17 @@ static void test_v3(void) {
     shard[16] = 69; /* now past the end, and the index checksum no longer matches */
     CHECK(mzv_shard_locate(&z, shard, sizeof shard, inner, &chunk, &chunk_len, err, sizeof err) == -1 &&
           strstr(err, "crc32c"));
+    shard[16] = 68;
+    /* Chunk location (v3_chunks.c): grid index (3, 1) is inner chunk (1, 1) of the shard "c/1/0"; (2, 3) is
+     * inner chunk (0, 1) of the shard "c/1/1". */
+    char key[MZV_MAX_RANK * 21 + 4];
+    mzv_v3_chunk_key(&z, (const uint64_t[]){3, 1}, key, sizeof key);
+    CHECK(strcmp(key, "c/1/0") == 0);
+    CHECK(mzv_v3_chunk_in_object(&z, shard, sizeof shard, (const uint64_t[]){3, 1}, &chunk, &chunk_len, err,
+                                 sizeof err) == 1);
+    CHECK(mzv_v3_chunk_in_object(&z, shard, sizeof shard, (const uint64_t[]){2, 3}, &chunk, &chunk_len, err,
+                                 sizeof err) == 0 && chunk == shard + 68 && chunk_len == 16);
+    CHECK(!mzv_v3_chunks_stored_as_v2(&z));
     mzv_chain_free(&chain);
     mzv_zarray_free(&z);
     mzj_free(doc);
@@ -724,6 +744,11 @@ static void test_v3(void) {
     CHECK(mzj_parse(odd, strlen(odd), &doc, err, sizeof err) == 0);
     CHECK(mzv_v3_array_parse(doc, &z, &chain, err, sizeof err) == 0 && chain.unsupported &&
           strstr(chain.unsupported, "\"lz4\"") && !z.key_prefix_c && z.separator == '.');
+    /* The v2 chunk key encoding without shards: stored as v2 stores them, the object is the chunk. */
+    mzv_v3_chunk_key(&z, (const uint64_t[]){1}, key, sizeof key);
+    CHECK(strcmp(key, "1") == 0 && mzv_v3_chunks_stored_as_v2(&z));
+    CHECK(mzv_v3_chunk_in_object(&z, shard, 5, (const uint64_t[]){1}, &chunk, &chunk_len, err, sizeof err) == 0 &&
+          chunk == shard && chunk_len == 5);
     mzv_chain_free(&chain);
     mzv_zarray_free(&z);
     mzj_free(doc);

@@ -10,6 +10,7 @@
 #define MMZIP_VIEW_V2_READ_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "view_codecs.h"
 #include "view_zarr.h"
@@ -27,6 +28,13 @@ int mzv_zarray_parse(const char *text, size_t len, mzv_zarray *out, char *err, s
 /* Builds the chain of z. Returns 0 (unsupported codecs are recorded in out->unsupported, not returned as
  * errors), or -1 only when memory runs out. */
 int mzv_chain_build(const mzv_zarray *z, mzv_codec_chain *out);
+
+/* The key, relative to the array, of the object holding the chunk at grid index (v2_chunks.c): "0.1" or
+ * "0/1" by the array's separator, "0" for a 0-d array. out has room for MZV_MAX_RANK * 21 + 4 bytes. */
+void mzv_v2_chunk_key(const mzv_zarray *z, const uint64_t *index, char *out, size_t size);
+/* 1 if key (relative to the array) has the form of a chunk key of z: z->rank decimal indices joined by its
+ * separator ("0" for 0-d), whatever their range. */
+int mzv_v2_is_chunk_key(const mzv_zarray *z, const char *key);
 
 /*
  * Reads every .zarray, .zattrs and .zgroup under the view's dataset prefix into v->arrays (sorted by path,
