@@ -120,10 +120,8 @@ int mzv_chunk_decode_at(mzv_view *v, const mzv_array *a, const uint64_t *index, 
 /* Fill chunks                                                                                            */
 
 static int base64_bytes(const char *s, mzv_bytes *out) {
-    mzv_filter f = {.kind = MZV_FILTER_BASE64};
-    mzv_bytes in = {(unsigned char *)s, strlen(s)};
     char err[64];
-    return mzv_filter_decode(&f, &in, in.len, out, err, sizeof err);
+    return mzv_base64_decode((const unsigned char *)s, strlen(s), strlen(s), out, err, sizeof err);
 }
 
 /* Writes the presented form of the Zarr fill value into one element (elem_out bytes, pre-zeroed). Numbers

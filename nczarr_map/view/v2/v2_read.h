@@ -25,6 +25,11 @@ typedef struct mzv_view mzv_view;
  */
 int mzv_zarray_parse(const char *text, size_t len, mzv_zarray *out, char *err, size_t err_len);
 
+/* Parses one entry of a .zarray's "filters" (not the object codec) into a step of the pipeline: its id
+ * looked up among the table's filters (codec_table.h), its parameters read. 0, or -1 with a message in err
+ * naming the filter (unknown, a compressor, or parameters that cannot be decoded exactly). */
+int mzv_v2_filter_parse(const mzj_value *config, mzv_step *out, char *err, size_t err_len);
+
 /* Builds the chain of z. Returns 0 (unsupported codecs are recorded in out->unsupported, not returned as
  * errors), or -1 only when memory runs out. */
 int mzv_chain_build(const mzv_zarray *z, mzv_codec_chain *out);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "v3_read.h"
-#include "view_filters.h"
+#include "view_codecs.h"
 
 /* Inner chunks per shard along each dimension (shard_shape / chunks). */
 static void shard_grid(const mzv_zarray *z, uint64_t *per_shard) {
