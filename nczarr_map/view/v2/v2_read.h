@@ -1,6 +1,7 @@
 /*
  * v2_read.h - the Zarr v2 reader of the compatibility view: .zarray, .zattrs and .zgroup documents parsed
- * into the view's array model (view_zarr.h) and codec pipeline (view_codecs.h).
+ * into the view's array model (view_zarr.h) and codec pipeline (view_codecs.h, its codecs found in
+ * codec_table.h by their numcodecs id), and where the chunks of a v2 array are stored (v2_chunks.c).
  *
  * Parsing is a pure function of the JSON text; mzv_v2_read is the only part that reads the archive.
  * Errors are -1 with a message in a caller-supplied buffer (the caller adds file and entry), or a netCDF

@@ -1,7 +1,8 @@
 /*
  * v3_read.h - the Zarr v3 reader of the compatibility view: zarr.json documents (groups and arrays, or the
  * inline consolidated metadata of the root) parsed into the view's array model (view_zarr.h) and codec
- * pipeline (view_codecs.h), and the shard index of the sharding_indexed codec.
+ * pipeline (view_codecs.h), and where the chunks of a v3 array are stored: its chunk key encoding and the
+ * shards of the sharding_indexed codec (v3_chunks.c). Nothing outside v3/ knows sharding.
  *
  * What is translated, and how, is listed in docs/compat-view.md (section "Zarr v3"). In short: the data
  * types that map onto a numpy dtype the view already presents (bool, int*, uint*, float16/32/64,
