@@ -854,7 +854,58 @@ static void test_codec_table(void) {
     unlink(archive_path);
 }
 
+/* A Zarr v3 chunk whose first decoding step is a compressor is bounded by what it decodes to, not by its
+ * stored size (which numcodecs' padding or an incompressible chunk's overhead may make larger); without a
+ * compressor the stored size is bounded too. */
+static void test_v3_stored_size(void) {
+    snprintf(archive_path, sizeof archive_path, "/tmp/mmzip-view-units-v3size-%d.zarr.zip", (int)getpid());
+    unlink(archive_path);
+    mmzip_t *h;
+    CHECK(mmzip_open(archive_path, "w", NULL, &h) == MMZIP_OK);
+    put_text(h, "zarr.json", "{\"zarr_format\": 3, \"node_type\": \"group\", \"attributes\": {}}");
+    const char *array = "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [8], \"data_type\": \"int8\", "
+                        "\"chunk_grid\": {\"name\": \"regular\", \"configuration\": {\"chunk_shape\": [8]}}, "
+                        "\"chunk_key_encoding\": {\"name\": \"default\"}, \"fill_value\": 0, \"codecs\": "
+                        "[{\"name\": \"bytes\"}, {\"name\": \"%s\"}], \"attributes\": {}}";
+    char doc[600];
+    snprintf(doc, sizeof doc, array, "gzip");
+    put_text(h, "padded/zarr.json", doc);
+    snprintf(doc, sizeof doc, array, "crc32c");
+    put_text(h, "checked/zarr.json", doc);
+    const unsigned char data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    static unsigned char stored[8192];
+    z_stream zs = {0};
+    CHECK(deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+    zs.next_in = (unsigned char *)data;
+    zs.avail_in = sizeof data;
+    zs.next_out = stored;
+    zs.avail_out = sizeof stored;
+    CHECK(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+    size_t member = zs.total_out;
+    deflateEnd(&zs);
+    put(h, "padded/c/0", stored, member + 6000); /* a gzip member, then zero padding (Python's gzip skips it) */
+    memset(stored, 0, sizeof stored);
+    memcpy(stored, data, sizeof data);
+    uint32_t crc = mzv_crc32c(0, stored, 6000);
+    for (int i = 0; i < 4; i++) stored[6000 + i] = (unsigned char)(crc >> (8 * i));
+    put(h, "checked/c/0", stored, 6004); /* a valid crc32c suffix, but 6000 bytes for 8 */
+    CHECK(mmzip_close(h) == MMZIP_OK);
+
+    CHECK(mmzip_open(archive_path, "r", NULL, &h) == MMZIP_OK);
+    mzv_view *v;
+    CHECK(mzv_open(h, "", 1, &v) == NC_NOERR);
+    const void *d;
+    size_t len;
+    CHECK(get(v, "/padded/0", &d, &len) == 1 && len == sizeof data && memcmp(d, data, sizeof data) == 0);
+    CHECK(get(v, "/checked/0", &d, &len) == NC_EFILTER &&
+          strstr(mzv_last_error(v), "checked/c/0: stored chunk larger than the limit"));
+    mzv_close(v);
+    CHECK(mmzip_close(h) == MMZIP_OK);
+    unlink(archive_path);
+}
+
 int main(void) {
+    RUN(test_v3_stored_size);
     RUN(test_codec_table);
     RUN(test_v3);
     RUN(test_dtypes);
