@@ -5,6 +5,10 @@
 #include "codec.h"
 #include "view_convert.h"
 
+MZV_CODEC_CONFIGURE(mzv_astype_configure);
+MZV_CODEC_CONFIGURE(mzv_quantize_configure);
+MZV_CODEC_DECODER(mzv_astype_decode);
+
 int mzv_astype_configure(const mzj_value *config, int format, mzv_step *s, char *err, size_t err_len) {
     (void)format;
     if (mzv_codec_dtype_param(config, "encode_dtype", &s->encoded, err, err_len) != 0 ||

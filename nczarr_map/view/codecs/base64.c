@@ -5,6 +5,8 @@
 #include "codec.h"
 #include "view_codecs.h"
 
+MZV_CODEC_DECODER(mzv_base64_step);
+
 static int base64_value(unsigned char c) {
     if (c >= 'A' && c <= 'Z') return c - 'A';
     if (c >= 'a' && c <= 'z') return c - 'a' + 26;

@@ -4,6 +4,8 @@
 
 #include "codec.h"
 
+MZV_CODEC_DECODER(mzv_bitround_decode);
+
 int mzv_bitround_decode(const mzv_step *s, const unsigned char *in, size_t len, size_t limit, mzv_bytes *out,
                         char *err, size_t err_len) {
     (void)s;

@@ -7,6 +7,8 @@
 
 #include "codec.h"
 
+MZV_CODEC_DECODER(mzv_blosc_decode);
+
 int mzv_blosc_decode(const mzv_step *s, const unsigned char *in, size_t len, size_t limit, mzv_bytes *out, char *err,
                      size_t err_len) {
     /* numcodecs decodes the frame its header describes and ignores bytes after it (some writers pad chunk

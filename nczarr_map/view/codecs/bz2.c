@@ -7,6 +7,8 @@
 
 #include "codec.h"
 
+MZV_CODEC_DECODER(mzv_bz2_decode);
+
 int mzv_bz2_decode(const mzv_step *s, const unsigned char *in, size_t len, size_t limit, mzv_bytes *out, char *err,
                    size_t err_len) {
     mzv_grow_buf g = {NULL, 0, 0, limit};

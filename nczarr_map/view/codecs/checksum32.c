@@ -6,6 +6,9 @@
 
 #include "codec.h"
 
+MZV_CODEC_DECODER(mzv_crc32_decode);
+MZV_CODEC_DECODER(mzv_adler32_decode);
+
 static int checksum(const mzv_step *s, int adler, const unsigned char *in, size_t len, size_t limit, mzv_bytes *out,
                     char *err, size_t err_len) {
     const char *name = mzv_codec_label(s->codec);

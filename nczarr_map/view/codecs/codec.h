@@ -65,6 +65,13 @@ struct mzv_codec {
                   size_t err_len);
 };
 
+/* The prototypes of a codec file's functions. The file declares them with these before it defines them, and
+ * codec_table.c declares them with these for its rows, so that the compiler checks both against one type. */
+#define MZV_CODEC_DECODER(name)                                                                              \
+    int name(const mzv_step *s, const unsigned char *in, size_t len, size_t limit, mzv_bytes *out, char *err, \
+             size_t err_len)
+#define MZV_CODEC_CONFIGURE(name) int name(const mzj_value *config, int format, mzv_step *s, char *err, size_t err_len)
+
 /* Helpers of the codec files (codec_util.c). */
 
 /* The codec's name for messages: its v2 id, or its v3 name if it has none. */

@@ -2,9 +2,10 @@
  * codec_table.c - the one table of the codecs the view decodes (see codec_table.h).
  *
  * To add a codec: write its file here in codecs/ (configure and decode, as codec.h describes; the files
- * beside it are the examples, and the build takes every .c of this folder), declare its functions below,
- * and add its row; a codec in a file not named after it says so at its row. Nothing else names codecs:
- * the v2 reader (v2/v2_chain.c) and the v3 reader (v3/v3_array.c) look them up here by their full name.
+ * beside it are the examples, and the build takes every .c of this folder), declare its functions below
+ * with MZV_CODEC_DECODER / MZV_CODEC_CONFIGURE as its file does, and add its row; a codec in a file not
+ * named after it says so at its row. Nothing else names codecs: the v2 reader (v2/v2_chain.c) and the v3
+ * reader (v3/v3_array.c) look them up here by their full name.
  * The Zarr v3 codecs that lay out a chunk rather than transform its bytes (bytes, transpose,
  * sharding_indexed) are the v3 reader's, not rows here.
  */
@@ -12,35 +13,30 @@
 
 #include "codec_table.h"
 
-#define DECODER(name)                                                                                        \
-    int name(const mzv_step *s, const unsigned char *in, size_t len, size_t limit, mzv_bytes *out, char *err, \
-             size_t err_len)
-#define CONFIGURE(name) int name(const mzj_value *config, int format, mzv_step *s, char *err, size_t err_len)
-
 /* The codec files' functions (no header each: this table is their only user). */
-DECODER(mzv_blosc_decode);
-DECODER(mzv_zlib_decode);
-DECODER(mzv_gzip_decode);
-DECODER(mzv_bz2_decode);
-CONFIGURE(mzv_lzma_configure);
-DECODER(mzv_lzma_decode);
-DECODER(mzv_zstd_decode);
-DECODER(mzv_lz4_decode);
-CONFIGURE(mzv_shuffle_configure);
-DECODER(mzv_shuffle_decode);
-CONFIGURE(mzv_delta_configure);
-DECODER(mzv_delta_decode);
-CONFIGURE(mzv_astype_configure);
-CONFIGURE(mzv_quantize_configure);
-DECODER(mzv_astype_decode);
-CONFIGURE(mzv_fixedscaleoffset_configure);
-DECODER(mzv_fixedscaleoffset_decode);
-DECODER(mzv_bitround_decode);
-DECODER(mzv_packbits_decode);
-DECODER(mzv_crc32_decode);
-DECODER(mzv_adler32_decode);
-DECODER(mzv_base64_step);
-DECODER(mzv_crc32c_decode);
+MZV_CODEC_DECODER(mzv_blosc_decode);
+MZV_CODEC_DECODER(mzv_zlib_decode);
+MZV_CODEC_DECODER(mzv_gzip_decode);
+MZV_CODEC_DECODER(mzv_bz2_decode);
+MZV_CODEC_CONFIGURE(mzv_lzma_configure);
+MZV_CODEC_DECODER(mzv_lzma_decode);
+MZV_CODEC_DECODER(mzv_zstd_decode);
+MZV_CODEC_DECODER(mzv_lz4_decode);
+MZV_CODEC_CONFIGURE(mzv_shuffle_configure);
+MZV_CODEC_DECODER(mzv_shuffle_decode);
+MZV_CODEC_CONFIGURE(mzv_delta_configure);
+MZV_CODEC_DECODER(mzv_delta_decode);
+MZV_CODEC_CONFIGURE(mzv_astype_configure);
+MZV_CODEC_CONFIGURE(mzv_quantize_configure);
+MZV_CODEC_DECODER(mzv_astype_decode);
+MZV_CODEC_CONFIGURE(mzv_fixedscaleoffset_configure);
+MZV_CODEC_DECODER(mzv_fixedscaleoffset_decode);
+MZV_CODEC_DECODER(mzv_bitround_decode);
+MZV_CODEC_DECODER(mzv_packbits_decode);
+MZV_CODEC_DECODER(mzv_crc32_decode);
+MZV_CODEC_DECODER(mzv_adler32_decode);
+MZV_CODEC_DECODER(mzv_base64_step);
+MZV_CODEC_DECODER(mzv_crc32c_decode);
 
 #define COMPRESSOR MZV_CODEC_COMPRESSOR, MZV_OBJECT_NONE
 #define FILTER MZV_CODEC_FILTER, MZV_OBJECT_NONE

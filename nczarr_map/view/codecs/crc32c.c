@@ -6,6 +6,8 @@
 #include "codec.h"
 #include "view_codecs.h"
 
+MZV_CODEC_DECODER(mzv_crc32c_decode);
+
 uint32_t mzv_crc32c(uint32_t crc, const unsigned char *data, size_t len) {
     uint32_t table[256]; /* built per call: 2 K steps, nothing next to decoding a chunk, and no global state */
     for (uint32_t i = 0; i < 256; i++) {

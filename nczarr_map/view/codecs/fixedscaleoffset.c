@@ -5,6 +5,9 @@
 #include "codec.h"
 #include "view_convert.h"
 
+MZV_CODEC_CONFIGURE(mzv_fixedscaleoffset_configure);
+MZV_CODEC_DECODER(mzv_fixedscaleoffset_decode);
+
 int mzv_fixedscaleoffset_configure(const mzj_value *config, int format, mzv_step *s, char *err, size_t err_len) {
     (void)format;
     if (mzv_codec_dtype_param(config, "dtype", &s->decoded, err, err_len) != 0) return -1;

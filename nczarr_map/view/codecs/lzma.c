@@ -8,6 +8,9 @@
 
 #include "codec.h"
 
+MZV_CODEC_CONFIGURE(mzv_lzma_configure);
+MZV_CODEC_DECODER(mzv_lzma_decode);
+
 static int fail(const mzv_step *s, char *err, size_t err_len, const char *problem) {
     return mzv_codec_failf(err, err_len, "%s (%s) decoding failed: %s", mzv_codec_label(s->codec),
                            s->variant == 2 ? "alone" : "xz", problem);

@@ -2,6 +2,8 @@
  * of padding bits (codec.h). */
 #include "codec.h"
 
+MZV_CODEC_DECODER(mzv_packbits_decode);
+
 int mzv_packbits_decode(const mzv_step *s, const unsigned char *in, size_t len, size_t limit, mzv_bytes *out,
                         char *err, size_t err_len) {
     (void)s;

@@ -5,6 +5,9 @@
 
 #include "codec.h"
 
+MZV_CODEC_CONFIGURE(mzv_shuffle_configure);
+MZV_CODEC_DECODER(mzv_shuffle_decode);
+
 int mzv_shuffle_configure(const mzj_value *config, int format, mzv_step *s, char *err, size_t err_len) {
     (void)format;
     uint64_t es = 4; /* numcodecs' default */

@@ -4,9 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "codec.h"
-#include <zlib.h>
+
+MZV_CODEC_DECODER(mzv_zlib_decode);
+MZV_CODEC_DECODER(mzv_gzip_decode);
 
 static int inflate_stream(const mzv_step *s, int gzip, const unsigned char *in, size_t len, size_t limit,
                           mzv_bytes *out, char *err, size_t err_len) {

@@ -3,9 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "codec.h"
-#include <zstd.h>
+
+MZV_CODEC_DECODER(mzv_zstd_decode);
 
 int mzv_zstd_decode(const mzv_step *s, const unsigned char *in, size_t len, size_t limit, mzv_bytes *out, char *err,
                     size_t err_len) {
