@@ -67,7 +67,7 @@ static int parse_data_type(const mzj_value *dt, mzv_dtype *out, char *err, size_
     if (strcmp(name, "fixed_length_utf32") == 0 || strcmp(name, "null_terminated_bytes") == 0) {
         if (!mzj_as_uint64(mzj_get(config, "length_bytes"), &n) || n > (1u << 24))
             return failf(err, err_len, "data_type %s: no valid configuration.length_bytes", name);
-        if (name[0] == 'f') {
+        if (strcmp(name, "fixed_length_utf32") == 0) {
             if (n % 4) return failf(err, err_len, "data_type %s: length_bytes is not a multiple of 4", name);
             out->cls = MZV_DT_UNICODE, out->width = (size_t)n / 4;
         } else {
@@ -90,7 +90,7 @@ static int parse_data_type(const mzj_value *dt, mzv_dtype *out, char *err, size_
         const mzj_value *s = mzj_get(config, "scale_factor");
         if (!unit || strlen(unit) > 4 || (s && (!mzj_as_uint64(s, &scale) || scale == 0 || scale > 1000000)))
             return failf(err, err_len, "data_type %s: no valid unit / scale_factor", name);
-        out->cls = name[6] == 'd' ? MZV_DT_DATETIME : MZV_DT_TIMEDELTA;
+        out->cls = strcmp(name, "numpy.datetime64") == 0 ? MZV_DT_DATETIME : MZV_DT_TIMEDELTA;
         out->itemsize = 8;
         if (scale == 1) snprintf(out->unit, sizeof out->unit, "%s", unit);
         else snprintf(out->unit, sizeof out->unit, "%" PRIu64 "%s", scale, unit);
