@@ -8,7 +8,7 @@
 
 #include "diag.h"
 #include "layout.h"
-#include "view_json.h"
+#include "json.h"
 
 char *mzn_subdataset_normalize(const char *path) {
     size_t n = strlen(path);

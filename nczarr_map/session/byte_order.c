@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "view_json.h"
+#include "json.h"
 
 char mzn_native_order_char(void) {
     const uint16_t one = 1;

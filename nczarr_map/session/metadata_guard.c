@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "view.h"
-#include "view_json.h"
+#include "json.h"
 #include "view_release.h"
 
 /* The archived bytes if doc means the same as the archived document, else doc printed. */

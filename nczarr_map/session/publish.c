@@ -17,7 +17,7 @@
 #include "root_slot.h"
 #include "status.h"
 #include "subdataset.h"
-#include "view_json.h"
+#include "json.h"
 
 typedef struct pending_object {
     const char *key;

@@ -10,7 +10,7 @@
  * array whose .zarray is; otherwise it publishes nothing and the session's writes wait for the next
  * publish (at the latest, close). What a sync publishes is thereby a dataset readers can open.
  *
- * Metadata that means the same as the archived version (mzj_equal, view/view_json.h) is not written
+ * Metadata that means the same as the archived version (mzj_equal, json/json.h) is not written
  * again: opening a dataset for writing and closing it unchanged adds zero bytes.
  */
 #ifndef MZN_PUBLISH_H

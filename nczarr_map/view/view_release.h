@@ -68,7 +68,7 @@ int mzv_written_with_mislabelled_byte_order(const char *props);
 int mzv_is_types_key(const char *key);
 
 /* The archive's type table ({"types": {...}} under either spelling, the running release's first); NULL. */
-#include "view_json.h"
+#include "json.h"
 const mzj_value *mzv_archive_types_table(const mzj_value *attrs);
 
 #endif

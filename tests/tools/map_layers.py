@@ -19,8 +19,9 @@ import subprocess
 import sys
 
 ROOT = "nczarr_map/"
-# From the top down. view/ is the compatibility view, a library of its own with folders of its own.
-LAYERS = ["interposition", "session", "routing", "view", "netcdf", "support"]
+# From the top down. view/ is the compatibility view, a library of its own with folders of its own; json/ the
+# JSON parser that the map and the view both use, below everything.
+LAYERS = ["interposition", "session", "routing", "view", "netcdf", "support", "json"]
 
 
 def layer_of(path):

@@ -1,16 +1,19 @@
-/* v3_shard.c - finding an inner chunk in a shard of Zarr v3's sharding_indexed codec (see v3_read.h).
+/* v3_chunks.c - where the chunks of a Zarr v3 array are stored (see v3_read.h): the object key of each
+ * chunk encoding, and the inner chunks of Zarr v3's sharding_indexed codec within their shard.
  *
- * The index is a C-order grid of (offset, nbytes) u64 pairs, one per inner chunk, encoded by the index
- * codecs (bytes, optionally crc32c: a CRC-32C of the pairs follows them), at the start or the end of the
- * shard. Both fields 2^64-1 mark an empty inner chunk. Chunks may be stored in any order, with gaps. */
+ * A shard's index is a C-order grid of (offset, nbytes) u64 pairs, one per inner chunk, encoded by the
+ * index codecs (bytes, optionally crc32c: a CRC-32C of the pairs follows them), at the start or the end of
+ * the shard. Both fields 2^64-1 mark an empty inner chunk. Chunks may be stored in any order, with gaps. */
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "v3_read.h"
-#include "view_filters.h"
+#include "view_codecs.h"
 
-void mzv_shard_grid(const mzv_zarray *z, uint64_t *per_shard) {
+/* Inner chunks per shard along each dimension (shard_shape / chunks). */
+static void shard_grid(const mzv_zarray *z, uint64_t *per_shard) {
     for (int i = 0; i < z->rank; i++)
         per_shard[i] = z->chunks[i] ? z->sharding->shard_shape[i] / z->chunks[i] : 1;
 }
@@ -25,7 +28,7 @@ int mzv_shard_locate(const mzv_zarray *z, const unsigned char *shard, size_t len
                      const unsigned char **chunk, size_t *chunk_len, char *err, size_t err_len) {
     const mzv_sharding *sh = z->sharding;
     uint64_t per[MZV_MAX_RANK], count = 1, linear = 0;
-    mzv_shard_grid(z, per);
+    shard_grid(z, per);
     for (int i = 0; i < z->rank; i++) {
         if (inner[i] >= per[i]) {
             snprintf(err, err_len, "sharding_indexed: inner chunk index out of the shard");
@@ -64,3 +67,34 @@ int mzv_shard_locate(const mzv_zarray *z, const unsigned char *shard, size_t len
     *chunk_len = (size_t)nbytes;
     return 0;
 }
+
+void mzv_v3_chunk_key(const mzv_zarray *z, const uint64_t *index, char *out, size_t size) {
+    uint64_t per[MZV_MAX_RANK];
+    size_t n = 0;
+    if (z->sharding) shard_grid(z, per);
+    if (z->key_prefix_c) n = (size_t)snprintf(out, size, "c");
+    if (z->rank == 0) {
+        if (!z->key_prefix_c) snprintf(out, size, "0");
+        return;
+    }
+    for (int i = 0; i < z->rank && n < size; i++) {
+        uint64_t at = z->sharding ? index[i] / per[i] : index[i];
+        n += (size_t)snprintf(out + n, size - n, "%s%" PRIu64, i || z->key_prefix_c ? (char[]){z->separator, 0} : "",
+                              at);
+    }
+}
+
+int mzv_v3_chunk_in_object(const mzv_zarray *z, const unsigned char *object, size_t len, const uint64_t *index,
+                           const unsigned char **chunk, size_t *chunk_len, char *err, size_t err_len) {
+    if (!z->sharding) {
+        *chunk = object;
+        *chunk_len = len;
+        return 0;
+    }
+    uint64_t per[MZV_MAX_RANK], inner[MZV_MAX_RANK];
+    shard_grid(z, per);
+    for (int i = 0; i < z->rank; i++) inner[i] = index[i] % per[i];
+    return mzv_shard_locate(z, object, len, inner, chunk, chunk_len, err, err_len);
+}
+
+int mzv_v3_chunks_stored_as_v2(const mzv_zarray *z) { return !z->key_prefix_c && !z->sharding; }

@@ -1,5 +1,6 @@
 /*
- * view_json.h - a small strict JSON parser and writer for Zarr v2 metadata.
+ * json.h - a small strict JSON parser and writer for Zarr metadata, shared by the compatibility view
+ * (nczarr_map/view) and the storage map (nczarr_map).
  *
  * Why our own: the view must read what zarr-python, xarray, Zarr.jl and NCZarr write (RFC 8259 plus the
  * NaN / Infinity / -Infinity literals that Python's json module emits) and must write JSON that netCDF-C
@@ -9,8 +10,8 @@
  * The storage map uses it too (metadata_guard.c, publish.c), which is why it offers mzj_merge: netCDF-C
  * rewrites metadata with the same meaning in other bytes (its key order, one line, numbers as it prints
  * them), so the map compares documents with mzj_equal instead of bytes, and merges netCDF-C's lossy
- * rewrites into what the archive holds. It lives in the view because the map depends on the view, never
- * the reverse.
+ * rewrites into what the archive holds. It is a folder and a library (mmzip_json) of its own, below both
+ * the view and the map, so that neither reaches into the other for it; it depends on nothing but libc.
  *
  * Values form a tree owned by its root: mzj_free() on the root frees everything. Strings are stored with
  * their length (they may contain NUL after \u0000) and are always NUL-terminated as well.
@@ -20,8 +21,8 @@
  *
  * Thread-safety: functions are reentrant; a value tree must not be modified by two threads at once.
  */
-#ifndef MMZIP_VIEW_JSON_H
-#define MMZIP_VIEW_JSON_H
+#ifndef MMZIP_JSON_H
+#define MMZIP_JSON_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
-/* view_json.c - strict JSON parser and 4.9.0-safe writer (see view_json.h). */
-#include "view_json.h"
+/* json.c - strict JSON parser and 4.9.0-safe writer (see json.h). */
+#include "json.h"
 
 #include <errno.h>
 #include <math.h>
