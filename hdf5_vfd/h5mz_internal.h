@@ -156,8 +156,9 @@ typedef struct h5mz_member {
     int sealed;                 /* `committed` is a patched version whose commit failed: the next publish
                                  * retries the commit, the next write drafts on top of it */
     int claimed;                /* opened for writing (counted by h5mz_archive_claim_writer) */
-    /* Editing in place (mmzip_edit_*): the committed entry itself is being changed, each change journaled
-     * by the core; `inplace` is its read-only view, valid for `inplace_room` bytes (grown on demand). */
+    /* Editing in place (a journaled mmzip_edit_*): the committed entry itself is being changed, each change
+     * journaled by the core; `inplace` is its read-only view, valid for `inplace_room` bytes (grown on demand). */
+    mmzip_edit_t *edit;
     const uint8_t *inplace;
     uint64_t inplace_room;
     /* A reader's hold on the entry (mmzip_hold): no in-place edit can change it while this file is open. */

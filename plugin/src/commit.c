@@ -370,8 +370,8 @@ static uint64_t settle_position(const mz_store *s, uint64_t x, uint64_t img_len,
 }
 
 int mz_commit_locked(mz_store *s, int force_compact) {
-    if (s->n_inplaces) {
-        int est = mz_inplace_refresh_locked(s); /* CRCs of in-place edits go out with this directory */
+    if (s->n_maps) {
+        int est = mz_edit_maps_refresh_locked(s); /* CRCs of entries edited through views go out with this directory */
         if (est) return est;
     }
     int changes = s->n_pending_live || s->n_shadowed || s->n_dead || s->cd_changed;

@@ -172,3 +172,9 @@ void mz_table_free(mz_store *s) {
     s->sorted = NULL;
     s->n = s->cap = s->n_committed = 0;
 }
+
+mz_entry *mz_committed_at(mz_store *s, uint64_t lfh_off, uint8_t skip) {
+    for (uint32_t i = 0; i < s->n_committed; i++)
+        if (s->e[i].lfh_off == lfh_off && !(s->e[i].mark & skip)) return &s->e[i];
+    return NULL;
+}

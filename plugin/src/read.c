@@ -124,7 +124,7 @@ const char *mz_unfinished_why(mz_store *s, mz_entry *e, char *buf, size_t len) {
         return buf;
     }
     marked_probe p = {e, ""};
-    if (mz_inplace_each_marked(s, probe_marked, &p) == 1) {
+    if (mz_marked_each(s, probe_marked, &p) == 1) {
         if (!s->writable && mz_writer_lock_held(s->fd) == 1)
             snprintf(buf, len, "it is being modified in place by a writer now (%s); its CRC is refreshed at that "
                      "writer's next commit", p.how);

@@ -184,7 +184,7 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     s->zero_from = hole == 2 ? s->data_end : s->cd_pos;
     s->trailer_key[0] = t->end;
     s->trailer_key[1] = t->cd_pos ^ (t->cd_size << 20) ^ (t->entries << 40);
-    if (!s->writable) mz_edit_mark(s);
+    if (!s->writable) mz_journal_mark(s);
     return MMZIP_OK;
 }
 
@@ -227,7 +227,6 @@ static void store_free(mz_store *s) {
     for (uint32_t i = 0; s->decoded && i <= s->decoded_mask; i++) free(s->decoded[i].data);
     free(s->decoded);
     mz_edit_free(s);
-    mz_inplace_free(s);
     mz_recovery_notes_free(s);
     mz_map_free(&s->map);
     mz_table_free(s);
@@ -534,14 +533,6 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
     registry = s;
     h->s = s;
     pthread_mutex_unlock(&registry_mu);
-    if (writable) {
-        /* In-place edits a dead writer left uncommitted (inplace.c): their CRCs are refreshed now. */
-        r = mz_inplace_recover(h);
-        if (r) {
-            (void)release(h, 0);
-            return r;
-        }
-    }
     *out = h;
     return MMZIP_OK;
 }
@@ -565,10 +556,11 @@ static int release(mmzip_t *h, int commit) {
         r = mz_rollback_locked(s);
         pthread_mutex_unlock(&s->wmu);
     }
-    if (h->writable && s->owner == mz_current_pid() && s->n_inplaces && s->writer_handles == 1) {
-        /* In-place changes are in the file already and cannot be rolled back: even a discard publishes
-         * their CRCs; the marker file goes after that commit (inplace.c). */
-        int r2 = mz_inplace_end_all(h);
+    if (h->writable && s->owner == mz_current_pid() && s->n_maps && s->writer_handles == 1) {
+        /* Changes made through views are in the file already and cannot be rolled back: even a discard
+         * publishes their CRCs; the marker file goes after that commit (edit.c). */
+        int r2 = MMZIP_OK;
+        mz_edit_maps_end_all(s);
         if (!commit) {
             pthread_mutex_lock(&s->wmu);
             if (!r2) r2 = mz_commit_locked(s, 0);
@@ -598,8 +590,8 @@ static int release(mmzip_t *h, int commit) {
         if (r == MMZIP_OK && s->unpublished) r = mz_publish(s);
         pthread_mutex_unlock(&s->wmu);
     }
-    if (h->writable && s->owner == mz_current_pid() && s->n_inplaces && s->writer_handles == 1 && r == MMZIP_OK)
-        r = mz_inplace_marks_sync(s); /* the final CRCs are committed: the marker file goes */
+    if (h->writable && s->owner == mz_current_pid() && s->n_maps && s->writer_handles == 1 && r == MMZIP_OK)
+        r = mz_edit_maps_sync(s); /* the final CRCs are committed: the marker file goes */
     if (h->writable && s->owner == mz_current_pid() && s->writer_handles == 1 && r == MMZIP_OK) {
         /* The last writer goes: the file at rest is its data, without the slack kept for growth. */
         pthread_mutex_lock(&registry_mu);
@@ -683,7 +675,7 @@ out:
         /* An in-place edit may have begun, ended or been recovered without a new directory. */
         pthread_rwlock_wrlock(&s->rw);
         for (uint32_t i = 0; i < s->n; i++) s->e[i].mark &= (uint8_t)~MZ_MARK_EDITING;
-        mz_edit_mark(s);
+        mz_journal_mark(s);
         pthread_rwlock_unlock(&s->rw);
     }
     mz_unlock_commit(s->fd);
@@ -731,7 +723,8 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
     info->recovered_bytes = s->recovered_bytes;
     info->rolled_back = s->rolled_back;
     info->edits_recovered = s->edits_recovered;
-    for (uint32_t i = 0; i < s->n_inplaces; i++) info->edits_open += s->inplaces[i].open;
+    info->edits_restored = s->edits_restored;
+    info->edits_open = mz_edits_open(s);
     for (uint32_t i = 0; i < s->n_committed; i++) {
         if (s->e[i].mark & MZ_MARK_BAD) info->torn_tail++;
         if (s->e[i].mark & MZ_MARK_NONAME) info->unnamed++;

@@ -366,6 +366,13 @@ int mmzip_remove(mmzip_t *h, const char *key) {
         pthread_mutex_unlock(&s->wmu);
         return mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s' to remove", s->path, key);
     }
+    mz_remove_locked(s, e);
+    st = maybe_autocommit(s);
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}
+
+void mz_remove_locked(mz_store *s, mz_entry *e) {
     pthread_rwlock_wrlock(&s->rw);
     mz_table_changed(s);
     if (e->state == MZ_PENDING) {
@@ -383,9 +390,6 @@ int mmzip_remove(mmzip_t *h, const char *key) {
     s->sorted_valid = 0;
     pthread_rwlock_unlock(&s->rw);
     s->bytes_since_commit += 64;
-    st = maybe_autocommit(s);
-    pthread_mutex_unlock(&s->wmu);
-    return st;
 }
 
 /* Makes [off, off+len) of the free region read as zeros and have blocks behind it, so that filling it

@@ -328,19 +328,25 @@ static int grow_reservation(mmzip_t *h, const action *a) {
 
 /* Writes the version's bytes over the entry in 7000-byte pieces (HDF5 writes metadata in such pieces). */
 static int edit_entry(mmzip_t *h, const action *a) {
-    static const void *view; /* of the edit an ACT_EDIT_OPEN left open */
+    static mmzip_edit_t *ed;  /* the edit an ACT_EDIT_OPEN left open */
+    static void *view;        /* its view */
     uint64_t room;
     mmzip_entry_info before;
     int st = mmzip_stat(h, a->key, &before);
     if (st) return st;
     if (a->kind != ACT_EDIT_MORE) {
-        st = mmzip_edit_begin(h, a->key, &view, &room);
+        st = mmzip_edit_begin(h, a->key, 0, &ed);
         if (st) return st;
+        st = mmzip_edit_map(ed, &view, NULL, &room);
+        if (st) {
+            mmzip_edit_end(ed);
+            return st;
+        }
         /* Room after an entry that is not the last reads as zeros, whatever an abandoned or killed edit wrote. */
         if (room != UINT64_MAX)
             for (uint64_t i = before.size; i < room; i++)
                 if (((const uint8_t *)view)[i] != 0) {
-                    mmzip_edit_end(h, a->key);
+                    mmzip_edit_end(ed);
                     return MMZIP_ECORRUPT;
                 }
     }
@@ -348,13 +354,14 @@ static int edit_entry(mmzip_t *h, const action *a) {
     scenario_content(a->key, a->version, buf, a->len);
     for (uint32_t off = 0; off < a->len && st == MMZIP_OK; off += 7000) {
         uint32_t n = a->len - off < 7000 ? a->len - off : 7000;
-        st = mmzip_edit_write(h, a->key, off, buf + off, n);
+        st = mmzip_edit_write(ed, off, buf + off, n);
     }
     if (st == MMZIP_OK && memcmp(view, buf, a->len) != 0) st = MMZIP_ECORRUPT; /* the view shows the edit */
     free(buf);
-    if (st == MMZIP_OK && a->kind != ACT_EDIT_ABANDON) st = mmzip_edit_publish(h, a->key, a->len);
+    if (st == MMZIP_OK && a->kind != ACT_EDIT_ABANDON) st = mmzip_edit_publish(ed, a->len);
     if (st == MMZIP_OK && a->kind == ACT_EDIT_OPEN) return MMZIP_OK;
-    int st2 = mmzip_edit_end(h, a->key);
+    int st2 = mmzip_edit_end(ed);
+    ed = NULL;
     return st ? st : st2;
 }
 
