@@ -41,6 +41,7 @@
 #define ENAME(e) (int)(e)->name_len, mz_name(s, (e))
 
 struct mmzip_edit {
+    mz_view v;                           /* first: s->views points at it (mapped edits) */
     mz_store *s;
     char *key;
     int mapped;                          /* MMZIP_EDIT_MAP */
@@ -68,15 +69,15 @@ struct mmzip_edit {
     int crc_delta_known;                 /* 0 once a change to committed bytes went unnoted */
     int journal_stale;                   /* see journal_fresh */
 
-    /* Mapped edits: kept, read-only once ended, until the store closes (pointers into the view may live). */
+    /* Mapped edits (and v): kept, read-only once ended, until the store closes (pointers into the view may
+     * live). */
     uint32_t crc_before;                 /* its CRC when the edit began (recorded in the marker file) */
-    uint64_t len;
-    uint8_t *map;                        /* its own shared writable mapping of the entry's pages */
+    uint8_t *map;                        /* its own shared writable mapping of the entry's pages (v.view is in it) */
     size_t map_len;
-    uint8_t *view;                       /* map + offset of the data in its first page */
-    int open;                            /* still writable; 0 once ended */
-    int stale;                           /* ended since the last commit: its CRC still needs the final refresh */
 };
+
+/* The mapped edit whose view record s->views holds (its first member). */
+static struct mmzip_edit *edit_of(mz_view *v) { return (struct mmzip_edit *)v; }
 
 static struct mmzip_edit *mapped_edit_of(mz_store *s, const char *key);
 
@@ -262,8 +263,8 @@ static int check_editor(mmzip_t *h, const char *key, const char *fn) {
 /* 1 if ed is an edit of s that has not ended. */
 static int edit_open(mz_store *s, const struct mmzip_edit *ed) {
     if (!ed->mapped) return s->edit == ed;
-    for (uint32_t i = 0; i < s->n_maps; i++)
-        if (s->maps[i] == ed) return ed->open;
+    for (uint32_t i = 0; i < s->n_views; i++)
+        if (s->views[i] == &ed->v) return ed->v.open;
     return 0;
 }
 
@@ -308,9 +309,12 @@ static void edit_free(mz_store *s, struct mmzip_edit *ed) {
     free(ed);
 }
 
-uint64_t mz_edit_floor(const mz_store *s) { return s->edit && s->edit->last ? s->edit->room_end : 0; }
-
-uint64_t mz_edit_lfh_off(const struct mmzip_edit *ed) { return ed->lfh_off; }
+/* What commits (the directory's floor) and holds (the entry locked) read of the journaled edit, kept in the
+ * store after every change of it, so that neither calls up into this file. */
+static void edit_sync(mz_store *s) {
+    s->edit_floor = s->edit && s->edit->last ? s->edit->room_end : 0;
+    s->edit_lfh_off = s->edit ? s->edit->lfh_off : 0;
+}
 
 /* Where the bytes after the entry stop being its own: the end of its recorded room (mmzip_reserve_room),
  * or, for the physically last entry, nothing (*last = 1: it grows by moving the directory). Dead bytes
@@ -425,6 +429,7 @@ static int begin_journaled(mz_store *s, const char *key, struct mmzip_edit **out
         goto fail;
     }
     s->edit = ed;
+    edit_sync(s);
     *out = ed;
     pthread_mutex_unlock(&s->wmu);
     return MMZIP_OK;
@@ -452,6 +457,7 @@ static int grow_locked(mz_store *s, struct mmzip_edit *ed, uint64_t capacity) {
         if (st) return st;
     }
     ed->room_end = end;
+    edit_sync(s);
     s->pending_end = end;
     if (end > s->zero_from) s->zero_from = end;
     return MMZIP_OK;
@@ -686,6 +692,7 @@ static int publish_journaled(struct mmzip_edit *ed, uint64_t size) {
     /* Growth past the published size is not kept: for the last entry the directory goes right after it. */
     if (ed->last && s->pending_end == ed->room_end) {
         ed->room_end = ed->data_off + size > s->data_end ? ed->data_off + size : s->data_end;
+        edit_sync(s);
         s->pending_end = ed->room_end;
     }
     s->bytes_since_commit += size;
@@ -701,6 +708,7 @@ static int publish_journaled(struct mmzip_edit *ed, uint64_t size) {
     ed->reach_end = ed->data_off + size + room;
     if (!ed->last && ed->room_end > ed->reach_end) ed->room_end = ed->reach_end;
     if (ed->last) ed->room_end = s->data_end > ed->data_off + size ? s->data_end : ed->data_off + size;
+    edit_sync(s);
     ed->journal_stale = 1;
     st = journal_forget(s, ed);
 out:
@@ -725,6 +733,7 @@ int mz_edit_end_locked(mz_store *s) {
     ed->j.fd = -1;
     st = mz_journal_remove(s, ed->j.path);
     s->edit = NULL;
+    edit_sync(s);
     edit_free(s, ed);
     return st;
 }
@@ -735,19 +744,23 @@ int mz_edit_end_locked(mz_store *s) {
 
 /* The open mapped edit of key, or NULL. */
 static struct mmzip_edit *mapped_edit_of(mz_store *s, const char *key) {
-    for (uint32_t i = 0; i < s->n_maps; i++)
-        if (s->maps[i]->open && strcmp(s->maps[i]->key, key) == 0) return s->maps[i];
+    for (uint32_t i = 0; i < s->n_views; i++) {
+        struct mmzip_edit *d = edit_of(s->views[i]);
+        if (d->v.open && strcmp(d->key, key) == 0) return d;
+    }
     return NULL;
 }
 
 /* Replaces the marker file with the list of the mapped edits open now, plus `add` if not NULL; removes it if
  * the list is empty. s->wmu held. */
 static int write_marks(mz_store *s, const mz_mark *add) {
-    mz_mark *m = malloc((s->n_maps + 1) * sizeof *m);
+    mz_mark *m = malloc((s->n_views + 1) * sizeof *m);
     if (!m) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
     uint32_t n = 0;
-    for (uint32_t i = 0; i < s->n_maps; i++)
-        if (s->maps[i]->open) m[n++] = (mz_mark){s->maps[i]->key, s->maps[i]->lfh_off, s->maps[i]->crc_before};
+    for (uint32_t i = 0; i < s->n_views; i++) {
+        struct mmzip_edit *d = edit_of(s->views[i]);
+        if (d->v.open) m[n++] = (mz_mark){d->key, d->lfh_off, d->crc_before};
+    }
     if (add) m[n++] = *add;
     int st = mz_marks_write(s, m, n);
     free(m);
@@ -761,50 +774,17 @@ int mz_edit_maps_sync(mz_store *s) {
     return st;
 }
 
-/* Writes crc as the entry's CRC-32: its local header in place (unless a data descriptor carries it) and
- * its record in the directory image, which the next commit writes out. */
-static int set_crc(mz_store *s, mz_entry *e, uint32_t crc) {
-    if (e->crc == crc) return MMZIP_OK;
-    uint8_t le[4];
-    mz_put32(le, crc);
-    int st = mz_io_write(s, le, 4, e->lfh_off + 14, "inplace.local_crc");
-    if (st) return st;
-    pthread_rwlock_wrlock(&s->rw);
-    mz_table_changed(s);
-    mz_put32(s->cd + e->cd_rec + 16, crc);
-    e->crc = crc;
-    pthread_rwlock_unlock(&s->rw);
-    s->cd_changed = 1;
-    return MMZIP_OK;
-}
-
-int mz_set_entry_crc(mz_store *s, mz_entry *e, uint32_t crc) { return set_crc(s, e, crc); }
-
-int mz_edit_maps_refresh_locked(mz_store *s) {
-    for (uint32_t i = 0; i < s->n_maps; i++) {
-        struct mmzip_edit *d = s->maps[i];
-        if (!d->open && !d->stale) continue;
-        mz_entry *e = mz_committed_at(s, d->lfh_off, MZ_MARK_SHADOWED);
-        if (e) {
-            int st = set_crc(s, e, mz_crc32(0, d->view, (size_t)d->len));
-            if (st) return st;
-        }
-        d->stale = 0;
-    }
-    return MMZIP_OK;
-}
-
 /* Makes the edit read-only and queues its final refresh; the caller commits and drops the marker. */
 static void end_mapped_locked(struct mmzip_edit *d) {
     mprotect(d->map, d->map_len, PROT_READ);
-    d->open = 0;
-    d->stale = 1;
+    d->v.open = 0;
+    d->v.stale = 1;
 }
 
 void mz_edit_maps_end_all(mz_store *s) {
     pthread_mutex_lock(&s->wmu);
-    for (uint32_t i = 0; i < s->n_maps; i++)
-        if (s->maps[i]->open) end_mapped_locked(s->maps[i]);
+    for (uint32_t i = 0; i < s->n_views; i++)
+        if (s->views[i]->open) end_mapped_locked(edit_of(s->views[i]));
     pthread_mutex_unlock(&s->wmu);
 }
 
@@ -872,8 +852,8 @@ static int begin_mapped(mz_store *s, const char *key, struct mmzip_edit **out) {
     }
     /* A new record; an earlier one of this key (of a version since replaced) keeps its mapping, read-only,
      * since pointers into it may live. */
-    struct mmzip_edit **g = realloc(s->maps, (s->n_maps + 1) * sizeof *g);
-    if (g) s->maps = g;
+    mz_view **g = realloc(s->views, (s->n_views + 1) * sizeof *g);
+    if (g) s->views = g;
     d = calloc(1, sizeof *d);
     char *kc = strdup(key);
     if (!g || !d || !kc) {
@@ -883,40 +863,41 @@ static int begin_mapped(mz_store *s, const char *key, struct mmzip_edit **out) {
         pthread_mutex_unlock(&s->wmu);
         return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
     }
-    for (uint32_t i = 0; i < s->n_maps; i++)
-        if (s->maps[i]->open && strcmp(s->maps[i]->key, key) == 0) end_mapped_locked(s->maps[i]);
-    s->maps[s->n_maps++] = d;
+    for (uint32_t i = 0; i < s->n_views; i++)
+        if (s->views[i]->open && strcmp(edit_of(s->views[i])->key, key) == 0) end_mapped_locked(edit_of(s->views[i]));
+    s->views[s->n_views++] = &d->v;
     d->s = s;
     d->key = kc;
     d->mapped = 1;
     d->j.fd = -1;
-    d->lfh_off = lfh_off;
+    d->lfh_off = d->v.lfh_off = lfh_off;
     d->data_off = data_off;
     d->crc_before = crc;
-    d->len = n;
+    d->v.len = n;
     d->map = m;
     d->map_len = mlen;
-    d->view = (uint8_t *)m + (data_off - lo);
-    d->open = 1;
+    d->v.view = (uint8_t *)m + (data_off - lo);
+    d->v.open = 1;
     *out = d;
     pthread_mutex_unlock(&s->wmu);
     return MMZIP_OK;
 }
 
 void mz_edit_maps_free(mz_store *s) {
-    for (uint32_t i = 0; i < s->n_maps; i++) {
-        if (s->maps[i]->map) munmap(s->maps[i]->map, s->maps[i]->map_len);
-        free(s->maps[i]->key);
-        free(s->maps[i]);
+    for (uint32_t i = 0; i < s->n_views; i++) {
+        struct mmzip_edit *d = edit_of(s->views[i]);
+        if (d->map) munmap(d->map, d->map_len);
+        free(d->key);
+        free(d);
     }
-    free(s->maps);
-    s->maps = NULL;
-    s->n_maps = 0;
+    free(s->views);
+    s->views = NULL;
+    s->n_views = 0;
 }
 
 uint64_t mz_edits_open(const mz_store *s) {
     uint64_t n = s->edit != NULL;
-    for (uint32_t i = 0; i < s->n_maps; i++) n += s->maps[i]->open != 0;
+    for (uint32_t i = 0; i < s->n_views; i++) n += s->views[i]->open != 0;
     return n;
 }
 
@@ -940,9 +921,9 @@ int mmzip_edit_map(mmzip_edit_t *edit, void **view, uint64_t *size, uint64_t *ro
     if (!ed) return st;
     mz_store *s = ed->s;
     if (ed->mapped) {
-        if (view) *view = ed->view;
-        if (size) *size = ed->len;
-        if (room) *room = ed->len;
+        if (view) *view = ed->v.view;
+        if (size) *size = ed->v.len;
+        if (room) *room = ed->v.len;
     } else {
         if (view) *view = (void *)(s->map.base + ed->data_off);
         if (size) *size = ed->j.h.size;
@@ -959,11 +940,11 @@ int mmzip_edit_publish(mmzip_edit_t *edit, uint64_t size) {
     mz_store *s = ed->s;
     if (!ed->mapped) {
         st = publish_journaled(ed, size);
-    } else if (size != ed->len) {
+    } else if (size != ed->v.len) {
         st = mz_fail(MMZIP_EINVAL, "%s: '%s' is edited through a view of %llu bytes, which cannot change size "
-                     "(%llu asked)", s->path, ed->key, (unsigned long long)ed->len, (unsigned long long)size);
+                     "(%llu asked)", s->path, ed->key, (unsigned long long)ed->v.len, (unsigned long long)size);
     } else {
-        st = mz_commit_locked(s, 0); /* refreshes the CRC of every open view (mz_edit_maps_refresh_locked) */
+        st = mz_commit_locked(s, 0); /* refreshes the CRC of every open view (commit.c: mz_views_refresh_locked) */
     }
     pthread_mutex_unlock(&s->wmu);
     return st;
@@ -989,5 +970,6 @@ int mmzip_edit_end(mmzip_edit_t *edit) {
 void mz_edit_free(mz_store *s) {
     edit_free(s, s->edit);
     s->edit = NULL;
+    edit_sync(s);
     mz_edit_maps_free(s);
 }

@@ -21,7 +21,7 @@ struct mmzip_hold {
 };
 
 int mz_edit_lock_held(mz_store *s, uint64_t lfh_off) {
-    if (s->edit && mz_edit_lfh_off(s->edit) == lfh_off) return 1;
+    if (s->edit && s->edit_lfh_off == lfh_off) return 1;
     return mz_entry_lock_taken(s->fd, lfh_off);
 }
 

@@ -1,31 +1,41 @@
 /*
  * internal.h - structures shared by the modules of libmmzip. Nothing here is part of the API.
  *
- * Module map (one responsibility per file):
- *   zip_format.c   byte layouts of the ZIP records we read and write
- *   trailer.c      finding and validating the end-of-central-directory records, scanning back after a crash
- *   central_dir.c  parsing a central directory into entries, with every hostile-archive check
- *   entry_table.c  the in-memory entry table: hash lookup, visibility, sorted listing
- *   mapping.c      the address-space reservation and the read-only / writable overlays of the file
- *   io.c           every write, truncate and sync of the archive (crash points and tracing in test builds)
- *   locks.c        the cross-process writer lock, commit lock and entry edit locks (OFD locks), the owning process
- *   commit.c       the commit protocol: relocating the directory, publishing, the truncate commit point
- *   recovery.c     repairing a file left by a killed writer, at writable open (unfinished in-place edits too);
- *                  telling mmzip's leftovers from foreign anomalies, which are kept
- *   store.c        opening and closing stores, the per-process registry, handles
- *   read.c         get, read, typed views, inflate, CRC checks
- *   decode.c       decoding bzip2, LZMA, zstd and xz entries of foreign archives
- *   copy.c         copying large ranges out to the caller (mmzip_read, mmzip_copy), split over helper threads
- *   write.c        put, reserve, patch, remove, begin, commit, rollback
- *   check.c        full verification of an archive, interoperability findings, recovery dry run
- *   pack.c         rewriting an archive without dead space
- *   edit.c         editing a committed entry in place: one model (begin, map or write, publish, end), journaled
- *                  (undone by a crash) or mapped (a writable view, kept by a crash with its CRC recomputed)
- *   journal.c      what an edit leaves beside the archive for recovery: the undo journal, the marker file
- *   hold.c         readers' holds on an entry against in-place edits (mmzip_hold)
- *   crc32_combine.c CRC-32 algebra: the CRC of a whole from its parts (an edit's new CRC at the cost of the change)
- *   member_names.c which file an "archive#/member" name means (mmzip_split_name)
- *   errors.c       status codes and the per-thread error message
+ * The files are layers, and a file calls only files listed below it (as SQLite's os.h -> pager.h -> btree.h):
+ * nothing below knows what is above it. tests/tools/call_circles.py (the CTest layout_no_call_circles) reads
+ * who calls whom from the built objects and fails on any circle. What a lower layer must know of a higher one
+ * is kept in the store by the higher one (mz_store.edit_floor, edit_lfh_off, views), never asked by a call up.
+ *
+ *   9  pack.c         rewriting an archive without dead space (it opens the archive)
+ *      check.c        full verification of an archive, interoperability findings, recovery dry run
+ *      store.c        opening and closing stores, the per-process registry, handles, info; mmzip_recover (a
+ *                     writable open, the directory moved back, a close)
+ *   8  recovery.c     repairing a file left by a killed writer, at writable open: the undo journal, the
+ *                     structure, then the marked entries of mapped edits; telling mmzip's leftovers from
+ *                     foreign anomalies, which are kept; mmzip_unfinished_edits
+ *   7  edit.c         editing a committed entry in place: one model (begin, map or write, publish, end),
+ *                     journaled (undone by a crash) or mapped (a writable view, kept by a crash, CRC recomputed)
+ *   6  write.c        put, reserve, patch, remove, begin, commit, rollback
+ *   5  commit.c       the commit protocol: relocating the directory, publishing, the truncate commit point; the
+ *                     CRCs of entries edited through views go out with each commit
+ *   4  read.c         get, read, typed views, inflate, CRC checks; why an entry awaiting recovery is refused
+ *   3  hold.c         readers' holds on an entry against in-place edits (mmzip_hold)
+ *      journal.c      what an edit leaves beside the archive for recovery: the undo journal, the marker file
+ *   2  names.c        the names of a listing in one buffer, for bindings (mmzip_list_names)
+ *      entry_table.c  the in-memory entry table: hash lookup, visibility, sorted listing, where data starts
+ *      trailer.c      finding and validating the end-of-central-directory records, scanning back after a crash
+ *      central_dir.c  parsing a central directory into entries, with every hostile-archive check
+ *      copy.c         copying large ranges out to the caller (mmzip_read, mmzip_copy), split over helper threads
+ *   1  io.c           every write, truncate and sync of the archive (crash points and tracing in test builds),
+ *                     the gathered small puts written out
+ *      mapping.c      the address-space reservation and the read-only / writable overlays of the file
+ *      decode.c       decoding bzip2, LZMA, zstd and xz entries of foreign archives
+ *      member_names.c which file an "archive#/member" name means (mmzip_split_name)
+ *      crc32_combine.c CRC-32 algebra: the CRC of a whole from its parts (an edit's new CRC at the cost of the change)
+ *   0  crc32.c        the CRC-32 of ZIP
+ *      zip_format.c   byte layouts of the ZIP records we read and write; the names of compression methods
+ *      locks.c        the cross-process writer lock, commit lock and entry edit locks (OFD locks), the owning process
+ *      errors.c       status codes and the per-thread error message
  */
 #ifndef MMZIP_INTERNAL_H
 #define MMZIP_INTERNAL_H
@@ -357,6 +367,8 @@ int mz_io_zero(struct mz_store *s, uint64_t off, uint64_t len, const char *what)
 void mz_io_trace_mapped(struct mz_store *s, uint64_t off, uint64_t len, const char *what);
 int mz_io_truncate(struct mz_store *s, uint64_t size, const char *what);
 /* Durable mode only: data (fdatasync) or full (fsync) barrier. A no-op otherwise. */
+/* Writes the gathered small puts (see mz_store.wbuf) where they belong. Call with s->wmu held. */
+int mz_flush_writes(struct mz_store *s);
 int mz_io_barrier(struct mz_store *s, int full, const char *what);
 /* A named point in the protocol where the test build can kill the process. */
 void mz_crashpoint(const char *name);
@@ -388,6 +400,16 @@ typedef struct mz_decoded {
     void *data;
     uint64_t size;
 } mz_decoded;
+
+/* A stored entry being edited through a writable view (edit.c, MMZIP_EDIT_MAP): what a commit needs to publish
+ * its CRC (commit.c). */
+typedef struct mz_view {
+    uint64_t lfh_off;      /* identifies the version of the entry being edited */
+    uint8_t *view;
+    uint64_t len;
+    int open;              /* still writable; 0 once ended (read-only) */
+    int stale;             /* ended since the last commit: its CRC still needs the final refresh */
+} mz_view;
 
 typedef struct mz_store {
     struct mz_store *next;         /* the per-process registry */
@@ -469,6 +491,9 @@ typedef struct mz_store {
 
     uint64_t recovered_bytes, rolled_back;
     struct mmzip_edit *edit;       /* the journaled edit (edit.c), or NULL */
+    uint64_t edit_floor;           /* below this an open journaled edit of the last entry owns the file (0 if
+                                    * none): commits put the directory at or after it (edit.c keeps it) */
+    uint64_t edit_lfh_off;         /* the entry whose edit lock the journaled edit holds (if s->edit) */
 
     /* What the last load found that mmzip reads but some other ZIP readers may not (for mmzip check). */
     int count_wrapped;             /* 16-bit entry count that wrapped */
@@ -480,9 +505,10 @@ typedef struct mz_store {
     uint64_t foreign_hold;         /* writer: nothing below this offset may be overwritten (a foreign tail
                                     * anomaly is kept; new entries go after it), or 0 */
 
-    /* Stored entries being edited through writable views (edit.c, MMZIP_EDIT_MAP), ended ones included. */
-    struct mmzip_edit **maps;
-    uint32_t n_maps;
+    /* Stored entries being edited through writable views (edit.c, MMZIP_EDIT_MAP), ended ones included: each
+     * commit refreshes their CRCs (commit.c). */
+    struct mz_view **views;
+    uint32_t n_views;
     int cd_changed;                /* committed records were patched (CRC refresh): the next commit writes */
     uint64_t edits_recovered;      /* entries whose unfinished edit the open repaired (recovery.c) */
     uint64_t edits_restored;       /* of those, entries restored from an undo journal */
@@ -552,6 +578,10 @@ static inline uint32_t mz_hash(const char *name, size_t len) {
     return (uint32_t)h;
 }
 
+/* The offset below which an open journaled edit of the last entry owns the file (0 if none): commits place the
+ * directory at or after it. */
+static inline uint64_t mz_edit_floor(const mz_store *s) { return s->edit_floor; }
+
 /* entry_table.c */
 static inline const char *mz_name(const mz_store *s, const mz_entry *e) {
     return (const char *)s->cd + e->cd_rec + MZ_CDH_FIXED;
@@ -571,8 +601,9 @@ int mz_cd_reserve(mz_store *s, uint64_t extra);
 int mz_entries_reserve(mz_store *s, uint32_t extra);
 void mz_table_free(mz_store *s);
 
+int mz_resolve_data(mz_store *s, mz_entry *e); /* entry_table.c: reads the local header; sets e->data_off */
+
 /* read.c */
-int mz_resolve_data(mz_store *s, mz_entry *e); /* reads the local header; sets e->data_off */
 int mz_verify_crc(mz_store *s, mz_entry *e, const uint8_t *data, uint64_t len);
 int mz_entry_bytes(mz_store *s, mz_entry *e, const uint8_t **data, uint64_t *size);
 /* Inflates a deflated entry into buf (e->usize bytes) and checks its CRC; messages name the problem. */
@@ -603,8 +634,6 @@ uint64_t mz_room_of(mz_store *s, const mz_entry *e);
 /* Adds the table entry (and directory record) of a new pending entry whose bytes are in the file; the
  * previous version of key (head) is superseded. Call with s->wmu held. */
 int mz_add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, int reserved, const mz_stamp *stamp);
-/* Writes the gathered small puts (see mz_store.wbuf). Call with s->wmu held. */
-int mz_flush_writes(mz_store *s);
 /* Drops everything pending. Call with s->wmu held. */
 int mz_rollback_locked(mz_store *s);
 /* Drops e (visible to the writer) at the next commit, as mmzip_remove does, without committing. s->wmu held. */
@@ -612,6 +641,9 @@ void mz_remove_locked(mz_store *s, mz_entry *e);
 
 /* commit.c */
 int mz_ensure_room(mz_store *s, uint64_t end);
+/* Writes crc as the committed entry's CRC-32, in its local header and the directory image (the next commit
+ * writes that). s->wmu held. */
+int mz_set_entry_crc(mz_store *s, mz_entry *e, uint32_t crc);
 int mz_commit_locked(mz_store *s, int force_compact);
 /* Why a committed entry is read other than its records say (a field zipfile also reads past), in one clause
  * for messages; 1 if there is such a reason, 0 (why empty) if not. */
@@ -719,24 +751,13 @@ int mz_marked_each(mz_store *s, mz_marked_fn fn, void *ctx);
 int mz_edit_lock_held(mz_store *s, uint64_t lfh_off);
 
 /* edit.c */
-/* The offset below which an open journaled edit of the last entry owns the file (0 if none): commits place the
- * directory at or after it. */
-uint64_t mz_edit_floor(const mz_store *s);
-uint64_t mz_edit_lfh_off(const struct mmzip_edit *ed);
 /* Ends the open journaled edit, undoing what was not published. Call with s->wmu held. */
 int mz_edit_end_locked(mz_store *s);
-/* Recomputes the CRC of every entry being edited through a view (or ended since the last commit), patches the
- * local header and the directory image; sets s->cd_changed when one changed. Called by mz_commit_locked,
- * s->wmu held. */
-int mz_edit_maps_refresh_locked(mz_store *s);
 /* Ends every mapped edit (views read-only, CRCs refreshed by the next commit, after which the caller calls
  * mz_edit_maps_sync to drop the marker file). */
 void mz_edit_maps_end_all(mz_store *s);
 /* Rewrites the marker file from the mapped edits open now (removes it if none). */
 int mz_edit_maps_sync(mz_store *s);
-/* Writes crc as the committed entry's CRC-32, in its local header and the directory image (the next commit
- * writes that). s->wmu held. */
-int mz_set_entry_crc(mz_store *s, mz_entry *e, uint32_t crc);
 /* Edits open now (mmzip_info.edits_open). */
 uint64_t mz_edits_open(const mz_store *s);
 /* Frees the edit state without touching the file (the store is going away). */
@@ -760,6 +781,8 @@ struct mz_recovery_note {
 void mz_recovery_note(mz_store *s, int kind, const char *entry, size_t entry_len, uint64_t bytes, uint64_t offset,
                       const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 void mz_recovery_notes_free(mz_store *s);
+/* Notes the directory moved back behind the last entry by a commit of recovery (the file was `before` bytes). */
+void mz_recovery_note_directory(mz_store *s, uint64_t before);
 /* What recovery would do to the loaded state of s, decided without writing anything; report (if not NULL)
  * gets one sentence per action or kept foreign anomaly. Used by the writable open and by mmzip check. */
 typedef struct mz_recovery_plan {

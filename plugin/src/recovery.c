@@ -278,7 +278,6 @@ void mz_remove_stale_temps(const char *archive_path, mmzip_recovery_fn fn, void 
     closedir(d);
 }
 
-static void note_directory(mz_store *s, uint64_t before);
 static int neutralize_noted(mz_store *s);
 static void note_kept(mz_store *s, const mz_recovery_plan *plan);
 
@@ -524,14 +523,14 @@ static int recover_structure(mz_store *s) {
                              "%s: removed the %llu bytes after the last commit's end records at %llu (an interrupted "
                              "mmzip write: nothing any commit refers to)", s->path, (unsigned long long)cut,
                              (unsigned long long)trailer_end);
-        note_directory(s, before - cut);
+        mz_recovery_note_directory(s, before - cut);
     }
     s->recovered_bytes = before > s->file_size ? before - s->file_size : 0;
     return MMZIP_OK;
 }
 
 /* Notes a directory written back behind the last entry by a commit that took the file from `before` bytes. */
-static void note_directory(mz_store *s, uint64_t before) {
+void mz_recovery_note_directory(mz_store *s, uint64_t before) {
     uint64_t shrank = before > s->file_size ? before - s->file_size : 0;
     if (shrank)
         mz_recovery_note(s, MMZIP_RECOVERY_DIRECTORY, NULL, 0, shrank, s->cd_pos,
@@ -575,94 +574,6 @@ static void note_kept(mz_store *s, const mz_recovery_plan *plan) {
                              "reports it", s->path, (int)(e->name_len > 300 ? 300 : e->name_len), mz_name(s, e),
                              (unsigned long long)e->lfh_off);
     }
-}
-
-int mmzip_recover(const char *path, uint64_t *discarded) {
-    mmzip_t *h;
-    if (discarded) *discarded = 0;
-    mz_remove_stale_temps(path, NULL, NULL);
-    int st = mmzip_open(path, "r+", NULL, &h);
-    if (st) return st;
-    mz_store *s = h->s;
-    pthread_mutex_lock(&s->wmu);
-    uint64_t before = s->file_size + s->recovered_bytes;
-    /* Beyond what every writable open repairs: move a relocated directory back behind the data (never over a
-     * foreign anomaly that the open kept), and remove the slack a killed writer left, as its close would have
-     * (docs/protocol.md §3.6). */
-    st = s->foreign_hold ? MMZIP_OK : s->clean ? mz_settle_at_rest(s) : mz_commit_locked(s, 1);
-    uint64_t after = s->file_size;
-    pthread_mutex_unlock(&s->wmu);
-    int st2 = mmzip_close(h);
-    if (discarded && before > after) *discarded = before - after;
-    return st ? st : st2;
-}
-
-/* One writable open and close of mmzip_recover_ex: what the open repaired, and the directory moved back. The
- * notes are handed to the caller (the store that holds them goes at the close); *changes counts the writes,
- * zeroings and truncates of the archive made up to the close (which writes nothing on a store with nothing
- * pending; the caller also compares the file's status before and after). */
-static int recover_pass(const char *path, struct mz_recovery_note **notes, uint32_t *n, uint64_t *changes) {
-    *notes = NULL;
-    *n = 0;
-    *changes = 0;
-    mmzip_t *h;
-    int st = mmzip_open(path, "r+", NULL, &h);
-    if (st) return st;
-    mz_store *s = h->s;
-    pthread_mutex_lock(&s->wmu);
-    if (!s->foreign_hold) {
-        /* A relocated directory, or the slack of a writer that was killed before its close removed it. */
-        uint64_t before = s->file_size, changes = s->file_changes;
-        st = s->clean ? mz_settle_at_rest(s) : mz_commit_locked(s, 1);
-        if (!st && s->file_changes != changes) note_directory(s, before);
-    }
-    pthread_mutex_unlock(&s->wmu);
-    *notes = s->notes;
-    *n = s->n_notes;
-    s->notes = NULL;
-    s->n_notes = 0;
-    *changes = s->file_changes;
-    int st2 = mmzip_close(h);
-    return st ? st : st2;
-}
-
-static void notes_free(struct mz_recovery_note *notes, uint32_t n) {
-    for (uint32_t i = 0; i < n; i++) {
-        free(notes[i].entry);
-        free(notes[i].message);
-    }
-    free(notes);
-}
-
-int mmzip_recover_ex(const char *path, mmzip_recovery_fn fn, void *ctx, int *changed) {
-    if (changed) *changed = 0;
-    if (!path) return mz_fail(MMZIP_EINVAL, "mmzip_recover_ex: NULL path");
-    mz_remove_stale_temps(path, fn, ctx);
-    struct stat b0, b1;
-    int had = stat(path, &b0) == 0;
-    struct mz_recovery_note *notes[2] = {NULL, NULL};
-    uint32_t n[2] = {0, 0};
-    uint64_t changes[2] = {0, 0};
-    /* A second pass after a first that changed the file: the commits of the repairs (an in-place edit's CRC
-     * and marker) leave the directory where a fresh open may find it away from the data, as `mmzip recover`
-     * always moved it back. */
-    int st = recover_pass(path, &notes[0], &n[0], &changes[0]);
-    if (!st && changes[0]) st = recover_pass(path, &notes[1], &n[1], &changes[1]);
-    int moved = had && stat(path, &b1) == 0 &&
-                (b0.st_size != b1.st_size || b0.st_ino != b1.st_ino || b0.st_mtim.tv_sec != b1.st_mtim.tv_sec ||
-                 b0.st_mtim.tv_nsec != b1.st_mtim.tv_nsec);
-    if (changed) *changed = changes[0] || changes[1] || moved;
-    for (int p = 0; p < 2; p++) {
-        for (uint32_t i = 0; i < n[p] && fn; i++) {
-            mmzip_recovery_action a = {notes[p][i].kind, notes[p][i].entry, notes[p][i].bytes, notes[p][i].offset,
-                                       notes[p][i].message};
-            /* The second pass finds again what the first kept as found: said once. */
-            if (p == 1 && a.kind == MMZIP_RECOVERY_KEPT) continue;
-            fn(&a, ctx);
-        }
-        notes_free(notes[p], n[p]);
-    }
-    return st;
 }
 
 typedef struct {

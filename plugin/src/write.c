@@ -55,15 +55,6 @@ static int check_alignment(mz_store *s, uint32_t *alignment) {
 #define MZ_WRITE_BLOCK (2u << 20)
 #define MZ_GATHER_BUFFER MZ_WRITE_BLOCK
 
-int mz_flush_writes(mz_store *s) {
-    if (!s->wbuf_len) return MMZIP_OK;
-    int st = mz_io_write(s, s->wbuf, s->wbuf_len, s->wbuf_off, "put.entry");
-    if (st) return st; /* the buffer stays, so a retried commit writes it again */
-    s->wbuf_len = 0;
-    __atomic_store_n(&s->written_end, UINT64_MAX, __ATOMIC_RELEASE);
-    return MMZIP_OK;
-}
-
 /* Drops gathered bytes at and after `off` (their entries were superseded or rolled back). */
 static void unwrite_from(mz_store *s, uint64_t off) {
     if (!s->wbuf_len || off >= s->wbuf_off + s->wbuf_len) return;
