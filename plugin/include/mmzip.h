@@ -210,7 +210,7 @@ MMZIP_API int mmzip_discard(mmzip_t *h);
 /* Reading                                                                                                */
 
 typedef struct mmzip_entry_info {
-    const char *name;          /* not NUL-terminated in mmzip_list callbacks; NUL-terminated by mmzip_stat
+    const char *name;          /* not NUL-terminated in mmzip_list_ex callbacks; NUL-terminated by mmzip_stat
                                 * only in name_buf */
     size_t name_len;
     uint64_t size;             /* uncompressed size */
@@ -260,6 +260,8 @@ MMZIP_API int mmzip_get(mmzip_t *h, const char *key, const void **data, uint64_t
  * Typed zero-copy view: returns a pointer to the entry's data if it is stored (method 0), its size is
  * exactly count * elem_size, and its address is a multiple of elem_align (a power of two). Returns NULL
  * otherwise (absent, compressed, wrong size, misaligned); the caller then falls back to mmzip_read().
+ * The bindings make these checks in their own terms (numpy's frombuffer); this is the C application's way
+ * to take an array in place without a copy, as the README's tour and the user guide show.
  */
 MMZIP_API const void *mmzip_get_typed(mmzip_t *h, const char *key, size_t elem_size, size_t elem_align,
                                       uint64_t count);
@@ -320,17 +322,14 @@ MMZIP_API void mmzip_release_kept(void);
  * Calls fn once per visible entry whose name starts with prefix (NULL or "" for all), in name order.
  * info->name is valid only during the call. A non-zero return from fn stops the walk and is returned.
  * fn must not call write functions on the same store.
- */
-typedef int (*mmzip_list_fn)(const mmzip_entry_info *info, void *ctx);
-MMZIP_API int mmzip_list(mmzip_t *h, const char *prefix, mmzip_list_fn fn, void *ctx);
-
-/*
- * mmzip_list with flags. MMZIP_LIST_NO_DATA_OFFSET leaves data_offset and alignment 0: finding an entry's
- * data means reading its local header, which for a listing of a large archive that was just opened is one
- * page fault per entry (8 000 entries of 64 KiB: about 25 ms, and as much again to unmap at close). Callers
- * that want names, sizes and CRCs (the netCDF plugin scanning for metadata) should pass it. Other bits:
+ *
+ * flags 0, or MMZIP_LIST_NO_DATA_OFFSET, which leaves data_offset and alignment 0: finding an entry's data
+ * means reading its local header, which for a listing of a large archive that was just opened is one page
+ * fault per entry (8 000 entries of 64 KiB: about 25 ms, and as much again to unmap at close). Callers that
+ * want names, sizes and CRCs (the netCDF plugin scanning for metadata) should pass it. Other bits:
  * MMZIP_EINVAL.
  */
+typedef int (*mmzip_list_fn)(const mmzip_entry_info *info, void *ctx);
 enum { MMZIP_LIST_NO_DATA_OFFSET = 1u << 0 };
 MMZIP_API int mmzip_list_ex(mmzip_t *h, const char *prefix, unsigned flags, mmzip_list_fn fn, void *ctx);
 
@@ -381,7 +380,7 @@ MMZIP_API const uint64_t *mmzip_generation(mmzip_t *h);
  * `alignment` (0 = the archive's default). A key that exists is replaced: the new entry is appended and
  * the old one leaves the central directory at the next commit. Putting byte-identical content under an
  * existing key writes nothing (no byte of the file changes, and the entry keeps its time and mode); this
- * holds for mmzip_put, mmzip_putv and mmzip_putv_attr, not for mmzip_reserve + mmzip_patch, which always
+ * holds for mmzip_put and mmzip_putv, not for mmzip_reserve + mmzip_patch, which always
  * append a new version (the caller's view must keep reading what it wrote). Committed before return under
  * MMZIP_COMMIT_EACH.
  *
@@ -392,33 +391,31 @@ MMZIP_API const uint64_t *mmzip_generation(mmzip_t *h);
  * with size > 0 (here, or in mmzip_patch of a reservation) is MMZIP_EINVAL, since unzip and 7-Zip would make a
  * folder of it and drop the bytes. If $SOURCE_DATE_EPOCH is set (a
  * decimal count of seconds since 1970, reproducible-builds.org), it replaces the time of the call, later
- * times given through mmzip_putv_attr are lowered to it, and the DOS fields are UTC: archives built from the
+ * times given through mmzip_putv are lowered to it, and the DOS fields are UTC: archives built from the
  * same puts are then identical byte for byte.
  */
 MMZIP_API int mmzip_put(mmzip_t *h, const char *key, const void *data, uint64_t size, uint32_t alignment);
 
-/* Like mmzip_put, but the data comes from count buffers, concatenated. */
-typedef struct mmzip_iovec {
-    const void *base;
-    uint64_t len;
-} mmzip_iovec;
-MMZIP_API int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment);
-
 /*
- * Like mmzip_putv, with the entry's modification time and Unix mode given (attr NULL: the defaults of
- * mmzip_put). mtime is in seconds since 1970 (the extended timestamp holds 1970 to 2038 and the DOS fields
+ * Like mmzip_put, but the data comes from count buffers, concatenated (the Python package writes a .npy
+ * header and its array without joining them), and the entry's modification time and Unix mode may be given
+ * (attr NULL: the defaults of mmzip_put). mtime is in seconds since 1970 (the extended timestamp holds 1970 to 2038 and the DOS fields
  * 1980 to 2107: times outside are clamped). mode is st_mode: the type bits S_IFREG or S_IFDIR and the
  * permission bits 07777; 0 gives the default of the name (0644, or 040755 for a name ending in '/'), and
  * permission bits without a type take the type from the name. `mmzip put` passes each file's time and mode,
  * so that unzip restores them as it would from `zip -r`.
  */
+typedef struct mmzip_iovec {
+    const void *base;
+    uint64_t len;
+} mmzip_iovec;
 typedef struct mmzip_attr {
     int64_t mtime;
     uint32_t mode;
     uint32_t reserved_; /* zero */
 } mmzip_attr;
-MMZIP_API int mmzip_putv_attr(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment,
-                              const mmzip_attr *attr);
+MMZIP_API int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment,
+                         const mmzip_attr *attr);
 
 /*
  * Drops key from the archive's directory at the next commit (its bytes stay until mmzip_pack).
@@ -683,24 +680,18 @@ MMZIP_API int mmzip_warnings(mmzip_t *h, mmzip_report_fn report, void *ctx);
 /*
  * Repairs the archive at path to its last commit without otherwise changing it: an entry whose in-place edit
  * a killed writer left unfinished is restored from its undo journal (a journaled edit) or kept as left with its
- * CRC recomputed (a mapped edit, MMZIP_EDIT_MAP), bytes a killed mmzip writer left after its end records are removed and a
- * relocated directory moved back behind the data. Only what
- * mmzip's own protocol leaves, recognized by the records only mmzip writes, is touched: anything else (a
- * wrong CRC, a missing local header, bytes after foreign end records, gaps around a foreign directory) is
- * kept byte for byte, and mmzip_check reports it. Equivalent to a writable open followed by close, and it
- * also removes the temporary files of packs and creations killed before they renamed them
- * (<path>.mmzip-pack-<pid>, <path>.mmzip-new-<pid>, of processes that are gone), which a writable open
- * leaves. *discarded (if not NULL) gets the number of bytes by which the last step (the directory moved back)
- * shrank the file; mmzip_recover_ex says what each step did.
- */
-MMZIP_API int mmzip_recover(const char *path, uint64_t *discarded);
-
-/*
- * mmzip_recover, saying what it did: fn (if not NULL) is called once per thing done or deliberately kept, in
- * the order done, and *changed (if not NULL) gets 1 if the archive file's bytes or size may have changed, 0 if
- * it is byte for byte as it was (then no action other than MMZIP_RECOVERY_KEPT and MMZIP_RECOVERY_TEMP_FILE is
- * reported). What an action's fields mean, by kind:
+ * CRC recomputed (a mapped edit, MMZIP_EDIT_MAP), bytes a killed mmzip writer left after its end records are
+ * removed and a relocated directory moved back behind the data. Only what mmzip's own protocol leaves,
+ * recognized by the records only mmzip writes, is touched: anything else (a wrong CRC, a missing local header,
+ * bytes after foreign end records, gaps around a foreign directory) is kept byte for byte, and mmzip_check
+ * reports it. Equivalent to a writable open followed by close, and it also removes the temporary files of
+ * packs and creations killed before they renamed them (<path>.mmzip-pack-<pid>, <path>.mmzip-new-<pid>, of
+ * processes that are gone), which a writable open leaves.
  *
+ * It says what it did: fn (if not NULL) is called once per thing done or deliberately kept, in the order done,
+ * and *changed (if not NULL) gets 1 if the archive file's bytes or size may have changed, 0 if it is byte for
+ * byte as it was (then no action other than MMZIP_RECOVERY_KEPT and MMZIP_RECOVERY_TEMP_FILE is reported). What
+ * an action's fields mean, by kind:
  *   MMZIP_RECOVERY_JOURNAL      entry: the entry an undo journal restored to its last committed version (an
  *                               journaled edit whose writer died before publishing); bytes: the
  *                               committed bytes written back; offset: the entry's local header.
@@ -726,7 +717,8 @@ MMZIP_API int mmzip_recover(const char *path, uint64_t *discarded);
  *                               missing: entry names it); new entries are appended after offset (0: n/a).
  *
  * message is one sentence naming the archive, and the entry if any, that says what was done and why. The
- * action and its strings are valid during the call only. Returns as mmzip_recover; fn is called for what was
+ * action and its strings are valid during the call only. Returns MMZIP_OK or the status of the open, repair or
+ * close that failed (MMZIP_ENOENT, MMZIP_EBUSY while a writer holds the archive, ...); fn is called for what was
  * done before a failure too.
  */
 typedef enum mmzip_recovery_kind {
@@ -749,7 +741,7 @@ typedef struct mmzip_recovery_action {
 } mmzip_recovery_action;
 
 typedef void (*mmzip_recovery_fn)(const mmzip_recovery_action *action, void *ctx);
-MMZIP_API int mmzip_recover_ex(const char *path, mmzip_recovery_fn fn, void *ctx, int *changed);
+MMZIP_API int mmzip_recover(const char *path, mmzip_recovery_fn fn, void *ctx, int *changed);
 
 /*
  * Entries with an unfinished in-place edit that does not belong to this handle's store: what a killed writer
@@ -759,7 +751,7 @@ MMZIP_API int mmzip_recover_ex(const char *path, mmzip_recovery_fn fn, void *ctx
  *   kind MMZIP_UNFINISHED_UNDO     an undo journal beside the archive (<archive>.mmzip-undo) restores the
  *                                  entry's committed version (a journaled edit): until then mmzip_get and
  *                                  mmzip_hold refuse the entry (MMZIP_EBUSY), since its bytes may be half
- *                                  written; mmzip_list and mmzip_stat give its committed size and CRC.
+ *                                  written; mmzip_list_ex and mmzip_stat give its committed size and CRC.
  *   kind MMZIP_UNFINISHED_INPLACE  named by the in-place marker file <archive>.mmzip-inplace (or an older
  *                                  mmzip's marker entry) of a mapped edit: the entry's bytes are what the
  *                                  writer wrote so far, its CRC-32 is stale (checks report a mismatch);
@@ -856,9 +848,6 @@ MMZIP_API const char *mmzip_version(void);
 
 /* The archive path of a handle. */
 MMZIP_API const char *mmzip_path(mmzip_t *h);
-
-/* 1 if the handle can write. */
-MMZIP_API int mmzip_writable(mmzip_t *h);
 
 #ifdef __cplusplus
 }

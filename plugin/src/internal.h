@@ -514,7 +514,7 @@ typedef struct mz_store {
     uint64_t edits_restored;       /* of those, entries restored from an undo journal */
     uint64_t journal_restored;     /* bytes an undo journal wrote back at open */
 
-    /* What recovery did to the file, for mmzip_recover_ex (recovery.c, mz_recovery_note), and how many writes,
+    /* What recovery did to the file, for mmzip_recover (recovery.c, mz_recovery_note), and how many writes,
      * zeroings and truncates of the archive file this store made (io.c): recovery's "nothing changed" is
      * believed only when none was made. */
     struct mz_recovery_note *notes;

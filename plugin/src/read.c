@@ -507,13 +507,9 @@ int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t l
     return st;
 }
 
-int mmzip_list(mmzip_t *h, const char *prefix, mmzip_list_fn fn, void *ctx) {
-    return mmzip_list_ex(h, prefix, 0, fn, ctx);
-}
-
 int mmzip_list_ex(mmzip_t *h, const char *prefix, unsigned flags, mmzip_list_fn fn, void *ctx) {
-    if (!h || !fn) return mz_fail(MMZIP_EINVAL, "mmzip_list: NULL argument");
-    if (flags & ~(unsigned)MMZIP_LIST_NO_DATA_OFFSET) return mz_fail(MMZIP_EINVAL, "mmzip_list: unknown flags %#x", flags);
+    if (!h || !fn) return mz_fail(MMZIP_EINVAL, "mmzip_list_ex: NULL argument");
+    if (flags & ~(unsigned)MMZIP_LIST_NO_DATA_OFFSET) return mz_fail(MMZIP_EINVAL, "mmzip_list_ex: unknown flags %#x", flags);
     mz_store *s = h->s;
     size_t plen = prefix ? strlen(prefix) : 0;
     /* The sorted index is built lazily; building needs exclusive access. */

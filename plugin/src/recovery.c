@@ -337,7 +337,7 @@ static int recover_journal(mz_store *s) {
 }
 
 /* Refreshes the CRC of the committed entry at lfh_off, if it is still there under the name (name, nlen) (or
- * under any name if name is NULL), over its bytes as they are, and notes what it did (mmzip_recover_ex); marker
+ * under any name if name is NULL), over its bytes as they are, and notes what it did (mmzip_recover); marker
  * says which marker named it, for that note. */
 static int recover_marked_one(mz_store *s, uint64_t lfh_off, const uint8_t *name, size_t nlen, const char *marker) {
     mz_entry *e = mz_committed_at(s, lfh_off, MZ_MARK_SHADOWED);

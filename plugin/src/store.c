@@ -621,7 +621,6 @@ static int release(mmzip_t *h, int commit) {
 }
 
 const char *mmzip_path(mmzip_t *h) { return h ? h->s->path : NULL; }
-int mmzip_writable(mmzip_t *h) { return h ? h->writable : 0; }
 
 const uint64_t *mmzip_generation(mmzip_t *h) {
     static const uint64_t none = 0;
@@ -742,27 +741,7 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
 /* ---------------------------------------------------------------------------------------------------- */
 /* Recovery as a whole: a writable open (which repairs, recovery.c), moving the directory back, a close     */
 
-int mmzip_recover(const char *path, uint64_t *discarded) {
-    mmzip_t *h;
-    if (discarded) *discarded = 0;
-    mz_remove_stale_temps(path, NULL, NULL);
-    int st = mmzip_open(path, "r+", NULL, &h);
-    if (st) return st;
-    mz_store *s = h->s;
-    pthread_mutex_lock(&s->wmu);
-    uint64_t before = s->file_size + s->recovered_bytes;
-    /* Beyond what every writable open repairs: move a relocated directory back behind the data (never over a
-     * foreign anomaly that the open kept), and remove the slack a killed writer left, as its close would have
-     * (docs/protocol.md §3.6). */
-    st = s->foreign_hold ? MMZIP_OK : s->clean ? mz_settle_at_rest(s) : mz_commit_locked(s, 1);
-    uint64_t after = s->file_size;
-    pthread_mutex_unlock(&s->wmu);
-    int st2 = mmzip_close(h);
-    if (discarded && before > after) *discarded = before - after;
-    return st ? st : st2;
-}
-
-/* One writable open and close of mmzip_recover_ex: what the open repaired, and the directory moved back. The
+/* One writable open and close of mmzip_recover: what the open repaired, and the directory moved back. The
  * notes are handed to the caller (the store that holds them goes at the close); *changes counts the writes,
  * zeroings and truncates of the archive made up to the close (which writes nothing on a store with nothing
  * pending; the caller also compares the file's status before and after). */
@@ -799,9 +778,9 @@ static void notes_free(struct mz_recovery_note *notes, uint32_t n) {
     free(notes);
 }
 
-int mmzip_recover_ex(const char *path, mmzip_recovery_fn fn, void *ctx, int *changed) {
+int mmzip_recover(const char *path, mmzip_recovery_fn fn, void *ctx, int *changed) {
     if (changed) *changed = 0;
-    if (!path) return mz_fail(MMZIP_EINVAL, "mmzip_recover_ex: NULL path");
+    if (!path) return mz_fail(MMZIP_EINVAL, "mmzip_recover: NULL path");
     mz_remove_stale_temps(path, fn, ctx);
     struct stat b0, b1;
     int had = stat(path, &b0) == 0;

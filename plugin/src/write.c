@@ -230,8 +230,8 @@ static uint64_t reusable_start(mz_store *s, uint32_t head) {
     return s->pending_end;
 }
 
-int mmzip_putv_attr(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment,
-                    const mmzip_attr *attr) {
+int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment,
+                const mmzip_attr *attr) {
     int st = check_writer(h, key, "mmzip_put");
     if (st) return st;
     if (count < 0 || (count > 0 && !iov)) return mz_fail(MMZIP_EINVAL, "mmzip_put: bad buffer list");
@@ -338,13 +338,9 @@ out:
     return st;
 }
 
-int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment) {
-    return mmzip_putv_attr(h, key, iov, count, alignment, NULL);
-}
-
 int mmzip_put(mmzip_t *h, const char *key, const void *data, uint64_t size, uint32_t alignment) {
     mmzip_iovec v = {data, size};
-    return mmzip_putv(h, key, &v, size ? 1 : 0, alignment);
+    return mmzip_putv(h, key, &v, size ? 1 : 0, alignment, NULL);
 }
 
 int mmzip_remove(mmzip_t *h, const char *key) {

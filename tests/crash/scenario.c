@@ -442,7 +442,7 @@ static int check_entry(const mmzip_entry_info *info, void *p) {
 
 int scenario_matches(mmzip_t *h, const state *st, int verbose) {
     match_ctx m = {st, 0, 0, verbose};
-    if (mmzip_list(h, NULL, check_entry, &m) != 0 || m.bad) return 0;
+    if (mmzip_list_ex(h, NULL, 0, check_entry, &m) != 0 || m.bad) return 0;
     if (m.seen != st->n) {
         if (verbose) fprintf(stderr, "%d entries, want %d\n", m.seen, st->n);
         return 0;
@@ -482,7 +482,7 @@ int scenario_room_clear(mmzip_t *h, const char *path, int verbose) {
     mmzip_entry_info r;
     if (mmzip_stat(h, "r", &r) != MMZIP_OK) return 1;
     next_ctx c = {r.data_offset + r.size, UINT64_MAX};
-    if (mmzip_list(h, NULL, find_next, &c) != 0) return 0;
+    if (mmzip_list_ex(h, NULL, 0, find_next, &c) != 0) return 0;
     if (c.next == UINT64_MAX) return 1;
     int fd = open(path, O_RDONLY);
     if (fd < 0) return 0;

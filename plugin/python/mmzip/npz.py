@@ -148,7 +148,7 @@ def _put_array(h, member, arr, alignment):
     if data.nbytes:
         iov[1].base, iov[1].len = data.ctypes.data, data.nbytes
         count = 2
-    _check(_core().mmzip_putv(h, _c.entry_name(member), iov, count, alignment))
+    _check(_core().mmzip_putv(h, _c.entry_name(member), iov, count, alignment, None))
 
 
 class NpzArchive:
