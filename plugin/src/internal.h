@@ -359,7 +359,7 @@ int mz_fsync_dir_of(const char *path);
 struct mz_store;
 int mz_io_write(struct mz_store *s, const void *buf, size_t len, uint64_t off, const char *what);
 int mz_io_writev(struct mz_store *s, const struct mmzip_iovec *iov, int n, uint64_t off, const char *what);
-/* A write to another file of the archive (the undo journal of edit.c), with the same crash modes, traced as
+/* A write to another file of the archive (the undo journal, journal.c), with the same crash modes, traced as
  * MZ_OP_JWRITE; mz_io_trace_journal reports the journal's other operations (MZ_OP_J*). */
 int mz_io_write_fd(struct mz_store *s, int fd, const void *buf, size_t len, uint64_t off, const char *what);
 void mz_io_trace_journal(struct mz_store *s, int op, uint64_t off, const char *what);
