@@ -571,16 +571,12 @@ static int data_unchanged(const mzv_array *a) {
            !a->z.sharding && !a->z.transposed;
 }
 
-/* 1 if the NCZarr dataset says (root _NCProperties "...,netcdf=4.9.N,...") it was created by netCDF-C
- * 4.9.0 - 4.9.2, which write native (little-endian) bytes under a big-endian dtype (see
- * nczarr_map/byte_order.h). */
+/* 1 if the NCZarr dataset says (root _NCProperties "...,netcdf=4.9.N,...") it was created by a netCDF-C
+ * that writes native (little-endian) bytes under a big-endian dtype: 4.9.0 - 4.9.2 (view_release.h; see
+ * nczarr_map/session/byte_order.h). */
 static int created_by_unswapping_nczarr(mzv_view *v) {
     mzv_group *root = mzv_find_group(v, "", 0);
-    const char *props = root ? mzj_string(mzj_get(root->attrs, "_NCProperties")) : NULL;
-    const char *p = props ? strstr(props, "netcdf=4.9.") : NULL;
-    if (!p) return 0;
-    p += strlen("netcdf=4.9.");
-    return p[0] >= '0' && p[0] <= '2' && (p[1] < '0' || p[1] > '9');
+    return mzv_written_with_mislabelled_byte_order(root ? mzj_string(mzj_get(root->attrs, "_NCProperties")) : NULL);
 }
 
 static int present_nczarr_array(mzv_view *v, mzv_array *a) {

@@ -776,11 +776,14 @@ MMZIP_API int mmzip_unfinished_edits(mmzip_t *h, mmzip_unfinished_fn fn, void *c
 
 /*
  * Rewrites the archive with only its live entries, compact and aligned, reclaiming the space of replaced
- * and removed entries. Writes to out_path if not NULL; otherwise to a temporary file beside path that is
- * fsynced and renamed over it, so that a crash leaves either the old or the new archive (and, if it came
- * between naming the temporary file and the rename, that file, which the next mmzip_pack or mmzip_recover of
- * the archive removes). Holds
- * the writer lock throughout. Readers that have the old file open keep reading it.
+ * and removed entries. Writes to a temporary file beside the target (out_path if not NULL, otherwise path)
+ * that is fsynced and renamed over it, so that a crash or a failure leaves either the old or the new file
+ * (and, if it came between naming the temporary file and the rename, that file, which the next mmzip_pack or
+ * mmzip_recover of the archive removes); an existing out_path is replaced only by a complete archive. Holds
+ * the writer lock throughout. Readers that have the old file open keep reading it. Every stored entry's
+ * CRC-32 is checked as it is copied: a mismatch fails with MMZIP_ECRC naming the entry, and nothing is
+ * changed (compressed entries are copied with their CRC, unchecked; entries kept only because mmzip drops
+ * nothing, torn or unnamed, are copied as they are).
  */
 MMZIP_API int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts);
 

@@ -54,7 +54,7 @@ static uint64_t sector_end_below(uint64_t end, uint64_t tlen) {
     return end / MZ_SECTOR * MZ_SECTOR;
 }
 
-int mz_ensure_room(mz_store *s, uint64_t end, uint64_t adding) {
+int mz_ensure_room(mz_store *s, uint64_t end) {
     if (end <= s->free_limit) return MMZIP_OK;
     uint64_t tlen = mz_trailer_len(s->comment_len); /* relocations always write ZIP64 end records */
     uint64_t cdl = s->cd_committed_len;
@@ -66,19 +66,6 @@ int mz_ensure_room(mz_store *s, uint64_t end, uint64_t adding) {
     if (gap < used) gap = used;
     if (gap < MZ_MIN_GAP) gap = MZ_MIN_GAP;
     if (gap < s->file_size / 4) gap = s->file_size / 4; /* relocations logarithmic in the file's growth */
-    if (!s->relocations && !s->created) { /* a creator leaves its archive compact: §3.6 */
-        /* A writing session's first relocation leaves the slack its close would keep at rest
-         * (mz_at_rest_keep: 16 times what the session adds, within 1 %; docs/protocol.md §3.6), on top of
-         * the room the caller asks for, instead of a gap the close would trim: a short session (mmzip put in
-         * a loop, a daily append) then changes the file's size once, here, not twice, and third-party
-         * readers, whose relative seeks fail when the size changes under them, see half as many changes.
-         * A session that writes more relocates again, with the full gap. */
-        uint64_t first = mz_at_rest_keep(s->pending_end + cdl + tlen, adding);
-        uint64_t allowance = mz_at_rest_allowance(s->pending_end + cdl + tlen);
-        uint64_t cap = s->pending_end + (allowance > MZ_SECTOR ? allowance - MZ_SECTOR : 0);
-        if (end + first > cap) first = cap > end ? cap - end : 0;
-        if (gap > first) gap = first;
-    }
     uint64_t b = end + gap;
     if (b < s->file_size) b = s->file_size;
     /* The end records within one sector, so that the commits that follow can rewrite them in place. */
@@ -107,7 +94,6 @@ int mz_ensure_room(mz_store *s, uint64_t end, uint64_t adding) {
     st = mz_io_write(s, buf, cdl + tlen, b, "relocate.directory_copy");
     if (st) goto out;
     s->file_size = s1;
-    s->relocations++;
     /* Durable: the copy, its end records and the new size are on disk before any write reaches the old
      * directory, which is free space from now on. */
     st = mz_io_barrier(s, 0, "relocate.sync_copy");
@@ -335,7 +321,7 @@ static int commit_additions(mz_store *s, uint64_t x, int *done) {
         if (s->e[i].replaces != MZ_NONE || (s->e[i].mark & (MZ_MARK_DEAD | MZ_MARK_RESERVED))) return MMZIP_OK;
     for (uint32_t i = 0; i < s->n_committed; i++)
         if (s->e[i].mark & MZ_MARK_SHADOWED) return MMZIP_OK;
-    int st = mz_ensure_room(s, x + r, 0);
+    int st = mz_ensure_room(s, x + r);
     if (st) return st;
     tpos = s->cd_pos + s->cd_size; /* a relocation moved them */
     if (tpos + tlen != s->file_size || !in_one_sector(tpos, tlen) || s->cd_pos < x + r) return MMZIP_OK;
@@ -461,7 +447,7 @@ int mz_commit_locked(mz_store *s, int force_compact) {
     if (x < mz_edit_floor(s)) x = mz_edit_floor(s); /* an entry edited in place is growing there */
     s->pending_end = x;
     uint64_t tlen = mz_end_len(count, s->comment_len);
-    st = mz_ensure_room(s, x + img_len + tlen + MZ_SECTOR, 0);
+    st = mz_ensure_room(s, x + img_len + tlen + MZ_SECTOR);
     if (st) goto fail;
     /* The new directory goes at the top of the slack, ending where the published one begins, which stays
      * untouched until the truncate. Compaction (recovery, and an archive left empty, whose plain end record
@@ -552,16 +538,7 @@ uint64_t mz_settle_would_remove(const mz_store *s) {
     if (s->unpublished || !s->end_follows_cd || !s->clean || s->foreign_hold) return 0;
     if (s->cd_pos + s->cd_size + s->trailer_len != s->file_size) return 0;
     uint64_t slack = s->cd_pos > s->data_end ? s->cd_pos - s->data_end : 0;
-    uint64_t limit = mz_at_rest_allowance(s->file_size - slack);
-    if (s->relocations && !s->created) {
-        /* A session that relocated left, at its first relocation, what this close would keep for what it
-         * added plus a directory's room (mz_ensure_room): that stays. More came from room asked for and not
-         * used (a reservation's capacity, a put from a pipe) or from later relocations: trim it. */
-        uint64_t left = mz_at_rest_keep(s->file_size - slack, s->session_added) + s->cd_size + s->trailer_len +
-                        MZ_SECTOR;
-        if (left < limit) limit = left;
-    }
-    if (slack <= limit) return 0;
+    if (slack <= mz_at_rest_allowance(s->file_size - slack)) return 0;
     uint64_t end = settle_position(s, s->data_end, s->cd_size, s->trailer_len, s->n_committed) + s->cd_size + s->trailer_len;
     return s->file_size > end ? s->file_size - end : 0;
 }

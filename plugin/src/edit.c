@@ -448,7 +448,7 @@ static int grow_locked(mz_store *s, struct mmzip_edit *ed, uint64_t capacity) {
                        (unsigned long long)capacity, (unsigned long long)(ed->room_end - ed->data_off));
     int st = mz_flush_writes(s);
     if (!st)
-        st = mz_ensure_room(s, end + s->cd_len + mz_our_cdh_size(strlen(ed->key)) + mz_trailer_len(s->comment_len), 0);
+        st = mz_ensure_room(s, end + s->cd_len + mz_our_cdh_size(strlen(ed->key)) + mz_trailer_len(s->comment_len));
     if (st) return st;
     /* What lies between the old end and the new one (the directory, before it moved) must read as zeros. */
     if (ed->room_end < s->zero_from) {

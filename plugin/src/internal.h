@@ -451,8 +451,6 @@ typedef struct mz_store {
                                     * the close keeps 16 times that much slack, within 1 % (mz_at_rest_keep),
                                     * unless this store created the archive (created) */
     int created;                   /* this store wrote the archive's first end record (mz_write_empty) */
-    uint32_t relocations;          /* directory relocations this store made: its first one leaves no more
-                                    * slack than the close may keep (mz_ensure_room) */
     uint64_t pending_end;          /* end of the last pending entry's bytes */
     uint64_t free_limit;           /* [pending_end, free_limit) is ours to write */
     uint64_t zero_from;            /* [zero_from, free_limit) is known to read as zeros */
@@ -642,10 +640,7 @@ int mz_rollback_locked(mz_store *s);
 void mz_remove_locked(mz_store *s, mz_entry *e);
 
 /* commit.c */
-/* Relocates the directory, if need be, so that [pending_end, end) is free. `adding` is the bytes of data the
- * caller is about to add (0 when unknown, as for a reservation's capacity): a session's first relocation
- * leaves only the slack its close would keep for that much (docs/protocol.md §3.2). */
-int mz_ensure_room(mz_store *s, uint64_t end, uint64_t adding);
+int mz_ensure_room(mz_store *s, uint64_t end);
 /* Writes crc as the committed entry's CRC-32, in its local header and the directory image (the next commit
  * writes that). s->wmu held. */
 int mz_set_entry_crc(mz_store *s, mz_entry *e, uint32_t crc);

@@ -292,7 +292,7 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
      * a close kept (§3.6) take the next session's puts without moving the directory. */
     int adds_only = !old && !s->n_shadowed && !s->n_dead && !s->open_reservations;
     if (!adds_only || end + (s->cd_len - s->cd_committed_len) + mz_our_cdh_size(nlen) > s->free_limit)
-        st = mz_ensure_room(s, room_for(s, end, nlen), hlen + total); /* room for a whole directory, as ever */
+        st = mz_ensure_room(s, room_for(s, end, nlen)); /* relocating: room for a whole directory, as ever */
     if (st) goto out;
     uint8_t *hdr = malloc(hlen);
     mmzip_iovec *v = malloc(((size_t)count + 1) * sizeof *v);
@@ -452,7 +452,7 @@ static int reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alig
     uint64_t data_off = lfh_off + hlen, end = data_off + capacity;
     uint8_t *hdr = NULL, *view = NULL;
     st = mz_flush_writes(s);
-    if (!st) st = mz_ensure_room(s, room_for(s, end, nlen), 0); /* a capacity, not bytes added */
+    if (!st) st = mz_ensure_room(s, room_for(s, end, nlen));
     if (!st) st = prepare_region(s, data_off, capacity);
     if (st) goto out;
     hdr = malloc(hlen);
@@ -519,7 +519,7 @@ int mmzip_reserve_resize(mmzip_t *h, const char *key, uint64_t capacity, void **
     }
     uint64_t old_end = e->data_off + e->csize, end = e->data_off + capacity;
     if (end > old_end) {
-        st = mz_ensure_room(s, room_for(s, end, 0), 0);
+        st = mz_ensure_room(s, room_for(s, end, 0));
         if (!st) st = prepare_region(s, old_end, end - old_end);
         uint8_t *view;
         if (!st) st = mz_map_writable(&s->map, s->fd, e->data_off, capacity, &view, s->path);

@@ -95,8 +95,9 @@ static const mzn_zmap_api_v490 api_v490 = {MZN_MAP_API_VERSION, op_close, op_exi
 static const mzn_zmap_api_v493 api_v493 = {MZN_MAP_API_VERSION, op_close, op_exists, op_len,
                                            op_read, op_write_v493, op_search};
 
-static const void *api_for(mzn_abi abi) {
-    switch (abi) {
+/* The operations table of a release's ABI (netcdf_releases.c), or NULL for a release without a row. */
+static const void *api_for(const mzn_release *release) {
+    switch (release ? release->abi : MZN_ABI_UNKNOWN) {
     case MZN_ABI_V490: return &api_v490;
     case MZN_ABI_V493:
     case MZN_ABI_V410: return &api_v493;
@@ -108,13 +109,13 @@ typedef int (*zmap_open_fn)(int impl, const char *path, int mode, mzn_size64 fla
                             mzn_zmap **mapp);
 
 static int serve(const char *path, int mode, mzn_size64 flags, int create, mzn_zmap **mapp) {
-    mzn_abi abi = mzn_abi_current();
-    const void *api = api_for(abi);
+    const mzn_release *release = mzn_release_current();
+    const void *api = api_for(release);
     if (!api) return mzn_abi_refuse();
     if (!path || !mapp) return NC_EINVAL;
     mzn_session *s;
     mzn_stats_clock c = mzn_stats_start();
-    int rc = mzn_session_open(path, mode, flags, abi, create, &s);
+    int rc = mzn_session_open(path, mode, flags, release, create, &s);
     if (rc != NC_NOERR) return rc;
     mzn_stats_stop(&s->stats, MZN_OP_OPEN, &c, 0);
     s->base.api = api;
@@ -145,7 +146,7 @@ EXPORT int nczmap_truncate(int impl, const char *url) {
         MZN_NEXT(int (*)(int, const char *), next, "nczmap_truncate");
         return next ? next(impl, url) : NC_ENOTBUILT;
     }
-    if (!api_for(mzn_abi_current())) return mzn_abi_refuse();
+    if (!api_for(mzn_release_current())) return mzn_abi_refuse();
     mzn_url u;
     int rc = mzn_url_parse(url, &u);
     if (rc != NC_NOERR) return rc;
@@ -160,7 +161,10 @@ EXPORT int nczmap_truncate(int impl, const char *url) {
 /* Never called by the netCDF-C library itself (only by its unit tests), answered for completeness: we
  * replace objects freely and read at any offset; 4.9.0-4.9.2 writes must start at 0. */
 EXPORT mzn_size64 nczmap_features(int impl) {
-    if (impl == MZN_IMPL_ZIP) return mzn_abi_current() == MZN_ABI_V490 ? MZN_FEATURE_ZEROSTART : 0;
+    if (impl == MZN_IMPL_ZIP) {
+        const mzn_release *release = mzn_release_current();
+        return release && release->abi == MZN_ABI_V490 ? MZN_FEATURE_ZEROSTART : 0;
+    }
     MZN_NEXT(mzn_size64 (*)(int), next, "nczmap_features");
     return next ? next(impl) : MZN_FEATURE_UNIMPLEMENTED;
 }

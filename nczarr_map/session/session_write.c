@@ -3,9 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi_version.h"
 #include "byte_order.h"
 #include "diag.h"
 #include "metadata_guard.h"
+#include "root_slot.h"
 #include "session.h"
 #include "status.h"
 
@@ -116,15 +118,15 @@ static int buffer_metadata(mzn_session *s, const char *key, const void *data, si
 }
 
 /*
- * netCDF-C 4.9.0 - 4.9.2 declare a big-endian dtype for a variable defined big-endian but write native
- * bytes (byte_order.h): the .zarray of an array this session creates declares the machine's byte order
+ * netCDF-C 4.9.0 - 4.9.2 (mislabels_byte_order in netcdf_releases.c) declare a big-endian dtype for a
+ * variable defined big-endian but write native bytes (byte_order.h): the .zarray of an array this session creates declares the machine's byte order
  * instead, so that what the archive says matches what it holds. Arrays already archived are not
  * relabelled (their chunks may come from another writer); the view refuses writes into those that are
  * not in the machine's byte order.
  */
 static int declare_written_byte_order(mzn_session *s, const char *key, const void **bytes, size_t *len,
                                       char **owned) {
-    if (s->abi != MZN_ABI_V490 || !has_suffix(key, "/.zarray") || !mzn_keymap_has(&s->created_metadata, key))
+    if (!s->release->mislabels_byte_order || !has_suffix(key, "/.zarray") || !mzn_keymap_has(&s->created_metadata, key))
         return NC_NOERR;
     char *fixed;
     size_t fixed_len;
@@ -149,57 +151,6 @@ static int view_allows(mzn_session *s, const char *key, const void *data, size_t
                  "to an array that is), and the archive keeps its original form (netCDF error %d)",
                  s->archive_path, key, r);
     return r;
-}
-
-/*
- * netCDF-C's own zip backend (4.9.x / 4.10.x built with libzip) takes the first segment of the name of the
- * archive's first entry for the directory of the dataset (NCZarr's own layout, "name/.zgroup" first). In
- * an archive whose dataset is at the root, a first entry "time/0" would make it read the array "time" as
- * the dataset: no variables, time's attributes shown as global ones, exit status 0. So an archive this map
- * creates at the root begins with the root's .zgroup, and that backend, finding a name without a directory
- * first, refuses the archive ("Unknown file format"). netCDF-C writes the root .zgroup before any chunk (at
- * its first enddef) but may change it later (4.9.0 lists the variables there), and a replaced entry moves
- * to the end of the directory: so the first write reserves the first entry, and publishing fills it with
- * the final bytes (mzn_fill_root_slot). Only a root .zgroup that outgrows the reservation, or changes after
- * an nc_sync published it, leaves the first place (docs/netcdf-guide.md, "Limits").
- */
-static int lead_with_root_metadata(mzn_session *s, const char *key, size_t len) {
-    if (!s->created || s->prefix_len != 0 || s->root_slot || strcmp(key, "/.zgroup") != 0 ||
-        mmzip_count(s->archive) != 0 || s->pending_chunks.count != 0)
-        return NC_NOERR;
-    size_t capacity = 4 * len + 4096;
-    void *view;
-    int st = mmzip_reserve(s->archive, ".zgroup", capacity, 0, &view);
-    if (st != MMZIP_OK) {
-        mzn_diag("%s", mmzip_last_error());
-        return mzn_nc_error(st);
-    }
-    s->root_slot = view;
-    s->root_slot_capacity = capacity;
-    mzn_trace("%s: first entry reserved for the root .zgroup (netCDF-C's zip backend then refuses the root "
-              "layout)", s->archive_path);
-    return NC_NOERR;
-}
-
-int mzn_fill_root_slot(mzn_session *s, const void *bytes, size_t len, int *filled) {
-    *filled = 0;
-    if (!s->root_slot) return NC_NOERR;
-    int st;
-    if (len <= s->root_slot_capacity) {
-        memcpy(s->root_slot, bytes, len);
-        st = mmzip_patch(s->archive, ".zgroup", len);
-        *filled = st == MMZIP_OK;
-    } else {
-        mzn_trace("%s: the root .zgroup outgrew its reserved first entry (%zu > %zu bytes): written last",
-                  s->archive_path, len, s->root_slot_capacity);
-        st = mmzip_unreserve(s->archive, ".zgroup");
-    }
-    s->root_slot = NULL;
-    if (st != MMZIP_OK) {
-        mzn_diag("%s", mmzip_last_error());
-        return mzn_nc_error(st);
-    }
-    return NC_NOERR;
 }
 
 int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t len) {
@@ -228,7 +179,7 @@ int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t 
                 bytes = mzv_replacement(s->view, &n);
             }
             rc = r < 0 ? r : r == 1 ? NC_NOERR : buffer_metadata(s, key, bytes, n);
-            if (rc == NC_NOERR && r == 0) rc = lead_with_root_metadata(s, key, n);
+            if (rc == NC_NOERR && r == 0) rc = mzn_root_slot_reserve(s, key, n);
         }
         free(owned);
         return rc;

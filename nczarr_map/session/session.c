@@ -12,30 +12,12 @@
 #include "layout.h"
 #include "publish.h"
 #include "registry.h"
+#include "root_slot.h"
 #include "status.h"
 #include "subdataset.h"
 #include "url.h"
 #include "nc_api.h"
-#include "abi_version.h"
 #include "view_release.h"
-
-mzn_blob *mzn_blob_new(const void *bytes, size_t len) {
-    mzn_blob *b = malloc(sizeof *b + (len ? len : 1));
-    if (!b) return NULL;
-    b->len = len;
-    if (len) memcpy(b->bytes, bytes, len);
-    return b;
-}
-
-char *mzn_session_entry_name(const mzn_session *s, const char *key) {
-    if (!key || key[0] != '/') return NULL;
-    size_t klen = strlen(key + 1);
-    char *name = malloc(s->prefix_len + klen + 1);
-    if (!name) return NULL;
-    memcpy(name, s->prefix, s->prefix_len);
-    memcpy(name + s->prefix_len, key + 1, klen + 1);
-    return name;
-}
 
 /* The user switched the compatibility view off for all datasets of the process. */
 static int view_disabled_by_env(void) {
@@ -146,7 +128,8 @@ static int root_at_group(mzn_session *s, int create) {
     return rc;
 }
 
-int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, int create, mzn_session **out) {
+int mzn_session_open(const char *url, int mode, mzn_size64 flags, const mzn_release *release, int create,
+                     mzn_session **out) {
     *out = NULL;
     mzn_url parsed;
     int rc = mzn_url_parse(url, &parsed);
@@ -162,7 +145,7 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
     s->base.format = MZN_IMPL_ZIP;
     s->base.mode = mode;
     s->base.flags = flags;
-    s->abi = abi;
+    s->release = release;
     s->archive_path = parsed.path;
     s->base.url = strdup(url);
     if (!s->base.url) {
@@ -194,10 +177,7 @@ int mzn_session_open(const char *url, int mode, mzn_size64 flags, mzn_abi abi, i
     if (!create && s->writable && (rc = refuse_zarr_v3_writes(s)) != NC_NOERR) goto fail;
 
     int view_enabled = !parsed.view_raw && !view_disabled_by_env();
-    int ma = 0, mi = 0, pa = 0;
-    mzn_abi_current();
-    mzn_abi_from_string(mzn_abi_version_string(), &ma, &mi, &pa);
-    mzv_set_netcdf_release(ma, mi, pa); /* the view presents the running release's conventions */
+    mzv_set_netcdf_release(s->release); /* the view presents the running release's conventions */
     rc = mzv_open_mode(s->archive, s->prefix, view_enabled, parsed.pure_zarr, &s->view);
     if (rc != NC_NOERR) {
         /* The view has said why, naming the object (a refusal of what netCDF-C would misread or leave out:
@@ -232,10 +212,7 @@ int mzn_session_close(mzn_session *s, int deleteit) {
     mzn_registry_forget(s);
     int discard = deleteit || s->discard;
     if (s->writable && !discard) rc = mzn_publish(s, MZN_PUBLISH_FINAL);
-    if (s->root_slot && !discard && rc == NC_NOERR) { /* never filled: a dataset without a root .zgroup */
-        mmzip_unreserve(s->archive, ".zgroup");
-        s->root_slot = NULL;
-    }
+    if (!discard && rc == NC_NOERR) mzn_root_slot_abandon(s); /* never filled: no root .zgroup */
     mzv_close(s->view);
     if (s->writable && (discard || rc != NC_NOERR)) {
         /* A create that never published leaves no trace: no file, or the archive it was to replace intact. */

@@ -16,7 +16,7 @@
 #ifndef MZN_PUBLISH_H
 #define MZN_PUBLISH_H
 
-#include "session.h"
+#include "session_state.h"
 
 typedef enum mzn_publish_kind {
     MZN_PUBLISH_SYNC = 0,  /* nc_sync: hold back incomplete group listings */

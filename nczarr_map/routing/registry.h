@@ -11,7 +11,8 @@
 #ifndef MZN_REGISTRY_H
 #define MZN_REGISTRY_H
 
-#include "session.h"
+/* The registry keeps sessions by pointer only (session_state.h has the type): it sits below them. */
+typedef struct mzn_session mzn_session;
 
 /* State of one interposed open/create call (on the caller's stack). */
 typedef struct mzn_open_call {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "diag.h"
+#include "root_slot.h"
 #include "status.h"
 #include "subdataset.h"
 #include "view_json.h"
@@ -272,7 +273,7 @@ static int write_objects(mzn_session *s, pending_object *objs, size_t n, unsigne
                 return NC_ENOMEM;
             }
             int filled = 0, rc = NC_NOERR;
-            if (strcmp(objs[i].key, "/.zgroup") == 0 && (rc = mzn_fill_root_slot(s, bytes, len, &filled)) != NC_NOERR) {
+            if (strcmp(objs[i].key, "/.zgroup") == 0 && (rc = mzn_root_slot_fill(s, bytes, len, &filled)) != NC_NOERR) {
                 free(owned);
                 free(name);
                 return rc;

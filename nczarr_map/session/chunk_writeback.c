@@ -32,7 +32,7 @@ struct mzn_writeback {
 
 mzn_session *mzn_writeback_session(int ncid) {
     mzn_session *s = mzn_registry_find(ncid);
-    return s && s->writable && mzn_abi_loses_chunk_updates(s->abi) ? s : NULL;
+    return s && s->writable && s->release->loses_chunk_updates ? s : NULL;
 }
 
 static void free_plan(mzn_writeback *p) {

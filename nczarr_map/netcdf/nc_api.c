@@ -6,6 +6,7 @@
 
 #include "diag.h"
 #include "forward.h"
+#include "netcdf_releases.h"
 
 /* Reports a missing netCDF-C function once per process: every later failure has the same cause. */
 static pthread_once_t missing_once = PTHREAD_ONCE_INIT;
@@ -13,8 +14,8 @@ static const char *missing_name;
 
 static void print_missing(void) {
     mzn_diag("netCDF-C function %s() not found in this process: libmmzip_nczarr links no libnetcdf and "
-             "uses the one the program loads; load libnetcdf (4.9.0 - 4.10.x) before calling into the plugin",
-             missing_name);
+             "uses the one the program loads; load libnetcdf (%s) before calling into the plugin",
+             missing_name, mzn_releases_served());
 }
 
 static void report_missing(const char *name) {
