@@ -567,9 +567,11 @@ MMZIP_API int mmzip_edit_grow(mmzip_edit_t *ed, uint64_t capacity);
 MMZIP_API int mmzip_edit_publish(mmzip_edit_t *ed, uint64_t size);
 
 /*
- * Ends the edit and frees ed. Journaled: what was not published is undone, the journal removed and the lock
- * released. Mapped: the view becomes read-only (a later write faults), the final CRC is committed, then the
- * entry leaves the marker file (removed with its last entry). MMZIP_EINVAL for an edit that has ended.
+ * Ends the edit; ed must not be used afterwards. Journaled: what was not published is undone, the journal
+ * removed and the lock released. Mapped: the view becomes read-only (a later write faults; it stays mapped
+ * until the store closes), the final CRC is committed, then the entry leaves the marker file (removed with its
+ * last entry). If undoing or committing fails, the status says so and recovery finishes the job at the next
+ * writable open (the journal, or the marker, stays).
  */
 MMZIP_API int mmzip_edit_end(mmzip_edit_t *ed);
 

@@ -769,6 +769,9 @@ const char *mz_unfinished_why(mz_store *s, mz_entry *e, char *buf, size_t len);
 
 /* recovery.c */
 int mz_recover_locked(mz_store *s);
+/* Writable store just opened (and registered): the entries a killed writer's mapped edits left marked get
+ * their CRCs recomputed and committed, and the markers go. */
+int mz_recover_marked(mz_store *s);
 /* One thing recovery did (mmzip_recovery_action without the pointers' lifetime problems). */
 struct mz_recovery_note {
     int kind;

@@ -443,19 +443,22 @@ static int recover_legacy_markers(mz_store *s) {
 static int recover_structure(mz_store *s);
 
 /*
- * Every unfinished in-place edit of a killed writer is repaired here, one way per kind of edit (edit.c):
- * an undo journal is written back first, before anything else reads the entry (the rest then sees committed
- * bytes); an entry that mapped edits changed is kept as left and its CRC recomputed, after the structure is
- * repaired (that takes a commit of its own).
+ * Every unfinished in-place edit of a killed writer is repaired here, one way per kind of edit (edit.c): an
+ * undo journal is written back first, before anything else reads the entry (the rest then sees committed
+ * bytes), by mz_recover_locked; an entry that mapped edits changed is kept as left and its CRC recomputed by
+ * mz_recover_marked, once the open is complete (that takes a commit of its own).
  */
 int mz_recover_locked(mz_store *s) {
-    /* The marker file names the archive by device and inode: known before the open has filled them in. */
-    struct stat fst;
-    if (!s->ino && fstat(s->fd, &fst) == 0) s->dev = fst.st_dev, s->ino = fst.st_ino;
     int st = recover_journal(s);
-    if (!st) st = recover_structure(s);
-    if (!st) st = recover_marks_file(s);
+    return st ? st : recover_structure(s);
+}
+
+int mz_recover_marked(mz_store *s) {
+    pthread_mutex_lock(&s->wmu);
+    int st = recover_marks_file(s);
     if (!st) st = recover_legacy_markers(s);
+    if (!st) s->batch = 0;
+    pthread_mutex_unlock(&s->wmu);
     return st;
 }
 

@@ -535,6 +535,13 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
     registry = s;
     h->s = s;
     pthread_mutex_unlock(&registry_mu);
+    if (writable) {
+        r = mz_recover_marked(s);
+        if (r) {
+            (void)release(h, 0);
+            return r;
+        }
+    }
     *out = h;
     return MMZIP_OK;
 }
