@@ -148,7 +148,7 @@ typedef struct h5mz_member {
      * committed bytes plus every write since. NULL until the first write after an open or a publish. */
     uint8_t *draft;
     uint64_t draft_capacity;
-    int draft_room;             /* the draft keeps its unused capacity as room after it (mmzip_reserve_room):
+    int draft_room;             /* the draft keeps its unused capacity as room after it (MMZIP_RESERVE_ROOM):
                                  * it was moved because it outgrew its place */
     uint64_t eof;               /* HDF5's end of file: the size the member will have when published */
     int deflated;               /* the committed version is a decoded copy */

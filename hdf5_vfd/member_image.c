@@ -192,7 +192,7 @@ static int begin_draft(h5mz_member *m, uint64_t need) {
     uint64_t keep = m->committed ? (m->eof < m->committed_size ? m->eof : m->committed_size) : 0;
     uint64_t cap = capacity_for(need > m->eof ? need : m->eof);
     void *view;
-    int st = mmzip_reserve(handle_of(m), m->name, cap, DRAFT_ALIGNMENT, &view);
+    int st = mmzip_reserve(handle_of(m), m->name, cap, DRAFT_ALIGNMENT, 0, &view);
     if (st)
         return h5mz_fail_core(st, "%s: member '%s': cannot reserve %llu bytes for its new version", path_of(m),
                               m->name, (unsigned long long)cap);
@@ -222,8 +222,8 @@ static int move_draft(h5mz_member *m, uint64_t cap) {
     m->draft = NULL;
     m->draft_capacity = 0;
     void *view;
-    st = m->draft_room ? mmzip_reserve_room(h, m->name, cap, DRAFT_ALIGNMENT, &view)
-                       : mmzip_reserve(h, m->name, cap, DRAFT_ALIGNMENT, &view);
+    st = m->draft_room ? mmzip_reserve(h, m->name, cap, DRAFT_ALIGNMENT, MMZIP_RESERVE_ROOM, &view)
+                       : mmzip_reserve(h, m->name, cap, DRAFT_ALIGNMENT, 0, &view);
     if (st) {
         free(aside);
         /* The draft is lost; the member reads as its last committed version again. */
@@ -283,7 +283,7 @@ static int inplace_to_draft(h5mz_member *m, uint64_t need) {
      * that room in the sessions that follow, and moves again only when it has doubled. */
     uint64_t cap = room_capacity_for(need > keep ? need : keep);
     void *view;
-    int st = mmzip_reserve_room(handle_of(m), m->name, cap, DRAFT_ALIGNMENT, &view);
+    int st = mmzip_reserve(handle_of(m), m->name, cap, DRAFT_ALIGNMENT, MMZIP_RESERVE_ROOM, &view);
     if (st)
         return h5mz_fail_core(st, "%s: member '%s': cannot reserve %llu bytes for its new version", path_of(m),
                               m->name, (unsigned long long)cap);

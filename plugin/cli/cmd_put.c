@@ -114,7 +114,7 @@ static int put_stream(mmzip_t *h, const char *key, int fd, uint32_t align, const
         if (!view || len + (uint64_t)r > cap) {
             uint64_t want = (len + (uint64_t)r) * 2 > (64u << 10) ? (len + (uint64_t)r) * 2 : (64u << 10);
             void *p;
-            s = view ? mmzip_reserve_resize(h, key, want, &p) : mmzip_reserve(h, key, want, align, &p);
+            s = view ? mmzip_reserve_resize(h, key, want, &p) : mmzip_reserve(h, key, want, align, 0, &p);
             if (s) break;
             if (!view && len) memcpy(p, old, (size_t)len); /* the prefix that matched */
             view = p;
@@ -133,7 +133,7 @@ static int put_stream(mmzip_t *h, const char *key, int fd, uint32_t align, const
     if (!view) {
         if (old && len == old_size) return EXIT_OK; /* identical: nothing to write */
         void *p;
-        s = mmzip_reserve(h, key, len, align, &p);
+        s = mmzip_reserve(h, key, len, align, 0, &p);
         if (s) return cli_fail("put", s);
         if (len) memcpy(p, old, (size_t)len); /* a prefix of the stored entry */
     }

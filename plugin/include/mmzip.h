@@ -433,18 +433,18 @@ MMZIP_API int mmzip_remove(mmzip_t *h, const char *key);
  * mmzip_patch() the view stays valid but becomes read-only. Other entries may be put, patched and committed
  * while a reservation is open.
  */
-MMZIP_API int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data);
-
 /*
- * As mmzip_reserve(), for an entry that is expected to grow after it is published (an HDF5 file that later
- * sessions extend in place, mmzip_edit_*): what mmzip_patch() leaves of the capacity stays the entry's
+ * flags 0, or MMZIP_RESERVE_ROOM for an entry that is expected to grow after it is published (an HDF5 file that
+ * later sessions extend in place, mmzip_edit_*): what mmzip_patch() leaves of the capacity stays the entry's
  * room. The room is recorded in the entry's central-directory record (a private extra field, 0x6D52, that
  * other ZIP readers skip), reads as zeros, uses no disk (a hole), and later entries go after it; an in-place
  * edit grows the entry into it without moving it. mmzip_info() reports it as reserved_bytes; mmzip_pack()
  * reclaims it. A caller that moves an entry which outgrew its place doubles its capacity, so that an entry
- * growing in every session is moved O(log n) times over n sessions.
+ * growing in every session is moved O(log n) times over n sessions. Other bits: MMZIP_EINVAL.
  */
-MMZIP_API int mmzip_reserve_room(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data);
+enum { MMZIP_RESERVE_ROOM = 1u << 0 };
+MMZIP_API int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, unsigned flags,
+                            void **data);
 
 /*
  * Grows (or shrinks) the capacity of the reservation for key, which must be the most recent pending entry.
@@ -544,7 +544,7 @@ MMZIP_API int mmzip_edit_begin(mmzip_t *h, const char *key, unsigned flags, mmzi
  * every change and stays valid until the edit ends - a mapped view then stays mapped read-only until the store
  * closes), *size the last published size, *room the bytes the entry may grow to in place: for a journaled edit
  * UINT64_MAX if it is the physically last entry (room is made by moving the directory), else the distance to
- * the next entry or the end of its recorded room (mmzip_reserve_room); for a mapped edit its size. Any output
+ * the next entry or the end of its recorded room (MMZIP_RESERVE_ROOM); for a mapped edit its size. Any output
  * may be NULL.
  */
 MMZIP_API int mmzip_edit_map(mmzip_edit_t *ed, void **view, uint64_t *size, uint64_t *room);

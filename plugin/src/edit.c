@@ -52,7 +52,7 @@ struct mmzip_edit {
     uint8_t *lfh;                        /* those bytes as committed: read at the begin, then what publishes wrote */
     mz_journal j;                        /* j.h.size and j.h.crc: the committed version that the journal restores */
     uint64_t room_end;                   /* absolute: bytes below it are the entry's to write */
-    uint64_t reach_end;                  /* absolute: the end of the entry's recorded room (mmzip_reserve_room) */
+    uint64_t reach_end;                  /* absolute: the end of the entry's recorded room (MMZIP_RESERVE_ROOM) */
     uint64_t high;                       /* the highest byte written this version, relative to data_off */
     int last;                            /* the physically last entry: room comes from moving the directory */
     uint8_t *saved;                      /* one bit per MZ_UNDO_BLOCK of the committed version */
@@ -316,7 +316,7 @@ static void edit_sync(mz_store *s) {
     s->edit_lfh_off = s->edit ? s->edit->lfh_off : 0;
 }
 
-/* Where the bytes after the entry stop being its own: the end of its recorded room (mmzip_reserve_room),
+/* Where the bytes after the entry stop being its own: the end of its recorded room (MMZIP_RESERVE_ROOM),
  * or, for the physically last entry, nothing (*last = 1: it grows by moving the directory). Dead bytes
  * between the room and the next entry are not room: a reader of an older directory may still read them. */
 static uint64_t room_limit(mz_store *s, const mz_entry *e, int *last) {

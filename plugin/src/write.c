@@ -433,7 +433,7 @@ static mz_entry *lock_reservation(mmzip_t *h, const char *key, const char *fn, i
 
 static int reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data,
                    int keep_room) {
-    int st = check_writer(h, key, keep_room ? "mmzip_reserve_room" : "mmzip_reserve");
+    int st = check_writer(h, key, "mmzip_reserve");
     if (st) return st;
     if (!data) return mz_fail(MMZIP_EINVAL, "mmzip_reserve: NULL data pointer");
     mz_store *s = h->s;
@@ -499,12 +499,10 @@ out:
     return st;
 }
 
-int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data) {
-    return reserve(h, key, capacity, alignment, data, 0);
-}
-
-int mmzip_reserve_room(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data) {
-    return reserve(h, key, capacity, alignment, data, 1);
+int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, unsigned flags,
+                  void **data) {
+    if (flags & ~(unsigned)MMZIP_RESERVE_ROOM) return mz_fail(MMZIP_EINVAL, "mmzip_reserve: unknown flags %#x", flags);
+    return reserve(h, key, capacity, alignment, data, (flags & MMZIP_RESERVE_ROOM) != 0);
 }
 
 int mmzip_reserve_resize(mmzip_t *h, const char *key, uint64_t capacity, void **data) {

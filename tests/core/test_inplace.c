@@ -314,7 +314,7 @@ static void test_edit_zeros_over_killed_growth(void) {
     mmzip_t *h;
     void *view;
     OK(mmzip_open(p, "w", NULL, &h));
-    OK(mmzip_reserve_room(h, "m", 65536, 64, &view));
+    OK(mmzip_reserve(h, "m", 65536, 64, MMZIP_RESERVE_ROOM, &view));
     memset(view, 'a', 4096);
     OK(mmzip_patch(h, "m", 4096));
     OK(mmzip_put(h, "after", "x", 1, 0)); /* m is not the last entry: it grows into its room */
@@ -410,7 +410,7 @@ static void test_growth_crc_from_writes_in(int last) {
     void *view;
     memset(grow_known, 0, sizeof grow_known);
     OK(mmzip_open(p, "w", NULL, &h));
-    OK(mmzip_reserve_room(h, "m", GROW_CAP, 64, &view));
+    OK(mmzip_reserve(h, "m", GROW_CAP, 64, MMZIP_RESERVE_ROOM, &view));
     for (int i = 0; i < 4096; i++) ((uint8_t *)view)[i] = grow_model[i] = (uint8_t)(i * 7 + 1);
     memset(grow_known, 1, 4096);
     OK(mmzip_patch(h, "m", 4096));

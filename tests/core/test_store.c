@@ -948,7 +948,7 @@ static void test_reserve_patch(void) {
     OK(mmzip_open(p, "w", NULL, &h));
     OK(mmzip_put(h, "before", "b", 1, 0));
     void *v;
-    OK(mmzip_reserve(h, "big", 1u << 20, 4096, &v));
+    OK(mmzip_reserve(h, "big", 1u << 20, 4096, 0, &v));
     CHECK_EQ_U64((uintptr_t)v % 4096, 0);
     CHECK(!mmzip_exists(h, "big")); /* invisible until patched */
     uint8_t *b = v;
@@ -971,7 +971,7 @@ static void test_reserve_patch(void) {
     OK(mmzip_close(h));
     /* Closing with an unpatched reservation drops it and keeps everything else. */
     OK(mmzip_open(p, "r+", NULL, &h));
-    OK(mmzip_reserve(h, "abandoned", 4096, 0, &v));
+    OK(mmzip_reserve(h, "abandoned", 4096, 0, 0, &v));
     memset(v, 0xAB, 4096);
     OK(mmzip_close(h));
     OK(mmzip_open(p, "r", NULL, &h));
@@ -989,12 +989,12 @@ static void test_independent_reservations(void) {
     mmzip_t *h, *r;
     OK(mmzip_open(p, "w", NULL, &h));
     void *va, *vb;
-    OK(mmzip_reserve(h, "a", 100000, 4096, &va));
+    OK(mmzip_reserve(h, "a", 100000, 4096, 0, &va));
     fill(va, 100000, 1);
     OK(mmzip_put(h, "small", "committed at once", 17, 0)); /* MMZIP_COMMIT_EACH: committed right away */
     OK(mmzip_open(p, "r", NULL, &r));
     CHECK(mmzip_exists(r, "small") && !mmzip_exists(r, "a"));
-    OK(mmzip_reserve(h, "b", 50000, 64, &vb));
+    OK(mmzip_reserve(h, "b", 50000, 64, 0, &vb));
     fill(vb, 50000, 2);
     OK(mmzip_commit(h));
     FAILS_WITH(mmzip_reserve_resize(h, "a", 200000, &va), MMZIP_EBUSY, "cannot be resized");
@@ -1019,11 +1019,11 @@ static void test_unreserve(void) {
     OK(mmzip_open(p, "w", NULL, &h));
     OK(mmzip_put(h, "kept", "old version", 11, 0));
     void *va, *vk, *vb;
-    OK(mmzip_reserve(h, "a", 20000, 4096, &va));
+    OK(mmzip_reserve(h, "a", 20000, 4096, 0, &va));
     fill(va, 20000, 7);
-    OK(mmzip_reserve(h, "kept", 30000, 64, &vk));
+    OK(mmzip_reserve(h, "kept", 30000, 64, 0, &vk));
     memset(vk, 0xEE, 30000);
-    OK(mmzip_reserve(h, "b", 10000, 64, &vb));
+    OK(mmzip_reserve(h, "b", 10000, 64, 0, &vb));
     fill(vb, 10000, 8);
     FAILS_WITH(mmzip_unreserve(h, "nothing"), MMZIP_EINVAL, "not reserved");
     OK(mmzip_unreserve(h, "kept"));
@@ -1037,7 +1037,7 @@ static void test_unreserve(void) {
     OK(mmzip_get(h, "kept", &d, &n));
     CHECK(n == 11 && memcmp(d, "old version", 11) == 0);
     OK(mmzip_unreserve(h, "b")); /* the last thing written: its space is reused by the next one */
-    OK(mmzip_reserve(h, "b", 5000, 64, &vb));
+    OK(mmzip_reserve(h, "b", 5000, 64, 0, &vb));
     expect_zeros(vb, 5000, "a reservation in the space of an unreserved one");
     fill(vb, 5000, 9);
     OK(mmzip_patch(h, "b", 5000));

@@ -316,7 +316,7 @@ static int grow_reservation(mmzip_t *h, const action *a) {
         uint8_t *aside = malloc(old);
         memcpy(aside, open_views[v].view, old);
         st = mmzip_unreserve(h, a->key);
-        if (st == MMZIP_OK) st = mmzip_reserve(h, a->key, a->capacity, 4096, &view);
+        if (st == MMZIP_OK) st = mmzip_reserve(h, a->key, a->capacity, 4096, 0, &view);
         if (st == MMZIP_OK) memcpy(view, aside, old);
         free(aside);
     }
@@ -382,7 +382,7 @@ int scenario_apply(mmzip_t *h, const char *name, int k) {
             free(buf);
         } else if (a->kind == ACT_RESERVE_OPEN) {
             void *view;
-            st = mmzip_reserve(h, a->key, a->capacity, 4096, &view);
+            st = mmzip_reserve(h, a->key, a->capacity, 4096, 0, &view);
             if (st == MMZIP_OK) {
                 fill_view(a, view);
                 remember_view(a->key, view, a->capacity);
@@ -402,8 +402,8 @@ int scenario_apply(mmzip_t *h, const char *name, int k) {
             if (v >= 0) open_views[v].view = NULL;
         } else {
             void *view;
-            st = a->kind == ACT_RESERVE_ROOM ? mmzip_reserve_room(h, a->key, a->capacity, 4096, &view)
-                                             : mmzip_reserve(h, a->key, a->capacity, 4096, &view);
+            st = a->kind == ACT_RESERVE_ROOM ? mmzip_reserve(h, a->key, a->capacity, 4096, MMZIP_RESERVE_ROOM, &view)
+                                             : mmzip_reserve(h, a->key, a->capacity, 4096, 0, &view);
             if (st == MMZIP_OK) {
                 fill_view(a, view); /* with junk past the final size */
                 st = mmzip_patch(h, a->key, a->len);
