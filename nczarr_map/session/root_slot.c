@@ -13,7 +13,7 @@ int mzn_root_slot_reserve(mzn_session *s, const char *key, size_t len) {
         return NC_NOERR;
     size_t capacity = 4 * len + 4096;
     void *view;
-    int st = mmzip_reserve(s->archive, ".zgroup", capacity, 0, &view);
+    int st = mmzip_reserve(s->archive, ".zgroup", capacity, 0, 0, &view);
     if (st != MMZIP_OK) {
         mzn_diag("%s", mmzip_last_error());
         return mzn_nc_error(st);

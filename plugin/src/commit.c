@@ -21,6 +21,10 @@
  * directory; the writer holds it exclusively during a relocation and at the commit point. Durable mode
  * inserts the barriers: fdatasync after the relocation's copy, after the new directory is written, and
  * fsync after the truncate.
+ *
+ * A commit also publishes the CRC of every entry being edited through a writable view (edit.c's mapped edits,
+ * listed in mz_store.views), recomputed over its bytes as they are: each commit publishes bytes and a CRC that
+ * agree. That is done here, where the directory is written, rather than by a call up into edit.c.
  */
 #include "internal.h"
 
@@ -414,9 +418,46 @@ static uint64_t settle_position(const mz_store *s, uint64_t x, uint64_t img_len,
     return top >= x + img_len + tlen ? top - tlen - img_len : x;
 }
 
+/* Writes crc as the entry's CRC-32: its local header in place (unless a data descriptor carries it) and
+ * its record in the directory image, which the next commit writes out. */
+static int set_crc(mz_store *s, mz_entry *e, uint32_t crc) {
+    if (e->crc == crc) return MMZIP_OK;
+    uint8_t le[4];
+    mz_put32(le, crc);
+    int st = mz_io_write(s, le, 4, e->lfh_off + 14, "inplace.local_crc");
+    if (st) return st;
+    pthread_rwlock_wrlock(&s->rw);
+    mz_table_changed(s);
+    mz_put32(s->cd + e->cd_rec + 16, crc);
+    e->crc = crc;
+    pthread_rwlock_unlock(&s->rw);
+    s->cd_changed = 1;
+    return MMZIP_OK;
+}
+
+int mz_set_entry_crc(mz_store *s, mz_entry *e, uint32_t crc) { return set_crc(s, e, crc); }
+
+/* A commit publishes bytes and a CRC that agree: the CRC of every entry being edited through a view (or ended
+ * since the last commit) is recomputed over its bytes as they are now, and patched into its local header and
+ * the directory image; s->cd_changed is set when one changed. */
+static int views_refresh_locked(mz_store *s) {
+    for (uint32_t i = 0; i < s->n_views; i++) {
+        mz_view *v = s->views[i];
+        if (!v->open && !v->stale) continue;
+        mz_entry *e = mz_committed_at(s, v->lfh_off, MZ_MARK_SHADOWED);
+        if (e) {
+            int st = set_crc(s, e, mz_crc32(0, v->view, (size_t)v->len));
+            if (st) return st;
+        }
+        v->stale = 0;
+    }
+    return MMZIP_OK;
+}
+
+
 int mz_commit_locked(mz_store *s, int force_compact) {
-    if (s->n_inplaces) {
-        int est = mz_inplace_refresh_locked(s); /* CRCs of in-place edits go out with this directory */
+    if (s->n_views) {
+        int est = views_refresh_locked(s); /* CRCs of entries edited through views go out with this directory */
         if (est) return est;
     }
     int changes = s->n_pending_live || s->n_shadowed || s->n_dead || s->cd_changed;
