@@ -29,11 +29,12 @@
  *   1  io.c           every write, truncate and sync of the archive (crash points and tracing in test builds),
  *                     the gathered small puts written out
  *      mapping.c      the address-space reservation and the read-only / writable overlays of the file
- *      decode.c       decoding bzip2, LZMA, zstd and xz entries of foreign archives
+ *      decode.c       the ZIP compression methods: one table of their numbers, names and decoders (bzip2,
+ *                     LZMA, zstd and xz of foreign archives; a new method is one row there)
  *      member_names.c which file an "archive#/member" name means (mmzip_split_name)
  *      crc32_combine.c CRC-32 algebra: the CRC of a whole from its parts (an edit's new CRC at the cost of the change)
  *   0  crc32.c        the CRC-32 of ZIP
- *      zip_format.c   byte layouts of the ZIP records we read and write; the names of compression methods
+ *      zip_format.c   byte layouts of the ZIP records we read and write
  *      locks.c        the cross-process writer lock, commit lock and entry edit locks (OFD locks), the owning process
  *      errors.c       status codes and the per-thread error message
  */
@@ -618,7 +619,8 @@ int mz_decode_entry(mz_store *s, mz_entry *e, uint8_t *buf);
 /* Checks a stored entry's CRC-32 once: MZ_MARK_CRC_OK remembers success for the store's life. */
 int mz_verify_stored_once(mz_store *s, mz_entry *e);
 
-/* decode.c: bzip2 (12), LZMA (14), zstd (93), xz (95) into buf (e->usize bytes); no CRC check. */
+/* decode.c: the methods table. Decodes an entry of a method with a decoder there (bzip2, LZMA, zstd, xz) into
+ * buf (e->usize bytes), no CRC check; for any other, the MMZIP_EUNSUPPORTED error naming it. */
 int mz_decode_other(mz_store *s, mz_entry *e, uint8_t *buf);
 int mz_method_supported(unsigned method);
 int mz_data_end_of(mz_store *s, mz_entry *e, uint64_t *end); /* data end incl. a data descriptor */
