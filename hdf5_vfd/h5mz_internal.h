@@ -148,7 +148,7 @@ typedef struct h5mz_member {
      * committed bytes plus every write since. NULL until the first write after an open or a publish. */
     uint8_t *draft;
     uint64_t draft_capacity;
-    int draft_room;             /* the draft keeps its unused capacity as room after it (mmzip_reserve_room):
+    int draft_room;             /* the draft keeps its unused capacity as room after it (MMZIP_RESERVE_ROOM):
                                  * it was moved because it outgrew its place */
     uint64_t eof;               /* HDF5's end of file: the size the member will have when published */
     int deflated;               /* the committed version is a decoded copy */
@@ -156,8 +156,9 @@ typedef struct h5mz_member {
     int sealed;                 /* `committed` is a patched version whose commit failed: the next publish
                                  * retries the commit, the next write drafts on top of it */
     int claimed;                /* opened for writing (counted by h5mz_archive_claim_writer) */
-    /* Editing in place (mmzip_edit_*): the committed entry itself is being changed, each change journaled
-     * by the core; `inplace` is its read-only view, valid for `inplace_room` bytes (grown on demand). */
+    /* Editing in place (a journaled mmzip_edit_*): the committed entry itself is being changed, each change
+     * journaled by the core; `inplace` is its read-only view, valid for `inplace_room` bytes (grown on demand). */
+    mmzip_edit_t *edit;
     const uint8_t *inplace;
     uint64_t inplace_room;
     /* A reader's hold on the entry (mmzip_hold): no in-place edit can change it while this file is open. */

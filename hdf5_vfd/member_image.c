@@ -6,8 +6,8 @@
  * ordering, so the committed bytes cannot simply be overwritten: a crash would leave a half-updated file.
  * Two ways are used, the first whenever it can be:
  *
- *   In place (mmzip_edit_*, docs/protocol.md "In-place edits"). The first write of a session opens the
- *   committed entry for editing: the core copies each committed 4 KiB block to an undo journal beside the
+ *   In place (a journaled mmzip_edit_*, docs/protocol.md "In-place edits"). The first write of a session
+ *   opens the committed entry for editing: the core copies each committed 4 KiB block to an undo journal beside the
  *   archive before its first change, writes HDF5's bytes where they belong, and grows the entry into the
  *   room after it (for the last entry, by moving the directory). A publish rewrites the entry's CRC and
  *   sizes with one commit. A session costs what HDF5 writes plus the pre-images of the blocks it changes,
@@ -84,14 +84,11 @@ static int probe_unfinished(const mmzip_unfinished_edit *u, void *ctx) {
     return 0;
 }
 
-/* A member modified in place through a writable view (mmzip_inplace) by a writer that was killed, or that is
+/* A member modified in place through a writable view (MMZIP_EDIT_MAP) by a writer that was killed, or that is
  * at work now, holds bytes no commit vouches for (its CRC is stale): HDF5 would read a file that may be half
  * updated. Refused, saying what to do; a writable open of the archive has repaired it already. (A member with
  * an undo journal pending is refused by the core itself, at mmzip_get.) */
 static int refuse_unfinished_inplace(mmzip_t *h, const char *path, const char *name) {
-    int marked = mmzip_inplace_marked(h, name);
-    if (marked < 0) return h5mz_fail_core(marked, "%s: member '%s'", path, name);
-    if (!marked) return MMZIP_OK;
     unfinished_probe p = {name, 0, 0};
     int st = mmzip_unfinished_edits(h, probe_unfinished, &p);
     if (st < 0) return h5mz_fail_core(st, "%s: member '%s'", path, name);
@@ -195,7 +192,7 @@ static int begin_draft(h5mz_member *m, uint64_t need) {
     uint64_t keep = m->committed ? (m->eof < m->committed_size ? m->eof : m->committed_size) : 0;
     uint64_t cap = capacity_for(need > m->eof ? need : m->eof);
     void *view;
-    int st = mmzip_reserve(handle_of(m), m->name, cap, DRAFT_ALIGNMENT, &view);
+    int st = mmzip_reserve(handle_of(m), m->name, cap, DRAFT_ALIGNMENT, 0, &view);
     if (st)
         return h5mz_fail_core(st, "%s: member '%s': cannot reserve %llu bytes for its new version", path_of(m),
                               m->name, (unsigned long long)cap);
@@ -225,8 +222,8 @@ static int move_draft(h5mz_member *m, uint64_t cap) {
     m->draft = NULL;
     m->draft_capacity = 0;
     void *view;
-    st = m->draft_room ? mmzip_reserve_room(h, m->name, cap, DRAFT_ALIGNMENT, &view)
-                       : mmzip_reserve(h, m->name, cap, DRAFT_ALIGNMENT, &view);
+    st = m->draft_room ? mmzip_reserve(h, m->name, cap, DRAFT_ALIGNMENT, MMZIP_RESERVE_ROOM, &view)
+                       : mmzip_reserve(h, m->name, cap, DRAFT_ALIGNMENT, 0, &view);
     if (st) {
         free(aside);
         /* The draft is lost; the member reads as its last committed version again. */
@@ -264,10 +261,14 @@ static int ensure_capacity(h5mz_member *m, uint64_t need) {
  * instead (the core says why not; nothing was changed), or an error. */
 static int begin_inplace(h5mz_member *m) {
     if (!m->committed || m->deflated || m->sealed) return 1;
-    const void *view;
+    void *view;
     uint64_t room;
-    int st = mmzip_edit_begin(handle_of(m), m->name, &view, &room);
+    int st = mmzip_edit_begin(handle_of(m), m->name, 0, &m->edit);
     if (st == MMZIP_EBUSY || st == MMZIP_EUNSUPPORTED) return 1;
+    if (!st && (st = mmzip_edit_map(m->edit, &view, NULL, &room)) != MMZIP_OK) {
+        (void)mmzip_edit_end(m->edit);
+        m->edit = NULL;
+    }
     if (st) return h5mz_fail_core(st, "%s: member '%s': cannot open it for editing", path_of(m), m->name);
     m->inplace = view;
     m->inplace_room = room;
@@ -282,7 +283,7 @@ static int inplace_to_draft(h5mz_member *m, uint64_t need) {
      * that room in the sessions that follow, and moves again only when it has doubled. */
     uint64_t cap = room_capacity_for(need > keep ? need : keep);
     void *view;
-    int st = mmzip_reserve_room(handle_of(m), m->name, cap, DRAFT_ALIGNMENT, &view);
+    int st = mmzip_reserve(handle_of(m), m->name, cap, DRAFT_ALIGNMENT, MMZIP_RESERVE_ROOM, &view);
     if (st)
         return h5mz_fail_core(st, "%s: member '%s': cannot reserve %llu bytes for its new version", path_of(m),
                               m->name, (unsigned long long)cap);
@@ -295,7 +296,8 @@ static int inplace_to_draft(h5mz_member *m, uint64_t need) {
     m->draft_room = 1;
     m->inplace = NULL;
     m->inplace_room = 0;
-    st = mmzip_edit_end(handle_of(m), m->name);
+    st = mmzip_edit_end(m->edit);
+    m->edit = NULL;
     if (st)
         return h5mz_fail_core(st, "%s: member '%s': cannot restore its committed version after moving it",
                               path_of(m), m->name);
@@ -309,8 +311,8 @@ static int inplace_room(h5mz_member *m, uint64_t need) {
      * already leaves a gap that grows with the session (so the moves are logarithmically few); asking for
      * half the member again would make every session extend the file by that much and cut it back. */
     uint64_t cap = (need + INPLACE_GRANULE - 1) / INPLACE_GRANULE * INPLACE_GRANULE;
-    int st = mmzip_edit_grow(handle_of(m), m->name, cap);
-    if (st == MMZIP_ETOOBIG) st = mmzip_edit_grow(handle_of(m), m->name, need), cap = need;
+    int st = mmzip_edit_grow(m->edit, cap);
+    if (st == MMZIP_ETOOBIG) st = mmzip_edit_grow(m->edit, need), cap = need;
     if (st == MMZIP_ETOOBIG) return inplace_to_draft(m, need);
     if (st) return h5mz_fail_core(st, "%s: member '%s': cannot grow it to %llu bytes", path_of(m), m->name,
                                   (unsigned long long)need);
@@ -319,7 +321,7 @@ static int inplace_room(h5mz_member *m, uint64_t need) {
 }
 
 static int inplace_write(h5mz_member *m, uint64_t addr, size_t size, const void *buf) {
-    int st = mmzip_edit_write(handle_of(m), m->name, addr, buf, size);
+    int st = mmzip_edit_write(m->edit, addr, buf, size);
     if (st) return h5mz_fail_core(st, "%s: member '%s': cannot write %zu bytes at %llu", path_of(m), m->name,
                                   size, (unsigned long long)addr);
     return MMZIP_OK;
@@ -424,7 +426,7 @@ int h5mz_member_publish(h5mz_member *m) {
     mmzip_t *h = handle_of(m);
     int st;
     if (m->inplace) {
-        st = mmzip_edit_publish(h, m->name, m->eof);
+        st = mmzip_edit_publish(m->edit, m->eof);
         if (st)
             return h5mz_fail_core(st, "%s: member '%s': cannot commit its changes (the archive keeps the previous "
                                   "version)", path_of(m), m->name);
@@ -435,7 +437,8 @@ int h5mz_member_publish(h5mz_member *m) {
          * another process may open it now (the next write edits again, or drafts if a reader holds it). */
         m->inplace = NULL;
         m->inplace_room = 0;
-        st = mmzip_edit_end(h, m->name);
+        st = mmzip_edit_end(m->edit);
+        m->edit = NULL;
         if (st) return h5mz_fail_core(st, "%s: member '%s': cannot end its in-place edit", path_of(m), m->name);
         return MMZIP_OK;
     }
@@ -484,7 +487,8 @@ int h5mz_member_close(h5mz_member *m) {
     }
     if (m->inplace) {
         /* What was not published is undone: the member stays at its last commit. */
-        int est = mmzip_edit_end(handle_of(m), m->name);
+        int est = mmzip_edit_end(m->edit);
+        m->edit = NULL;
         if (est && !st) st = h5mz_fail_core(est, "%s: member '%s': cannot end its in-place edit", path_of(m), m->name);
     }
     mmzip_release(m->hold);

@@ -35,7 +35,7 @@
 #include <stddef.h>
 
 #include "mmzip.h"
-#include "view_json.h"
+#include "json.h"
 
 typedef struct mzv_view mzv_view;
 

@@ -23,7 +23,7 @@
 #ifndef MMZIP_VIEW_ATTRS_H
 #define MMZIP_VIEW_ATTRS_H
 
-#include "view_json.h"
+#include "json.h"
 
 typedef struct mzv_attr_plan {
     const char *const *dim_names; /* array: the presented dimension names; NULL for a group */

@@ -17,6 +17,7 @@
 #include "view_internal.h"
 #include "view_layout.h"
 #include "view_strings.h"
+#include "v2_read.h"
 #include "v3_read.h"
 
 #define MZV_CACHE_ENTRIES 16
@@ -49,23 +50,11 @@ int mzv_chunk_key_parse(const mzv_array *a, const char *key, uint64_t *index) {
     return *key ? -1 : 0;
 }
 
-/* The archive's key of the object holding the chunk at index (relative to the array): v2's "0.1" ("0" for
- * a 0-d array), v3's default "c/0/1" ("c"), and for a sharded array the key of its shard. */
+/* The archive's key of the object holding the chunk at index (relative to the array), in the array's
+ * format. */
 static void archive_chunk_key(const mzv_array *a, const uint64_t *index, char *out, size_t size) {
-    size_t n = 0;
-    int rank = a->z.rank;
-    uint64_t per[MZV_MAX_RANK];
-    if (a->z.sharding) mzv_shard_grid(&a->z, per);
-    if (a->z.key_prefix_c) n = (size_t)snprintf(out, size, "c");
-    if (rank == 0) {
-        if (!a->z.key_prefix_c) snprintf(out, size, "0");
-        return;
-    }
-    for (int i = 0; i < rank && n < size; i++) {
-        uint64_t at = a->z.sharding ? index[i] / per[i] : index[i];
-        n += (size_t)snprintf(out + n, size - n, "%s%" PRIu64, i || a->z.key_prefix_c ? (char[]){a->z.separator, 0} : "",
-                              at);
-    }
+    if (a->z.format == 3) mzv_v3_chunk_key(&a->z, index, out, size);
+    else mzv_v2_chunk_key(&a->z, index, out, size);
 }
 
 /* The archive entry of the object holding the chunk at index, malloc'ed (NULL when memory runs out). */
@@ -81,9 +70,9 @@ static char *chunk_entry(const mzv_view *v, const mzv_array *a, const uint64_t *
     return entry;
 }
 
-/* The stored bytes of the chunk at index, in the archive's mapping: the entry itself, or the inner chunk's
- * range of its shard. 0 with *bytes, 1 if there is none (missing entry, empty inner chunk: fill), or -1
- * with err. */
+/* The stored bytes of the chunk at index, in the archive's mapping: the entry itself, or (v3) the part of
+ * it that the format says holds the chunk. 0 with *bytes, 1 if there is none (missing entry, or the format
+ * says empty: fill), or -1 with err. */
 static int stored_chunk(mzv_view *v, const mzv_array *a, const char *entry, const uint64_t *index,
                         const unsigned char **bytes, size_t *len, char *err, size_t err_len) {
     const void *stored;
@@ -94,15 +83,11 @@ static int stored_chunk(mzv_view *v, const mzv_array *a, const char *entry, cons
         snprintf(err, err_len, "cannot read the chunk: %s", mmzip_last_error());
         return -1;
     }
-    if (!a->z.sharding) {
-        *bytes = stored;
-        *len = (size_t)stored_len;
-        return 0;
-    }
-    uint64_t per[MZV_MAX_RANK], inner[MZV_MAX_RANK];
-    mzv_shard_grid(&a->z, per);
-    for (int i = 0; i < a->z.rank; i++) inner[i] = index[i] % per[i];
-    return mzv_shard_locate(&a->z, stored, (size_t)stored_len, inner, bytes, len, err, err_len);
+    if (a->z.format == 3)
+        return mzv_v3_chunk_in_object(&a->z, stored, (size_t)stored_len, index, bytes, len, err, err_len);
+    *bytes = stored;
+    *len = (size_t)stored_len;
+    return 0;
 }
 
 /* The permutation the stored chunks of a are in, for view_layout.h (NULL: C order). */
@@ -135,10 +120,8 @@ int mzv_chunk_decode_at(mzv_view *v, const mzv_array *a, const uint64_t *index, 
 /* Fill chunks                                                                                            */
 
 static int base64_bytes(const char *s, mzv_bytes *out) {
-    mzv_filter f = {.kind = MZV_FILTER_BASE64};
-    mzv_bytes in = {(unsigned char *)s, strlen(s)};
     char err[64];
-    return mzv_filter_decode(&f, &in, in.len, out, err, sizeof err);
+    return mzv_base64_decode((const unsigned char *)s, strlen(s), strlen(s), out, err, sizeof err);
 }
 
 /* Writes the presented form of the Zarr fill value into one element (elem_out bytes, pre-zeroed). Numbers

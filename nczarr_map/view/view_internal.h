@@ -1,20 +1,27 @@
 /*
  * view_internal.h - the structures shared by the modules of the compatibility view. Not part of view.h.
  *
- * Module map (one responsibility per file; calls go down this list, never back up):
+ * Module map, in layers: a file calls only files below it (tests/tools/call_circles.py fails on a circle).
  *   view.c            mzv_open/mzv_get/mzv_close: runs the format reader, presents, routes keys
  *   view_write.c      mzv_check_write: keeping write sessions from storing a translated form
+ *   view_structure.c  structures that cannot be presented     view_subdataset.c  a view rooted below NCZarr's root
  *   view_present.c    the presentation plan of one array or group: what netCDF-C 4.9.0 is shown
- *   view_chunks.c     translating one chunk (decode, convert, re-layout) and the chunk cache
- *   v2/               the Zarr v2 reader: .zarray/.zattrs/.zgroup into the catalog (v2_read.h)
- *   v3/               the Zarr v3 reader: zarr.json into the catalog, and shard indexes (v3_read.h)
+ *   view_chunks.c     translating one chunk (find it, decode, convert, re-layout) and the chunk cache
+ *   v2/               Zarr v2: .zarray/.zattrs/.zgroup into the catalog (v2_read.c, v2_zarray.c), the pipeline
+ *                     from "compressor" and "filters" (v2_chain.c), where chunks are stored (v2_chunks.c)
+ *   v3/               Zarr v3: zarr.json into the catalog (v3_read.c, v3_array.c: data types, codecs, the
+ *                     layout codecs bytes/transpose/sharding_indexed), where chunks are stored: chunk key
+ *                     encodings and shards (v3_chunks.c). Sharding is known here only.
  *   view_catalog.c    the arrays and groups found: lookups by path, archive entry names, JSON entries
  *   view_diag.c       error messages (stderr and the last-error buffer)
- *   codecs/           the decoding pipeline of an array (view_codecs.c) and the codecs it runs:
- *                     view_compressors.c, view_filters.c, view_strings.c (string elements, vlen)
- *   view_json.c       JSON parser and 4.9.0-safe writer       view_zarr.c     the array and dtype model
- *   view_convert.c    numeric element conversions             view_layout.c   F->C order, clamping of chunks
- *   view_dims.c       dimension names                         view_attrs.c    attributes in the form 4.9.0 reads
+ *   codecs/           the decoding pipeline of an array (view_codecs.c); the codec table, the one place
+ *                     that names codecs (codec_table.c); one file per codec (blosc.c, zlib.c, delta.c, ...,
+ *                     codec.h says what each implements) and their shared helpers (codec_util.c);
+ *                     string elements and vlen items (view_strings.c)
+ *   view_attrs.c      attributes in the form 4.9.0 reads     view_dims.c     dimension names
+ *   view_layout.c     F->C order, clamping of chunks         view_release.c  what each netCDF-C release reads
+ *   view_zarr.c       the array and dtype model              view_convert.c  numeric element conversions
+ *   ../json/          the JSON parser and 4.9.0-safe writer, shared with the storage map (json.h)
  */
 #ifndef MMZIP_VIEW_INTERNAL_H
 #define MMZIP_VIEW_INTERNAL_H
@@ -26,7 +33,7 @@
 #include "view.h"
 #include "view_codecs.h"
 #include "view_dims.h"
-#include "view_json.h"
+#include "json.h"
 #include "view_zarr.h"
 
 /* How decoded elements become presented elements. */

@@ -13,6 +13,8 @@
 #include "view_internal.h"
 #include "view_release.h"
 #include "view_strings.h"
+#include "v2_read.h"
+#include "v3_read.h"
 
 /* ---------------------------------------------------------------------------------------------------- */
 /* Dtype                                                                                                  */
@@ -116,20 +118,6 @@ static void free_names(name_list *l) {
     free(l->names);
 }
 
-/* 1 if s is an archive chunk key of a: z.rank decimal indices joined by the separator ("0" for 0-d). */
-static int is_archive_chunk_key(const mzv_array *a, const char *s) {
-    int parts = 0;
-    for (;;) {
-        if (*s < '0' || *s > '9') return 0;
-        while (*s >= '0' && *s <= '9') s++;
-        parts++;
-        if (!*s) break;
-        if (*s != a->z.separator) return 0;
-        s++;
-    }
-    return parts == (a->z.rank ? a->z.rank : 1);
-}
-
 /* The UTF-8 length of the array's fill value as a string element (what missing chunks hold). */
 static size_t fill_string_length(const mzv_array *a) {
     const char *s = mzj_string(a->z.fill_value);
@@ -225,7 +213,7 @@ static int scan_strings(mzv_view *v, mzv_array *a, int *nczarr_char) {
     int first = 1;
     for (size_t i = 0; i < l.count; i++) {
         const char *key = l.names[i] + l.skip;
-        if (!is_archive_chunk_key(a, key)) continue;
+        if (!mzv_v2_is_chunk_key(&a->z, key)) continue;
         const void *stored;
         uint64_t stored_len;
         if (mmzip_get(v->archive, l.names[i], &stored, &stored_len) != MMZIP_OK) continue;
@@ -567,20 +555,16 @@ static int fortran_matters(const mzv_array *a) {
 /* 1 if a chunk (C order, decoded elements of elem_in bytes) would reach 4.9.0 unchanged. */
 static int data_unchanged(const mzv_array *a) {
     return mzv_chain_is_identity(&a->chain) && a->conversion == MZV_CONV_NONE && !fortran_matters(a) &&
-           !needs_clamp(a) && !a->empty && !a->extra_dim && !a->broken && !a->z.key_prefix_c &&
-           !a->z.sharding && !a->z.transposed;
+           !needs_clamp(a) && !a->empty && !a->extra_dim && !a->broken && !a->z.transposed &&
+           (a->z.format != 3 || mzv_v3_chunks_stored_as_v2(&a->z));
 }
 
-/* 1 if the NCZarr dataset says (root _NCProperties "...,netcdf=4.9.N,...") it was created by netCDF-C
- * 4.9.0 - 4.9.2, which write native (little-endian) bytes under a big-endian dtype (see
- * nczarr_map/byte_order.h). */
+/* 1 if the NCZarr dataset says (root _NCProperties "...,netcdf=4.9.N,...") it was created by a netCDF-C
+ * that writes native (little-endian) bytes under a big-endian dtype: 4.9.0 - 4.9.2 (view_release.h; see
+ * nczarr_map/session/byte_order.h). */
 static int created_by_unswapping_nczarr(mzv_view *v) {
     mzv_group *root = mzv_find_group(v, "", 0);
-    const char *props = root ? mzj_string(mzj_get(root->attrs, "_NCProperties")) : NULL;
-    const char *p = props ? strstr(props, "netcdf=4.9.") : NULL;
-    if (!p) return 0;
-    p += strlen("netcdf=4.9.");
-    return p[0] >= '0' && p[0] <= '2' && (p[1] < '0' || p[1] > '9');
+    return mzv_written_with_mislabelled_byte_order(root ? mzj_string(mzj_get(root->attrs, "_NCProperties")) : NULL);
 }
 
 static int present_nczarr_array(mzv_view *v, mzv_array *a) {

@@ -1,8 +1,9 @@
 /*
  * view_release.h - the conventions of the netCDF-C release the view presents to.
  *
- * One process runs one libnetcdf, so the release is process-wide: the storage map states it (from
- * nc_inq_libvers(), nczarr_map/abi_version.h) before it opens a view. What differs between releases:
+ * One process runs one libnetcdf, so the release is process-wide: the storage map states it (its row of the
+ * release table, nczarr_map/netcdf/netcdf_releases.h, from nc_inq_libvers()) before it opens a view. Which
+ * release follows which convention is a column of that table; what the conventions are:
  *
  *   type table in .zattrs   4.9.0 - 4.9.2 read "_NCZARR_ATTR" (4.9.1/4.9.2 read both spellings); 4.9.3 and
  *                           4.10.x read only "_nczarr_attr" (zsync.c, NCZ_V2_ATTR) and show "_NCZARR_ATTR"
@@ -21,13 +22,15 @@
  *                         fewer records): the view must present those as they are.
  *
  * Archives may hold either spelling (written by either release); both are read as NCZarr's type table and
- * neither is ever shown as a user attribute. Thread-safe (an atomic int).
+ * neither is ever shown as a user attribute. Thread-safe (an atomic pointer).
  */
 #ifndef MMZIP_VIEW_RELEASE_H
 #define MMZIP_VIEW_RELEASE_H
 
-/* Sets the release (4, 9, 0 by default). */
-void mzv_set_netcdf_release(int major, int minor, int patch);
+#include "netcdf_releases.h"
+
+/* Sets the release: its row of the release table (NULL, and the default: the oldest, 4.9.0). */
+void mzv_set_netcdf_release(const mzn_release *release);
 
 /* The key under which the running release reads attribute types: "_NCZARR_ATTR" or "_nczarr_attr". */
 const char *mzv_types_key(void);
@@ -56,11 +59,16 @@ const char *mzv_release_attr_type(const char *type);
  * (JSON): such attributes are presented by their JSON value instead (a list of strings as its JSON text). */
 int mzv_release_reads_attr_type(const char *type);
 
+/* 1 if an NCZarr dataset whose root _NCProperties attribute is props ("version=2,netcdf=4.9.0,...") says it
+ * was written by a release that stores native bytes under a big-endian dtype (mislabels_byte_order in the
+ * release table: 4.9.0 - 4.9.2). 0 for NULL or a props naming no such release. */
+int mzv_written_with_mislabelled_byte_order(const char *props);
+
 /* 1 if key is a spelling of NCZarr's attribute type table ("_NCZARR_ATTR" or "_nczarr_attr"). */
 int mzv_is_types_key(const char *key);
 
 /* The archive's type table ({"types": {...}} under either spelling, the running release's first); NULL. */
-#include "view_json.h"
+#include "json.h"
 const mzj_value *mzv_archive_types_table(const mzj_value *attrs);
 
 #endif

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "view_internal.h"
-#include "view_json.h"
+#include "json.h"
 
 /* 1 if the archive holds the entry rel (relative to the dataset). */
 static int has_entry(mzv_view *v, const char *rel) {

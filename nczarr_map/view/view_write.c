@@ -7,7 +7,7 @@
  *   - every member as the view shows it or as the archive holds it (allowing for how 4.9.0 writes metadata
  *     back, below) -> a no-op: the archive keeps its original bytes. A mix of the two is still no change:
  *     it is what the storage map makes when it merges a rewrite into the archived object
- *     (nczarr_map/metadata_guard.h) before asking the view;
+ *     (nczarr_map/session/metadata_guard.h) before asking the view;
  *   - different, and the object is a translation -> refused (NC_EPERM);
  *   - different, and the view showed the archive's own value -> a genuine change: stored, and from then on
  *     the view serves what was written.

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "view_json.h"
+#include "json.h"
 
 /* numpy allows 32 dimensions; netCDF allows more, but nothing real uses them. */
 #define MZV_MAX_RANK 32
@@ -49,16 +49,10 @@ int mzv_dtype_parse(const mzj_value *dtype, mzv_dtype *out, char *err, size_t er
 /* Parses a plain numpy type string (no structured list), e.g. the "dtype" of a delta filter. */
 int mzv_dtype_parse_string(const char *s, mzv_dtype *out, char *err, size_t err_len);
 
-/* A parsed and validated .zarray. */
-/* Zarr v3's sharding_indexed codec: each stored object (shard) holds a grid of inner chunks and an index
- * of (offset, nbytes) little- or big-endian u64 pairs, 2^64-1 twice for an empty inner chunk. */
-typedef struct mzv_sharding {
-    uint64_t shard_shape[MZV_MAX_RANK]; /* elements per shard; the array's chunks are the inner chunks */
-    int index_at_start;                 /* index_location "start" (default "end") */
-    int index_big_endian;               /* the index's bytes codec */
-    int index_crc32c;                   /* the index ends with a CRC-32C of its pairs */
-} mzv_sharding;
+/* Zarr v3's sharding_indexed codec: known to the v3 reader only (v3/v3_read.h). */
+struct mzv_sharding;
 
+/* A parsed and validated array document (.zarray, or a v3 zarr.json). */
 typedef struct mzv_zarray {
     int rank;
     uint64_t shape[MZV_MAX_RANK];
@@ -70,7 +64,7 @@ typedef struct mzv_zarray {
     char separator;               /* '.' or '/' */
     int format;                   /* 2 or 3 (zarr.json) */
     int key_prefix_c;             /* v3 "default" chunk key encoding: keys "c/0/1" ("c" for 0-d) */
-    mzv_sharding *sharding;       /* NULL unless the chunks are stored in shards */
+    struct mzv_sharding *sharding; /* v3/: NULL unless the chunks are stored in shards (one malloc'ed block) */
     const mzj_value *fill_value;  /* into json; NULL when absent */
     const mzj_value *compressor;  /* into json; NULL for null / absent */
     const mzj_value *filters;     /* into json; an array, or NULL for null / absent / [] */

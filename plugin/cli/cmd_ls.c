@@ -42,7 +42,7 @@ static int run(int argc, char **argv) {
     if (!c.names_only)
         printf("%-9s %14s %14s %14s %6s %8s  %s\n", "method", "size", "compressed", "data_offset", "align",
                "crc32", "name");
-    st = mmzip_list(h, prefix, print_entry, &c);
+    st = mmzip_list_ex(h, prefix, 0, print_entry, &c);
     mmzip_info info;
     if (mmzip_get_info(h, &info) == MMZIP_OK && info.torn_tail)
         fprintf(stderr, "mmzip ls: warning: %s: %llu entr%s at the end of the directory %s no local header that "

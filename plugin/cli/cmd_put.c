@@ -46,7 +46,7 @@ static int fail_errno(const char *what) {
     return EXIT_FAIL;
 }
 
-/* A regular file, with its time and mode, through mmzip_putv_attr: byte-identical content writes nothing. */
+/* A regular file, with its time and mode, through mmzip_putv: byte-identical content writes nothing. */
 static int put_regular(mmzip_t *h, const char *key, int fd, const struct stat *st, uint32_t align,
                        const char *what, char **buf, size_t *cap) {
     mmzip_attr attr = {(int64_t)st->st_mtime, (uint32_t)(S_IFREG | (st->st_mode & 07777)), 0};
@@ -75,7 +75,7 @@ static int put_regular(mmzip_t *h, const char *key, int fd, const struct stat *s
         if (map == MAP_FAILED) return fail_errno(what);
         v = (mmzip_iovec){map, size};
     }
-    int s = mmzip_putv_attr(h, key, &v, v.len ? 1 : 0, align, &attr);
+    int s = mmzip_putv(h, key, &v, v.len ? 1 : 0, align, &attr);
     if (map) munmap(map, (size_t)size);
     if (s) return cli_fail("put", s);
     return EXIT_OK;
@@ -114,7 +114,7 @@ static int put_stream(mmzip_t *h, const char *key, int fd, uint32_t align, const
         if (!view || len + (uint64_t)r > cap) {
             uint64_t want = (len + (uint64_t)r) * 2 > (64u << 10) ? (len + (uint64_t)r) * 2 : (64u << 10);
             void *p;
-            s = view ? mmzip_reserve_resize(h, key, want, &p) : mmzip_reserve(h, key, want, align, &p);
+            s = view ? mmzip_reserve_resize(h, key, want, &p) : mmzip_reserve(h, key, want, align, 0, &p);
             if (s) break;
             if (!view && len) memcpy(p, old, (size_t)len); /* the prefix that matched */
             view = p;
@@ -133,7 +133,7 @@ static int put_stream(mmzip_t *h, const char *key, int fd, uint32_t align, const
     if (!view) {
         if (old && len == old_size) return EXIT_OK; /* identical: nothing to write */
         void *p;
-        s = mmzip_reserve(h, key, len, align, &p);
+        s = mmzip_reserve(h, key, len, align, 0, &p);
         if (s) return cli_fail("put", s);
         if (len) memcpy(p, old, (size_t)len); /* a prefix of the stored entry */
     }
@@ -255,7 +255,7 @@ static int put_dir(mmzip_t *h, const char *dir, const char *prefix, file_list *l
         }
         if (S_ISDIR(l->f[i].st.st_mode)) { /* a folder entry, "x/", dated and with the mode of the folder */
             mmzip_attr attr = {(int64_t)l->f[i].st.st_mtime, (uint32_t)(S_IFDIR | (l->f[i].st.st_mode & 07777)), 0};
-            s = mmzip_putv_attr(h, key, NULL, 0, align, &attr);
+            s = mmzip_putv(h, key, NULL, 0, align, &attr);
             if (s) code = cli_fail("put", s);
             prog.files = i + 1;
             continue;

@@ -23,7 +23,7 @@ static int run(int argc, char **argv) {
     int changed = 0;
     struct stat before, after;
     int sized = stat(archive, &before) == 0;
-    int st = mmzip_recover_ex(archive, say, &t, &changed);
+    int st = mmzip_recover(archive, say, &t, &changed);
     if (st) return cli_fail("recover", st);
     if (changed && sized && stat(archive, &after) == 0 && after.st_size != before.st_size)
         printf("%s: the file is now %llu bytes (it was %llu)\n", archive, (unsigned long long)after.st_size,

@@ -43,23 +43,23 @@
  * transaction (put, reserve, remove) takes it, waiting behind other writers for at most
  * mmzip_options.lock_wait_ms (then MMZIP_EBUSY, naming the archive and the wait); brings the handle's view
  * up to date with the commits other writers made meanwhile, and repairs what a writer killed while holding
- * the lock left, as a writable open does (docs/protocol.md §6; the CRCs of mmzip_inplace views a killed single
- * writer left are refreshed by the next writable open, shared or not, not by a transaction); writes; and the
- * commit that publishes the transaction (each put under MMZIP_COMMIT_EACH, mmzip_commit() after
- * mmzip_begin()) or mmzip_rollback() lets the lock go. Waiters are served in turn (none can be passed over
+ * the lock left, as a writable open does (docs/protocol.md §6; the CRCs of mapped edits, MMZIP_EDIT_MAP, a
+ * killed single writer left are refreshed by the next writable open, shared or not, not by a transaction);
+ * writes; and the commit that publishes the transaction (each put under MMZIP_COMMIT_EACH, mmzip_commit()
+ * after mmzip_begin()) or mmzip_rollback() lets the lock go. Waiters are served in turn (none can be passed over
  * again and again by a writer that commits and comes straight back). What each mode guarantees:
  *   - both: every commit is atomic and the file is a valid ZIP after it, readers see only committed states,
  *     a killed writer loses only what it had not committed, and an archive never holds two entries of one
  *     name: a put of a name that another writer committed meanwhile replaces that entry (the last commit
  *     wins), as a put of an existing name does in one writer.
  *   - single writer (the default): the handle's view is the archive, always; no wait, no reload per
- *     transaction (the faster mode for one process); in-place edits (mmzip_edit_*, mmzip_inplace) are allowed.
+ *     transaction (the faster mode for one process); in-place edits (mmzip_edit_*) are allowed.
  *   - shared: between its transactions the handle sees the archive as of its last transaction, or
  *     mmzip_refresh(); a transaction costs the lock, a comparison of the directory with the one the handle
  *     last saw (in memory, through the mapping), and, if other writers committed meanwhile, the records they
  *     added (when they only added names) or a reload of the whole directory. Refused in shared mode:
- *     mmzip_edit_* and mmzip_inplace (MMZIP_EUNSUPPORTED: they keep state across transactions), MMZIP_NO_LOCK
- *     and file systems without OFD locks (MMZIP_EINVAL / MMZIP_EUNSUPPORTED: without the lock nothing
+ *     mmzip_edit_begin, journaled or mapped (MMZIP_EUNSUPPORTED: an edit keeps state across transactions),
+ *     MMZIP_NO_LOCK and file systems without OFD locks (MMZIP_EINVAL / MMZIP_EUNSUPPORTED: without the lock nothing
  *     orders the writers). MMZIP_PUBLISH_ON_COMMIT is ignored: a new archive ("w", or "w+" of a missing
  *     file) is published by the open, so that other writers can open it. Each shared writable open has its
  *     own store (descriptor and mapping), so that handles in one process exclude each other as processes
@@ -257,7 +257,7 @@ MMZIP_API int mmzip_discard(mmzip_t *h);
 /* Reading                                                                                                */
 
 typedef struct mmzip_entry_info {
-    const char *name;          /* not NUL-terminated in mmzip_list callbacks; NUL-terminated by mmzip_stat
+    const char *name;          /* not NUL-terminated in mmzip_list_ex callbacks; NUL-terminated by mmzip_stat
                                 * only in name_buf */
     size_t name_len;
     uint64_t size;             /* uncompressed size */
@@ -307,6 +307,8 @@ MMZIP_API int mmzip_get(mmzip_t *h, const char *key, const void **data, uint64_t
  * Typed zero-copy view: returns a pointer to the entry's data if it is stored (method 0), its size is
  * exactly count * elem_size, and its address is a multiple of elem_align (a power of two). Returns NULL
  * otherwise (absent, compressed, wrong size, misaligned); the caller then falls back to mmzip_read().
+ * The bindings make these checks in their own terms (numpy's frombuffer); this is the C application's way
+ * to take an array in place without a copy, as the README's tour and the user guide show.
  */
 MMZIP_API const void *mmzip_get_typed(mmzip_t *h, const char *key, size_t elem_size, size_t elem_align,
                                       uint64_t count);
@@ -367,17 +369,14 @@ MMZIP_API void mmzip_release_kept(void);
  * Calls fn once per visible entry whose name starts with prefix (NULL or "" for all), in name order.
  * info->name is valid only during the call. A non-zero return from fn stops the walk and is returned.
  * fn must not call write functions on the same store.
- */
-typedef int (*mmzip_list_fn)(const mmzip_entry_info *info, void *ctx);
-MMZIP_API int mmzip_list(mmzip_t *h, const char *prefix, mmzip_list_fn fn, void *ctx);
-
-/*
- * mmzip_list with flags. MMZIP_LIST_NO_DATA_OFFSET leaves data_offset and alignment 0: finding an entry's
- * data means reading its local header, which for a listing of a large archive that was just opened is one
- * page fault per entry (8 000 entries of 64 KiB: about 25 ms, and as much again to unmap at close). Callers
- * that want names, sizes and CRCs (the netCDF plugin scanning for metadata) should pass it. Other bits:
+ *
+ * flags 0, or MMZIP_LIST_NO_DATA_OFFSET, which leaves data_offset and alignment 0: finding an entry's data
+ * means reading its local header, which for a listing of a large archive that was just opened is one page
+ * fault per entry (8 000 entries of 64 KiB: about 25 ms, and as much again to unmap at close). Callers that
+ * want names, sizes and CRCs (the netCDF plugin scanning for metadata) should pass it. Other bits:
  * MMZIP_EINVAL.
  */
+typedef int (*mmzip_list_fn)(const mmzip_entry_info *info, void *ctx);
 enum { MMZIP_LIST_NO_DATA_OFFSET = 1u << 0 };
 MMZIP_API int mmzip_list_ex(mmzip_t *h, const char *prefix, unsigned flags, mmzip_list_fn fn, void *ctx);
 
@@ -430,7 +429,7 @@ MMZIP_API const uint64_t *mmzip_generation(mmzip_t *h);
  * `alignment` (0 = the archive's default). A key that exists is replaced: the new entry is appended and
  * the old one leaves the central directory at the next commit. Putting byte-identical content under an
  * existing key writes nothing (no byte of the file changes, and the entry keeps its time and mode); this
- * holds for mmzip_put, mmzip_putv and mmzip_putv_attr, not for mmzip_reserve + mmzip_patch, which always
+ * holds for mmzip_put and mmzip_putv, not for mmzip_reserve + mmzip_patch, which always
  * append a new version (the caller's view must keep reading what it wrote). Committed before return under
  * MMZIP_COMMIT_EACH.
  *
@@ -441,33 +440,31 @@ MMZIP_API const uint64_t *mmzip_generation(mmzip_t *h);
  * with size > 0 (here, or in mmzip_patch of a reservation) is MMZIP_EINVAL, since unzip and 7-Zip would make a
  * folder of it and drop the bytes. If $SOURCE_DATE_EPOCH is set (a
  * decimal count of seconds since 1970, reproducible-builds.org), it replaces the time of the call, later
- * times given through mmzip_putv_attr are lowered to it, and the DOS fields are UTC: archives built from the
+ * times given through mmzip_putv are lowered to it, and the DOS fields are UTC: archives built from the
  * same puts are then identical byte for byte.
  */
 MMZIP_API int mmzip_put(mmzip_t *h, const char *key, const void *data, uint64_t size, uint32_t alignment);
 
-/* Like mmzip_put, but the data comes from count buffers, concatenated. */
-typedef struct mmzip_iovec {
-    const void *base;
-    uint64_t len;
-} mmzip_iovec;
-MMZIP_API int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment);
-
 /*
- * Like mmzip_putv, with the entry's modification time and Unix mode given (attr NULL: the defaults of
- * mmzip_put). mtime is in seconds since 1970 (the extended timestamp holds 1970 to 2038 and the DOS fields
+ * Like mmzip_put, but the data comes from count buffers, concatenated (the Python package writes a .npy
+ * header and its array without joining them), and the entry's modification time and Unix mode may be given
+ * (attr NULL: the defaults of mmzip_put). mtime is in seconds since 1970 (the extended timestamp holds 1970 to 2038 and the DOS fields
  * 1980 to 2107: times outside are clamped). mode is st_mode: the type bits S_IFREG or S_IFDIR and the
  * permission bits 07777; 0 gives the default of the name (0644, or 040755 for a name ending in '/'), and
  * permission bits without a type take the type from the name. `mmzip put` passes each file's time and mode,
  * so that unzip restores them as it would from `zip -r`.
  */
+typedef struct mmzip_iovec {
+    const void *base;
+    uint64_t len;
+} mmzip_iovec;
 typedef struct mmzip_attr {
     int64_t mtime;
     uint32_t mode;
     uint32_t reserved_; /* zero */
 } mmzip_attr;
-MMZIP_API int mmzip_putv_attr(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment,
-                              const mmzip_attr *attr);
+MMZIP_API int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment,
+                         const mmzip_attr *attr);
 
 /*
  * Drops key from the archive's directory at the next commit (its bytes stay until mmzip_pack).
@@ -485,18 +482,18 @@ MMZIP_API int mmzip_remove(mmzip_t *h, const char *key);
  * mmzip_patch() the view stays valid but becomes read-only. Other entries may be put, patched and committed
  * while a reservation is open.
  */
-MMZIP_API int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data);
-
 /*
- * As mmzip_reserve(), for an entry that is expected to grow after it is published (an HDF5 file that later
- * sessions extend in place, mmzip_edit_*): what mmzip_patch() leaves of the capacity stays the entry's
+ * flags 0, or MMZIP_RESERVE_ROOM for an entry that is expected to grow after it is published (an HDF5 file that
+ * later sessions extend in place, mmzip_edit_*): what mmzip_patch() leaves of the capacity stays the entry's
  * room. The room is recorded in the entry's central-directory record (a private extra field, 0x6D52, that
  * other ZIP readers skip), reads as zeros, uses no disk (a hole), and later entries go after it; an in-place
  * edit grows the entry into it without moving it. mmzip_info() reports it as reserved_bytes; mmzip_pack()
  * reclaims it. A caller that moves an entry which outgrew its place doubles its capacity, so that an entry
- * growing in every session is moved O(log n) times over n sessions.
+ * growing in every session is moved O(log n) times over n sessions. Other bits: MMZIP_EINVAL.
  */
-MMZIP_API int mmzip_reserve_room(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data);
+enum { MMZIP_RESERVE_ROOM = 1u << 0 };
+MMZIP_API int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, unsigned flags,
+                            void **data);
 
 /*
  * Grows (or shrinks) the capacity of the reservation for key, which must be the most recent pending entry.
@@ -516,59 +513,6 @@ MMZIP_API int mmzip_patch(mmzip_t *h, const char *key, uint64_t size);
  */
 MMZIP_API int mmzip_unreserve(mmzip_t *h, const char *key);
 
-/*
- * In-place modification of a stored entry (AlignedBinaryFormat.jl's "r+" arrays). The only write mmzip does
- * under a committed directory, so read the whole contract.
- *
- * mmzip_inplace sets *data to a writable view of the committed, stored (method 0) entry key, and *size to its
- * size; writes through it change the archive file directly (a shared mapping; no copy, no append). Before it
- * returns the view, it commits everything pending, then names the entry in the marker file beside the archive,
- * <archive>.mmzip-inplace (the entry's local-header offset, its CRC before the edit, its name; docs/format.md
- * section 9), replaced whole by a rename (and fsynced with MMZIP_DURABLE). The marker is not an entry: other
- * readers (numpy.load, zipfile, unzip) list only the archive's own members, during an edit and after a crash.
- * Calling it again for a key being edited returns the same view. Refused: compressed entries and entries with
- * a data descriptor (MMZIP_EUNSUPPORTED), pending ones (MMZIP_EBUSY), names of the marker entries older versions
- * wrote, ".mmzip/edit/..." (MMZIP_EINVAL).
- *
- * Every commit while edits are open (mmzip_commit, the commit of a put, close) first recomputes the CRC-32 of
- * each entry being edited, writes it into the entry's local header in place and into the new directory: a
- * commit publishes bytes and a CRC that agree, as of the moment of the commit (synchronising writers of the
- * view with the commit is the caller's business). mmzip_inplace_end makes the view read-only (a later write
- * faults) and commits the final CRC; then the entry leaves the marker file (which is removed with its last
- * entry). mmzip_close ends every open edit the same way; mmzip_discard too (in-place bytes cannot be rolled back:
- * their CRCs are published). The view stays mapped, read-only, until the store closes.
- *
- * A crash (SIGKILL, power loss after the page cache was written back) between a write and the next commit
- * leaves: the entry holding the bytes written so far (each page old or new: there is no undo), its CRC stale,
- * and the marker. Readers (mmzip_get, zipfile, unzip) get those bytes; CRC checks - mmzip_check, unzip -t,
- * zipfile.testzip, and mmzip's own check of an unverified last entry - report a CRC mismatch on that entry:
- * never a silent pass. The next writable open (so mmzip_recover and `mmzip recover`) finds the marker,
- * recomputes the CRC over the bytes as they are, commits it and removes the marker; mmzip_info().edits_recovered
- * counts the entries whose CRC it had to change (a marker file left beside an archive that was replaced
- * since - other device or inode - is removed untouched; an unreadable one fails the open with MMZIP_ECORRUPT
- * and a message). Readers in other processes see the view's writes as they happen (no isolation), and the new
- * CRC after their next mmzip_refresh. The marker file goes with the archive: copy or move both, or recover
- * first (a copy without it keeps its stale CRCs, which checks report).
- * Until the writable open, mmzip_unfinished_edits() on a read-only handle lists the entry
- * (MMZIP_UNFINISHED_INPLACE), and CRC mismatches reported for it name the marker file and `mmzip recover`.
- *
- * Before the first view of an entry is handed out, its bytes are checked against its CRC-32 (one pass, once
- * per store): MMZIP_ECRC, naming the entry, if they differ. Without it, the commit's new CRC would make damage
- * that was there before the edit look valid to every later check.
- *
- * Replacing or removing a key while it is being edited leaves the view writing into the superseded bytes.
- */
-MMZIP_API int mmzip_inplace(mmzip_t *h, const char *key, void **data, uint64_t *size);
-
-/* Ends the in-place edit of key (see mmzip_inplace): view read-only, final CRC committed, marker removed.
- * MMZIP_EINVAL if key is not being edited. */
-MMZIP_API int mmzip_inplace_end(mmzip_t *h, const char *key);
-
-/* 1 if key is named by the archive's in-place marker (being edited by some writer, or it was when that writer
- * died and no writable open has recovered it since), 0 if not; a negative status if the marker file cannot be
- * read (message set). Works on any handle, read-only ones included: for telling users why a CRC is stale. */
-MMZIP_API int mmzip_inplace_marked(mmzip_t *h, const char *key);
-
 /* Starts a batch: puts are not committed until mmzip_commit(). Batches do not nest. */
 MMZIP_API int mmzip_begin(mmzip_t *h);
 
@@ -587,43 +531,98 @@ MMZIP_API int mmzip_rollback(mmzip_t *h);
 /* Editing an entry in place                                                                              */
 
 /*
- * For files that their own library rewrites in place (HDF5: superblock, object headers, B-trees), where a new
- * version of the whole entry per session would cost the entry's size instead of the change's. One committed,
- * stored entry at a time per archive is opened for editing; docs/protocol.md ("In-place edits") specifies the
- * protocol and proves it crash-safe.
+ * Everything else appends; an edit changes a committed, stored entry where it lies, at the cost of the change
+ * rather than of the entry. For files that their own library rewrites in place (HDF5: superblock, object
+ * headers, B-trees) and for arrays an application updates where they lie (the Python package's r+ arrays).
+ * docs/protocol.md ("In-place edits") specifies the protocol and argues why it is crash-safe.
  *
- * mmzip_edit_begin() opens key (committed, stored, with a ZIP64 local header as mmzip writes them; otherwise
- * MMZIP_EUNSUPPORTED, and the caller writes a new version instead). It takes the entry's edit lock, an
- * exclusive OFD lock: MMZIP_EBUSY if a reader holds the entry (mmzip_hold), or another entry of the archive
- * is being edited. It creates the undo journal beside the archive (<archive>.mmzip-undo). *view gets a
- * read-only pointer to the entry's data, which reflects every edit and stays valid until mmzip_edit_end();
- * *room (may be NULL) the bytes the entry may grow to in place: UINT64_MAX if it is the physically last
- * entry (room is made by moving the directory), else the distance to the next entry.
+ * One model: mmzip_edit_begin() gives an edit handle; the bytes change through it, by mmzip_edit_write() or
+ * through the writable view of mmzip_edit_map(); mmzip_edit_publish() makes them the entry's committed version
+ * with one commit; mmzip_edit_end() ends the edit. Its flags choose what a crash does to unpublished changes:
  *
- * mmzip_edit_write() changes bytes at offset (committed bytes are first copied to the journal, once per 4 KiB
- * block and per published version; bytes past the committed size are written directly; bytes equal to what
- * is there are not written). Growing past the room fails with MMZIP_ETOOBIG: the caller then copies the entry
- * into a new version (mmzip_reserve) and ends the edit. mmzip_edit_grow() makes room for capacity bytes
- * ahead of writing them, with the same rule.
+ *   Journaled (flags 0): the changes are undone. Each committed 4 KiB block is copied to the undo journal
+ *     beside the archive (<archive>.mmzip-undo) before its first change after a publish; bytes past the
+ *     committed size (the entry's growth) need no copy. The view of mmzip_edit_map() is read-only; change
+ *     bytes with mmzip_edit_write(), grow with mmzip_edit_grow(). One journaled edit at a time per archive.
+ *   Mapped (MMZIP_EDIT_MAP): the changes are kept. The caller writes through a shared writable view of the
+ *     entry (no copy, no system call), which cannot be journaled: the entry is named in the marker file
+ *     beside the archive (<archive>.mmzip-inplace, docs/format.md section 9) before the view is handed out,
+ *     and a crash leaves the bytes written so far (each page old or new) with a stale CRC, which recovery
+ *     recomputes over them. The size cannot change. Any number of entries at a time.
  *
- * mmzip_edit_publish() makes the first `size` bytes the entry's committed version with one commit of the
- * archive (new CRC and sizes in the local header and the directory; other pending entries are committed with
- * it); the edit stays open for more changes. mmzip_edit_end() undoes what was not published, removes the
- * journal and releases the lock; mmzip_close() of the last writable handle does the same.
+ * What it guarantees.
+ *   - Publishing. A publish, and every commit while a mapped edit is open (mmzip_commit, the commit of a put,
+ *     close), writes the entry's new CRC-32 into its local header in place and into a new directory: each
+ *     commit publishes bytes and a CRC that agree, as of the moment of the commit (synchronising writers of a
+ *     view with the commit is the caller's business). Other pending entries are committed with it.
+ *   - Crash (SIGKILL at any instruction) and, with MMZIP_DURABLE, power loss: the next writable open (so
+ *     mmzip_recover and `mmzip recover`) repairs before anything else. A journaled edit's entry is restored to
+ *     its last published version from the journal (MMZIP_RECOVERY_JOURNAL); a mapped edit's entry keeps its
+ *     bytes as left and gets their CRC (MMZIP_RECOVERY_INPLACE). mmzip_info().edits_recovered counts such
+ *     entries, edits_restored those restored from a journal, journal_restored the bytes written back. The
+ *     journal and the marker file go with the archive: copy or move them with it, or recover first. Marker
+ *     entries ".mmzip/edit/<key>" that older versions of mmzip committed are recovered the same way and
+ *     removed.
+ *   - Readers. Other entries are never touched. Of the entry itself, readers in other processes would see
+ *     bytes change under their pointers: a reader that must not takes a hold (mmzip_hold), which a journaled
+ *     edit cannot begin against (MMZIP_EBUSY) and which cannot be taken while one is open. Readers of a mapped
+ *     edit's entry see its writes as they happen (no isolation) and the new CRC after their next refresh.
+ *     Until the repair: a journaled edit's entry is refused by mmzip_get(), mmzip_read() and mmzip_hold()
+ *     (MMZIP_EBUSY, naming the journal and `mmzip recover`), since its bytes may be half written; a mapped
+ *     edit's entry reads as left and CRC checks (mmzip_check, unzip -t, zipfile.testzip) report a mismatch
+ *     naming the marker and `mmzip recover`: never a silent pass. mmzip_unfinished_edits() lists both.
  *
- * While an edit is open, readers in other processes of the entry itself would see bytes change: they must
- * take a hold (the HDF5 driver does), or they may read a mixture. Other entries are never touched. After a
- * crash, the next writable open (or mmzip_recover) writes the journal back before anything else; until then
- * mmzip_get(), mmzip_read() and mmzip_hold() of the entry fail with MMZIP_EBUSY and say so (naming the journal
- * and `mmzip recover`), mmzip_unfinished_edits() lists it, and mmzip_check() reports its CRC mismatch with a
- * "recover:" line naming it. mmzip_info().journal_restored of the repairing handle, and mmzip_recover_ex(),
- * say how many bytes were written back.
+ * mmzip_edit_begin() opens key (committed and stored; journaled edits also need a ZIP64 local header as
+ * mmzip writes them). Refused: pending entries and an entry already being edited (MMZIP_EBUSY), compressed,
+ * encrypted or data-descriptor entries and, journaled, foreign local headers (MMZIP_EUNSUPPORTED: write a new
+ * version instead), a held entry or a second journaled edit (MMZIP_EBUSY), names of older marker entries
+ * (MMZIP_EINVAL). A journaled begin takes the entry's edit lock (an exclusive OFD lock) and creates the
+ * journal. A mapped begin first commits everything pending (and ends a batch), checks the entry's bytes
+ * against its CRC-32 (MMZIP_ECRC naming it: the commit's new CRC would otherwise make earlier damage look
+ * valid), then writes the marker file. *out is valid until mmzip_edit_end() or the close of the store's last
+ * writable handle, which ends every edit as mmzip_edit_end() does (mmzip_discard too: a mapped edit's changes
+ * are in the file and are published). Replacing or removing the key during an edit leaves the edit writing
+ * into the superseded bytes.
  */
-MMZIP_API int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *room);
-MMZIP_API int mmzip_edit_grow(mmzip_t *h, const char *key, uint64_t capacity);
-MMZIP_API int mmzip_edit_write(mmzip_t *h, const char *key, uint64_t offset, const void *data, size_t len);
-MMZIP_API int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size);
-MMZIP_API int mmzip_edit_end(mmzip_t *h, const char *key);
+typedef struct mmzip_edit mmzip_edit_t;
+enum { MMZIP_EDIT_MAP = 1u << 0 };
+MMZIP_API int mmzip_edit_begin(mmzip_t *h, const char *key, unsigned flags, mmzip_edit_t **out);
+
+/*
+ * The entry's bytes as the edit sees them: *view (writable for MMZIP_EDIT_MAP, read-only otherwise; it reflects
+ * every change and stays valid until the edit ends - a mapped view then stays mapped read-only until the store
+ * closes), *size the last published size, *room the bytes the entry may grow to in place: for a journaled edit
+ * UINT64_MAX if it is the physically last entry (room is made by moving the directory), else the distance to
+ * the next entry or the end of its recorded room (MMZIP_RESERVE_ROOM); for a mapped edit its size. Any output
+ * may be NULL.
+ */
+MMZIP_API int mmzip_edit_map(mmzip_edit_t *ed, void **view, uint64_t *size, uint64_t *room);
+
+/*
+ * Journaled edits: changes len bytes at offset (committed bytes are first copied to the journal, once per 4 KiB
+ * block and per published version; bytes past the committed size are written directly; bytes equal to what is
+ * there are not written). Growing past the room fails with MMZIP_ETOOBIG: the caller then copies the entry into
+ * a new version (mmzip_reserve) and ends the edit. mmzip_edit_grow() makes room for capacity bytes ahead of
+ * writing them, with the same rule. Both are MMZIP_EINVAL on a mapped edit (write through its view).
+ */
+MMZIP_API int mmzip_edit_write(mmzip_edit_t *ed, uint64_t offset, const void *data, size_t len);
+MMZIP_API int mmzip_edit_grow(mmzip_edit_t *ed, uint64_t capacity);
+
+/*
+ * Makes the first `size` bytes the entry's committed version with one commit of the archive (new CRC and sizes
+ * in the local header and the directory; other pending entries are committed with it; a batch stays open). The
+ * edit stays open for more changes. A mapped edit's size cannot change: size must be its size (MMZIP_EINVAL).
+ */
+MMZIP_API int mmzip_edit_publish(mmzip_edit_t *ed, uint64_t size);
+
+/*
+ * Ends the edit; ed must not be used afterwards. Journaled: what was not published is undone, the journal
+ * removed and the lock released. Mapped: the view becomes read-only (a later write faults; it stays mapped
+ * until the store closes), the final CRC is committed, then the entry leaves the marker file (removed with its
+ * last entry). If undoing or committing fails, the status says so and recovery finishes the job at the next
+ * writable open (the journal, or the marker, stays).
+ */
+MMZIP_API int mmzip_edit_end(mmzip_edit_t *ed);
 
 /*
  * A reader's claim on one entry against in-place edits: a shared OFD lock on the entry's edit lock (its
@@ -665,9 +664,10 @@ typedef struct mmzip_info {
                                 * this offset so that nothing other readers read is overwritten. 0 if none */
     uint64_t unnamed;          /* entries whose name is empty or holds a NUL: unreachable by name, not listed,
                                 * kept (mmzip check reports them) */
-    uint64_t edits_recovered;  /* entries modified in place by a writer that died before committing: the
-                                * writable open that found their markers refreshed their CRCs (mmzip_inplace) */
-    uint64_t edits_open;       /* entries this store is editing in place now (writable views handed out) */
+    uint64_t edits_recovered;  /* entries whose in-place edit a writer that died left unfinished, repaired by
+                                * this writable open: restored from an undo journal (edits_restored of them) or
+                                * kept as left with their CRC recomputed (mapped edits) */
+    uint64_t edits_open;       /* in-place edits this store has open now (mmzip_edit_begin) */
     uint64_t free_bytes;       /* bytes between the last entry and the directory: the slack a writer leaves
                                 * for its next commits (a hole, no disk used; pack removes it), or unreferenced
                                 * bytes of a foreign archive. Not counted in dead_bytes */
@@ -680,12 +680,13 @@ typedef struct mmzip_info {
                                 * make room is given as much again, so that it moves O(log n) times over n
                                 * sessions of growth): neither live nor dead, a hole on disk; pack reclaims it */
     uint64_t journal_restored; /* writable handles: bytes of committed data the open wrote back from an undo
-                                * journal (an in-place edit, mmzip_edit_*, whose writer died: the entry is at
-                                * its last commit again); 0 if none */
+                                * journal (a journaled edit whose writer died: the entry is at its last commit
+                                * again); 0 if none */
     uint64_t edits_unfinished; /* entries with an unfinished in-place edit of another handle or process, as
                                 * mmzip_unfinished_edits() lists them (read-only handles: those a writable
                                 * open would repair, unless their writer is still at work) */
-    uint64_t spare[5];         /* zero; fields added later take their place, so that the struct's size (which
+    uint64_t edits_restored;   /* of edits_recovered, the entries restored from an undo journal */
+    uint64_t spare[4];         /* zero; fields added later take their place, so that the struct's size (which
                                 * callers in other languages mirror) no longer changes */
 } mmzip_info;
 
@@ -729,31 +730,25 @@ MMZIP_API int mmzip_warnings(mmzip_t *h, mmzip_report_fn report, void *ctx);
 
 /*
  * Repairs the archive at path to its last commit without otherwise changing it: an entry whose in-place edit
- * a killed writer left unfinished is restored from its undo journal (mmzip_edit_*) or kept as left with its
- * CRC recomputed (mmzip_inplace), bytes a killed mmzip writer left after its end records are removed and a
- * relocated directory moved back behind the data. Only what
- * mmzip's own protocol leaves, recognized by the records only mmzip writes, is touched: anything else (a
- * wrong CRC, a missing local header, bytes after foreign end records, gaps around a foreign directory) is
- * kept byte for byte, and mmzip_check reports it. Equivalent to a writable open followed by close, and it
- * also removes the temporary files of packs and creations killed before they renamed them
- * (<path>.mmzip-pack-<pid>, <path>.mmzip-new-<pid>, of processes that are gone), which a writable open
- * leaves. *discarded (if not NULL) gets the number of bytes by which the last step (the directory moved back)
- * shrank the file; mmzip_recover_ex says what each step did.
- */
-MMZIP_API int mmzip_recover(const char *path, uint64_t *discarded);
-
-/*
- * mmzip_recover, saying what it did: fn (if not NULL) is called once per thing done or deliberately kept, in
- * the order done, and *changed (if not NULL) gets 1 if the archive file's bytes or size may have changed, 0 if
- * it is byte for byte as it was (then no action other than MMZIP_RECOVERY_KEPT and MMZIP_RECOVERY_TEMP_FILE is
- * reported). What an action's fields mean, by kind:
+ * a killed writer left unfinished is restored from its undo journal (a journaled edit) or kept as left with its
+ * CRC recomputed (a mapped edit, MMZIP_EDIT_MAP), bytes a killed mmzip writer left after its end records are
+ * removed and a relocated directory moved back behind the data. Only what mmzip's own protocol leaves,
+ * recognized by the records only mmzip writes, is touched: anything else (a wrong CRC, a missing local header,
+ * bytes after foreign end records, gaps around a foreign directory) is kept byte for byte, and mmzip_check
+ * reports it. Equivalent to a writable open followed by close, and it also removes the temporary files of
+ * packs and creations killed before they renamed them (<path>.mmzip-pack-<pid>, <path>.mmzip-new-<pid>, of
+ * processes that are gone), which a writable open leaves.
  *
+ * It says what it did: fn (if not NULL) is called once per thing done or deliberately kept, in the order done,
+ * and *changed (if not NULL) gets 1 if the archive file's bytes or size may have changed, 0 if it is byte for
+ * byte as it was (then no action other than MMZIP_RECOVERY_KEPT and MMZIP_RECOVERY_TEMP_FILE is reported). What
+ * an action's fields mean, by kind:
  *   MMZIP_RECOVERY_JOURNAL      entry: the entry an undo journal restored to its last committed version (an
- *                               in-place edit, mmzip_edit_*, whose writer died before publishing); bytes: the
+ *                               journaled edit whose writer died before publishing); bytes: the
  *                               committed bytes written back; offset: the entry's local header.
  *   MMZIP_RECOVERY_JOURNAL_GONE the undo journal was removed with nothing to write back (its edit had published,
  *                               or changed nothing before the kill); entry: the entry it named, or NULL.
- *   MMZIP_RECOVERY_INPLACE      entry: an entry modified in place (mmzip_inplace) by a writer that died: its
+ *   MMZIP_RECOVERY_INPLACE      entry: an entry edited through a view (MMZIP_EDIT_MAP) by a writer that died: its
  *                               bytes are kept as that writer left them (possibly only part of its changes),
  *                               its CRC-32 recomputed over them and its marker removed; bytes: its size;
  *                               offset: 1 if the CRC had to change, 0 if it was right already. Also (entry
@@ -773,7 +768,8 @@ MMZIP_API int mmzip_recover(const char *path, uint64_t *discarded);
  *                               missing: entry names it); new entries are appended after offset (0: n/a).
  *
  * message is one sentence naming the archive, and the entry if any, that says what was done and why. The
- * action and its strings are valid during the call only. Returns as mmzip_recover; fn is called for what was
+ * action and its strings are valid during the call only. Returns MMZIP_OK or the status of the open, repair or
+ * close that failed (MMZIP_ENOENT, MMZIP_EBUSY while a writer holds the archive, ...); fn is called for what was
  * done before a failure too.
  */
 typedef enum mmzip_recovery_kind {
@@ -796,7 +792,7 @@ typedef struct mmzip_recovery_action {
 } mmzip_recovery_action;
 
 typedef void (*mmzip_recovery_fn)(const mmzip_recovery_action *action, void *ctx);
-MMZIP_API int mmzip_recover_ex(const char *path, mmzip_recovery_fn fn, void *ctx, int *changed);
+MMZIP_API int mmzip_recover(const char *path, mmzip_recovery_fn fn, void *ctx, int *changed);
 
 /*
  * Entries with an unfinished in-place edit that does not belong to this handle's store: what a killed writer
@@ -804,11 +800,11 @@ MMZIP_API int mmzip_recover_ex(const char *path, mmzip_recovery_fn fn, void *ctx
  * returns how many there are (fn may be NULL to count), or a negative status. For each:
  *
  *   kind MMZIP_UNFINISHED_UNDO     an undo journal beside the archive (<archive>.mmzip-undo) restores the
- *                                  entry's committed version (mmzip_edit_*): until then mmzip_get and
+ *                                  entry's committed version (a journaled edit): until then mmzip_get and
  *                                  mmzip_hold refuse the entry (MMZIP_EBUSY), since its bytes may be half
- *                                  written; mmzip_list and mmzip_stat give its committed size and CRC.
+ *                                  written; mmzip_list_ex and mmzip_stat give its committed size and CRC.
  *   kind MMZIP_UNFINISHED_INPLACE  named by the in-place marker file <archive>.mmzip-inplace (or an older
- *                                  mmzip's marker entry) of mmzip_inplace: the entry's bytes are what the
+ *                                  mmzip's marker entry) of a mapped edit: the entry's bytes are what the
  *                                  writer wrote so far, its CRC-32 is stale (checks report a mismatch);
  *                                  readers get the bytes as they are.
  *   writer_alive                   1 if a writer holds the entry (UNDO) or the archive (INPLACE) now: the edit
@@ -831,13 +827,15 @@ MMZIP_API int mmzip_unfinished_edits(mmzip_t *h, mmzip_unfinished_fn fn, void *c
 
 /*
  * Rewrites the archive with only its live entries, compact and aligned, reclaiming the space of replaced
- * and removed entries. Writes to out_path if not NULL; otherwise to a temporary file beside path that is
- * fsynced and renamed over it, so that a crash leaves either the old or the new archive (and, if it came
- * between naming the temporary file and the rename, that file, which the next mmzip_pack or mmzip_recover of
- * the archive removes). Holds
+ * and removed entries. Writes to a temporary file beside the target (out_path if not NULL, otherwise path)
+ * that is fsynced and renamed over it, so that a crash or a failure leaves either the old or the new file
+ * (and, if it came between naming the temporary file and the rename, that file, which the next mmzip_pack or
+ * mmzip_recover of the archive removes); an existing out_path is replaced only by a complete archive. Holds
  * the writer lock throughout (MMZIP_SHARED in opts is ignored; shared writers wait meanwhile, and those that
  * had the old file open get MMZIP_ESTALE at their next transaction). Readers that have the old file open keep
- * reading it.
+ * reading it. Every stored entry's CRC-32 is checked as it is copied: a mismatch fails with MMZIP_ECRC naming
+ * the entry, and nothing is changed (compressed entries are copied with their CRC, unchecked; entries kept
+ * only because mmzip drops nothing, torn or unnamed, are copied as they are).
  */
 MMZIP_API int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts);
 
@@ -905,9 +903,6 @@ MMZIP_API const char *mmzip_version(void);
 
 /* The archive path of a handle. */
 MMZIP_API const char *mmzip_path(mmzip_t *h);
-
-/* 1 if the handle can write. */
-MMZIP_API int mmzip_writable(mmzip_t *h);
 
 #ifdef __cplusplus
 }

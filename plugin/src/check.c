@@ -314,16 +314,15 @@ static int recover_marked(mz_store *s, mz_entry *e, const char *how, void *ctx) 
     return 0;
 }
 
-/* The dry run of what recovery does first: unfinished in-place edits (edit.c's undo journal, inplace.c's
- * markers), each named, so that the CRC mismatch they cause has its "recover:" line. */
+/* The dry run of what recovery does with unfinished in-place edits (journal.c's undo journal and marker
+ * file), each named, so that the CRC mismatch they cause has its "recover:" line. */
 static void check_unfinished(checker *c, mz_store *s) {
     mz_entry *e;
     uint64_t jbytes;
-    int live;
     char jpath[4200];
     snprintf(jpath, sizeof jpath, "%s.mmzip-undo", s->path);
-    if (mz_edit_pending(s, &e, &jbytes, &live) && e) {
-        if (live)
+    if (mz_journal_pending(s, &e, &jbytes) && e) {
+        if (mz_edit_lock_held(s, e->lfh_off))
             recover_say(c, "none for entry '%.*s' while its editor is at work: it is being edited in place now "
                         "(undo journal %s); its readers wait until that writer closes it", (int)e->name_len,
                         mz_name(s, e), jpath);
@@ -336,7 +335,7 @@ static void check_unfinished(checker *c, mz_store *s) {
         recover_say(c, "remove the undo journal %s, which restores nothing (its edit published, or changed no "
                     "committed byte, before its writer died); the archive itself is not changed", jpath);
     }
-    if (mz_inplace_each_marked(s, recover_marked, c) < 0)
+    if (mz_marked_each(s, recover_marked, c) < 0)
         recover_say(c, "none until the in-place marker file is dealt with: %s", mmzip_last_error());
 }
 

@@ -21,6 +21,10 @@
  * directory; the writer holds it exclusively during a relocation and at the commit point. Durable mode
  * inserts the barriers: fdatasync after the relocation's copy, after the new directory is written, and
  * fsync after the truncate.
+ *
+ * A commit also publishes the CRC of every entry being edited through a writable view (edit.c's mapped edits,
+ * listed in mz_store.views), recomputed over its bytes as they are: each commit publishes bytes and a CRC that
+ * agree. That is done here, where the directory is written, rather than by a call up into edit.c.
  */
 #include "internal.h"
 
@@ -50,6 +54,43 @@ static uint64_t sector_end_below(uint64_t end, uint64_t tlen) {
     return end / MZ_SECTOR * MZ_SECTOR;
 }
 
+/* The largest block a relocation writes as one: Linux's page cache holds a file's bytes in folios of up to
+ * 2 MiB (PMD order on x86-64) where the file system supports large folios (ext4 since Linux 6.16, XFS), and a
+ * write that fills one naturally aligned folio past the end of the file copies it whole before the size
+ * moves, once. Larger directories are written as one block anyway, and the file grows by parts. */
+#define MZ_TAIL_BLOCK_MAX ((uint64_t)2 << 20)
+
+/*
+ * Where a relocation writes the directory's copy and its end records (len bytes, to end the file): ideally
+ * as the end of one naturally aligned power-of-two block of at least 4 KiB, zeros first, that lies wholly
+ * past the current end of the file (size), at or above `end`, and puts the copy at least `gap` above `end`.
+ * Third-party readers take the file's size, then read its tail: a write past the end of the file that the
+ * kernel commits as one folio moves the size once, from the old complete tail to the new complete one
+ * (measured on ext4, Linux 6.18: 0 intermediate sizes in 500 writes of each power of two from 4 KiB to
+ * 2 MiB, against one in four unaligned writes), where a write of several pages shows every page's size in
+ * turn, and a tail without end records, for as long as the writer is descheduled between two pages. Where
+ * the kernel uses no large folios, the block grows the file page by page as any write does. The zeros
+ * before the copy are slack, which the next commit's cleanup punches back into a hole.
+ * Sets *w0 and *wlen, the block (for a directory too large for one block, just its copy and end records).
+ */
+static void place_tail(uint64_t size, uint64_t end, uint64_t gap, uint64_t cdl, uint64_t tlen, uint64_t *w0,
+                       uint64_t *wlen) {
+    uint64_t len = cdl + tlen, p = 4096;
+    while (p < len) p <<= 1;
+    if (p > MZ_TAIL_BLOCK_MAX) {
+        uint64_t b = end + gap > size ? end + gap : size;
+        /* The end records within one sector, so that the commits that follow can rewrite them in place. */
+        if (!in_one_sector(b + cdl, tlen) && tlen <= MZ_SECTOR) b = ((b + cdl) / MZ_SECTOR + 1) * MZ_SECTOR - cdl;
+        *w0 = b;
+        *wlen = len;
+        return;
+    }
+    uint64_t low = end > size ? end : size;
+    if (end + gap > low + (p - len)) low = end + gap - (p - len); /* the copy starts p - len into the block */
+    *w0 = (low + p - 1) / p * p;
+    *wlen = p; /* ends on a multiple of 4096: end records of up to 512 bytes lie within its last sector */
+}
+
 int mz_ensure_room(mz_store *s, uint64_t end) {
     if (end <= s->free_limit) return MMZIP_OK;
     uint64_t tlen = mz_trailer_len(s->comment_len); /* relocations always write ZIP64 end records */
@@ -62,38 +103,46 @@ int mz_ensure_room(mz_store *s, uint64_t end) {
     if (gap < used) gap = used;
     if (gap < MZ_MIN_GAP) gap = MZ_MIN_GAP;
     if (gap < s->file_size / 4) gap = s->file_size / 4; /* relocations logarithmic in the file's growth */
-    uint64_t b = end + gap;
-    if (b < s->file_size) b = s->file_size;
-    /* The end records within one sector, so that the commits that follow can rewrite them in place. */
-    if (!in_one_sector(b + cdl, tlen) && tlen <= MZ_SECTOR) b = ((b + cdl) / MZ_SECTOR + 1) * MZ_SECTOR - cdl;
-    uint64_t s1 = b + cdl + tlen;
-    if (s1 > s->map.reserved) {
-        /* Retry without the slack before giving up. */
-        b = end > s->file_size ? end : s->file_size;
-        s1 = b + cdl + tlen;
-        if (s1 > s->map.reserved)
+    uint64_t len = cdl + tlen, b, s1, w0, wlen;
+    place_tail(s->file_size, end, gap, cdl, tlen, &w0, &wlen);
+    if (w0 + wlen > s->map.reserved) {
+        /* Retry without the slack, then unaligned, before giving up. */
+        place_tail(s->file_size, end, 0, cdl, tlen, &w0, &wlen);
+        if (w0 + wlen > s->map.reserved) {
+            w0 = end > s->file_size ? end : s->file_size;
+            wlen = len;
+        }
+        if (w0 + wlen > s->map.reserved)
             return mz_fail(MMZIP_ETOOBIG, "%s: the archive would grow to %llu bytes, past max_file_size (%llu); "
-                           "reopen with a larger max_file_size", s->path, (unsigned long long)s1,
+                           "reopen with a larger max_file_size", s->path, (unsigned long long)(w0 + wlen),
                            (unsigned long long)s->map.reserved);
     }
-    uint8_t *buf = malloc(cdl + tlen);
+    s1 = w0 + wlen;
+    b = s1 - len;
+    uint8_t *buf = calloc(1, wlen);
     if (!buf) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
-    if (cdl) memcpy(buf, s->cd, cdl); /* an empty archive has no directory bytes (s->cd may be NULL) */
-    mz_write_trailer(buf + cdl, s->n_committed, cdl, b, b + cdl, s->comment, s->comment_len);
+    if (cdl) memcpy(buf + (b - w0), s->cd, cdl); /* an empty archive has no directory bytes (s->cd may be NULL) */
+    mz_write_trailer(buf + (b - w0) + cdl, s->n_committed, cdl, b, b + cdl, s->comment, s->comment_len);
     uint64_t old_size = s->file_size;
     int st;
     mz_lock_commit(s->fd, 1);
     /* The copy and its end records, in one write past the end of the file (the gap before it becomes a
-     * hole): the old end records and directory stay intact below, and the file's tail is incomplete for
-     * the duration of this one system call only - an ftruncate first would expose zeros until the write,
-     * and a writer can be preempted in between. */
-    st = mz_io_write(s, buf, cdl + tlen, b, "relocate.directory_copy");
+     * hole), one aligned block (place_tail): the old end records and directory stay intact below, and the
+     * file's tail is incomplete, if at all, for the duration of this one system call only - an ftruncate
+     * first would expose zeros until the write, and a writer can be preempted in between. */
+    st = mz_io_write(s, buf, (size_t)wlen, w0, "relocate.directory_copy");
     if (st) goto out;
     s->file_size = s1;
     /* Durable: the copy, its end records and the new size are on disk before any write reaches the old
      * directory, which is free space from now on. */
     st = mz_io_barrier(s, 0, "relocate.sync_copy");
     if (st) goto out;
+    /* The zeros before the copy were written only to fill the block: their disk blocks go back (a hole
+     * reads as the same zeros; the size does not change). */
+    if (b / 4096 * 4096 > w0) {
+        st = mz_io_zero(s, w0, b / 4096 * 4096 - w0, "relocate.clear_pad");
+        if (st) goto out;
+    }
     s->cd_pos = b;
     s->cd_size = cdl;
     s->trailer_len = tlen;
@@ -369,9 +418,46 @@ static uint64_t settle_position(const mz_store *s, uint64_t x, uint64_t img_len,
     return top >= x + img_len + tlen ? top - tlen - img_len : x;
 }
 
+/* Writes crc as the entry's CRC-32: its local header in place (unless a data descriptor carries it) and
+ * its record in the directory image, which the next commit writes out. */
+static int set_crc(mz_store *s, mz_entry *e, uint32_t crc) {
+    if (e->crc == crc) return MMZIP_OK;
+    uint8_t le[4];
+    mz_put32(le, crc);
+    int st = mz_io_write(s, le, 4, e->lfh_off + 14, "inplace.local_crc");
+    if (st) return st;
+    pthread_rwlock_wrlock(&s->rw);
+    mz_table_changed(s);
+    mz_put32(s->cd + e->cd_rec + 16, crc);
+    e->crc = crc;
+    pthread_rwlock_unlock(&s->rw);
+    s->cd_changed = 1;
+    return MMZIP_OK;
+}
+
+int mz_set_entry_crc(mz_store *s, mz_entry *e, uint32_t crc) { return set_crc(s, e, crc); }
+
+/* A commit publishes bytes and a CRC that agree: the CRC of every entry being edited through a view (or ended
+ * since the last commit) is recomputed over its bytes as they are now, and patched into its local header and
+ * the directory image; s->cd_changed is set when one changed. */
+static int views_refresh_locked(mz_store *s) {
+    for (uint32_t i = 0; i < s->n_views; i++) {
+        mz_view *v = s->views[i];
+        if (!v->open && !v->stale) continue;
+        mz_entry *e = mz_committed_at(s, v->lfh_off, MZ_MARK_SHADOWED);
+        if (e) {
+            int st = set_crc(s, e, mz_crc32(0, v->view, (size_t)v->len));
+            if (st) return st;
+        }
+        v->stale = 0;
+    }
+    return MMZIP_OK;
+}
+
+
 int mz_commit_locked(mz_store *s, int force_compact) {
-    if (s->n_inplaces) {
-        int est = mz_inplace_refresh_locked(s); /* CRCs of in-place edits go out with this directory */
+    if (s->n_views) {
+        int est = views_refresh_locked(s); /* CRCs of entries edited through views go out with this directory */
         if (est) return est;
     }
     int changes = s->n_pending_live || s->n_shadowed || s->n_dead || s->cd_changed;

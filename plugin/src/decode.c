@@ -1,8 +1,12 @@
 /*
- * decode.c - decoding entries compressed with the methods other ZIP writers use besides deflate: bzip2 (12),
- * LZMA (14), zstd (93) and xz (95), with Debian's libbz2, liblzma and libzstd. Each decodes the whole entry
- * into a buffer of exactly its recorded size; a stream that ends short of it, or goes on past it, is an
- * error that says which. The CRC-32 is checked by the caller (read.c: mz_decode_entry).
+ * decode.c - the ZIP compression methods: one table (below, `methods`) of every method's number (APPNOTE.TXT
+ * 4.4.5), its name, and whether and how mmzip reads it. A new method is one row and, if mmzip is to read
+ * it, one decoder in this file. Stored (0) needs none; deflate (8) is the hot path and is inflated by
+ * read.c with libdeflate (mz_decode_entry), so its row names it but has no decoder here. The others are the
+ * methods other ZIP writers use besides deflate: bzip2 (12), LZMA (14), zstd (93) and xz (95), with
+ * Debian's libbz2, liblzma and libzstd. Each decodes the whole entry into a buffer of exactly its recorded
+ * size; a stream that ends short of it, or goes on past it, is an error that says which. The CRC-32 is
+ * checked by the caller (read.c: mz_decode_entry).
  *
  * Layouts (APPNOTE.TXT 4.4.5 and 5.8):
  *   12  a bzip2 stream ("BZh" header), as bzip2(1) writes it.
@@ -153,20 +157,56 @@ static int decode_zstd(mz_store *s, mz_entry *e, const uint8_t *in, uint8_t *out
     return MMZIP_OK;
 }
 
-int mz_decode_other(mz_store *s, mz_entry *e, uint8_t *buf) {
-    const uint8_t *in = s->map.base + e->data_off;
-    switch (e->method) {
-    case 12: return decode_bzip2(s, e, in, buf);
-    case 14: return decode_lzma(s, e, in, buf);
-    case 93: return decode_zstd(s, e, in, buf);
-    case 95: return decode_xz(s, e, in, buf);
-    default:
-        return mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%.*s' uses compression method %u (%s); mmzip reads stored "
-                       "(0), deflate (8), bzip2 (12), LZMA (14), zstd (93) and xz (95)", s->path, ENAME(e),
-                       e->method, mmzip_method_name(e->method));
-    }
+typedef int (*decoder_fn)(mz_store *s, mz_entry *e, const uint8_t *in, uint8_t *out);
+
+/* Every method mmzip can name. `reads`: stored and deflate are read by read.c itself; a decoder here makes a
+ * method readable; a row with neither is named in messages and refused. */
+static const struct zip_method {
+    unsigned id;
+    const char *name;
+    int reads;
+    decoder_fn decode;
+} methods[] = {
+    {0, "stored", 1, NULL},
+    {1, "shrink", 0, NULL},
+    {6, "implode", 0, NULL},
+    {8, "deflate", 1, NULL},
+    {9, "deflate64", 0, NULL},
+    {12, "bzip2", 1, decode_bzip2},
+    {14, "lzma", 1, decode_lzma},
+    {93, "zstd", 1, decode_zstd},
+    {95, "xz", 1, decode_xz},
+    {98, "ppmd", 0, NULL},
+    {99, "AES encryption", 0, NULL},
+};
+
+static const struct zip_method *find_method(unsigned id) {
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+        if (methods[i].id == id) return &methods[i];
+    return NULL;
+}
+
+const char *mmzip_method_name(unsigned method) {
+    const struct zip_method *m = find_method(method);
+    return m ? m->name : "unknown";
 }
 
 int mz_method_supported(unsigned method) {
-    return method == 0 || method == 8 || method == 12 || method == 14 || method == 93 || method == 95;
+    const struct zip_method *m = find_method(method);
+    return m && m->reads;
+}
+
+int mz_decode_other(mz_store *s, mz_entry *e, uint8_t *buf) {
+    const struct zip_method *m = find_method(e->method);
+    if (m && m->decode) return m->decode(s, e, s->map.base + e->data_off, buf);
+    /* The readable methods, from the table, for the message. */
+    char readable[256];
+    size_t n = 0;
+    readable[0] = '\0';
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0] && n < sizeof readable; i++)
+        if (methods[i].reads)
+            n += (size_t)snprintf(readable + n, sizeof readable - n, "%s%s (%u)", n ? ", " : "", methods[i].name,
+                                  methods[i].id);
+    return mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%.*s' uses compression method %u (%s); mmzip reads %s", s->path,
+                   ENAME(e), e->method, m ? m->name : "unknown", readable);
 }

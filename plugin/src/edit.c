@@ -1,34 +1,28 @@
 /*
- * edit.c - changing a committed stored entry where it lies, at the cost of the change (mmzip_edit_*), and the
- * entry holds that keep such changes away from readers (mmzip_hold).
+ * edit.c - editing a committed stored entry where it lies (mmzip_edit_*): one model with two ways to change the
+ * bytes, a journaled one (mmzip_edit_write, undone by a crash) and a mapped one (a writable view, kept by a
+ * crash with its CRC recomputed).
  *
- * Everything else in mmzip appends; this is the one place that writes over committed bytes, so it carries
- * its own crash protocol (docs/protocol.md, "In-place edits", is the specification):
+ * Everything else in mmzip appends; this is the one place that writes over committed bytes (docs/protocol.md,
+ * "In-place edits", is the specification). What each way leaves beside the archive for recovery is in
+ * journal.c, the entry locks that keep readers away in locks.c and hold.c, the CRC algebra in crc32_combine.c,
+ * and the repair after a crash in recovery.c. This file is the session:
  *
- *   - Before a committed byte of the entry (its data, or its local header) is first overwritten after the
- *     last publish, the block holding it is copied to the undo journal, a file beside the archive
- *     (<archive>.mmzip-undo). The journal names the entry (local-header offset) and the committed version it
- *     restores (size and CRC, as the directory states them), and every record carries the journal's nonce
- *     and a CRC of itself: a record is applied only if it is whole and belongs to this journal.
- *   - Bytes past the committed size (the entry's growth) are not committed: nobody refers to them, so they
- *     need no journal. When the entry is the physically last one they are obtained by moving the directory
- *     out of the way (mz_ensure_room, the relocation every append already uses).
- *   - Publishing writes the new CRC and sizes into the local header (journaled first) and commits a directory
- *     whose record of the entry carries them: that commit's truncate is the commit point. The journal is then
- *     reset to the new version (truncated, then a new header with a new nonce) before the next change, or
- *     removed as it is if the edit ends first (journal_fresh).
- *   - Recovery (at every writable open, before anything else) finds a journal whose entry still has, in the
- *     committed directory, exactly the size and CRC the journal restores: the edit never published, and its
- *     records are written back. A journal that restores another version is stale (the crash came between the
- *     commit point and the reset) and is deleted. Applying the records twice is harmless.
- *   - Durable mode: the journal is fdatasync'ed before every overwrite of bytes it protects, and its creation
- *     is made durable (file and directory) before the first one.
+ *   Journaled (the HDF5 driver). Before a committed byte of the entry (its data, or its local header) is first
+ *   overwritten after the last publish, the block holding it is copied to the undo journal. Bytes past the
+ *   committed size (the entry's growth) are not committed: nobody refers to them, so they need no journal;
+ *   when the entry is the physically last one they are obtained by moving the directory out of the way
+ *   (mz_ensure_room). Publishing writes the new CRC and sizes into the local header (journaled first) and
+ *   commits a directory whose record of the entry carries them: that commit's truncate is the commit point.
+ *   The journal is then reset to the new version before the next change, or removed as it is if the edit ends
+ *   first (journal_fresh). Durable mode: the journal is fdatasync'ed before every overwrite of bytes it
+ *   protects, and its creation is made durable (file and directory) before the first one. The new CRC costs
+ *   what changed, not the entry's size (crc_delta_note, grown_record).
  *
- * Readers of the entry itself would see bytes change under their pointers. Edits therefore take an
- * exclusive OFD lock on a byte of the archive file far past its end, derived from the entry's local-header
- * offset; mmzip_hold() takes it shared. An edit fails with MMZIP_EBUSY while someone holds the entry, a hold
- * fails while it is being edited (or while a journal of a killed editor still awaits recovery). Other
- * entries are never written, so their readers need nothing.
+ *   Mapped (the Python package's r+ arrays). The entry is named in the marker file first; the caller writes
+ *   through a shared writable mapping; every commit while the edit is open recomputes the entry's CRC and
+ *   writes it into the local header (in place) and the new directory, so that each commit publishes data and
+ *   a CRC that agree; the end makes the view read-only, commits the last CRC and drops the marker.
  */
 #include "internal.h"
 
@@ -36,48 +30,37 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#ifndef F_OFD_SETLK
-#define F_OFD_GETLK 36
-#define F_OFD_SETLK 37
-#define F_OFD_SETLKW 38
-#endif
-
-#define MZ_ENTRY_LOCK_BASE ((off_t)1 << 61) /* + local-header offset; the writer's bytes are at 1 << 62 */
 #define MZ_UNDO_BLOCK 4096u
-#define MZ_UNDO_SUFFIX ".mmzip-undo"
-#define MZ_UNDO_MAGIC "MMZUNDO1"
-#define MZ_UNDO_HEADER 48u   /* magic 8, nonce 8, lfh_off 8, data_off 8, size 8, crc 4, header crc 4 */
-#define MZ_UNDO_REC_MAGIC 0x52555a4du /* "MZUR" */
-#define MZ_UNDO_REC_HEAD 28u /* magic 4, nonce 8, offset 8, length 4, crc 4 (of the rest of the head + data) */
 /* Extents of the growth whose CRC an edit keeps. HDF5 appends in order, so they merge into a few; a session
  * that scatters more than this reads the rest back at its publish. */
 #define MZ_GROWN_MAX 64u
 #define ENAME(e) (int)(e)->name_len, mz_name(s, (e))
 
-struct mz_edit {
+struct mmzip_edit {
+    mz_view v;                           /* first: s->views points at it (mapped edits) */
+    mz_store *s;
     char *key;
-    uint64_t lfh_off, data_off, lfh_len; /* lfh_len: the header bytes a publish rewrites (fixed + name + ZIP64) */
+    int mapped;                          /* MMZIP_EDIT_MAP */
+    uint64_t lfh_off, data_off;
+
+    /* Journaled edits. */
+    uint64_t lfh_len;                    /* the header bytes a publish rewrites (fixed + name + ZIP64) */
     uint8_t *lfh;                        /* those bytes as committed: read at the begin, then what publishes wrote */
-    uint64_t base_size;                  /* the committed version that the journal restores */
-    uint32_t base_crc;
-    uint64_t nonce;
+    mz_journal j;                        /* j.h.size and j.h.crc: the committed version that the journal restores */
     uint64_t room_end;                   /* absolute: bytes below it are the entry's to write */
-    uint64_t reach_end;                  /* absolute: the end of the entry's recorded room (mmzip_reserve_room) */
+    uint64_t reach_end;                  /* absolute: the end of the entry's recorded room (MMZIP_RESERVE_ROOM) */
     uint64_t high;                       /* the highest byte written this version, relative to data_off */
     int last;                            /* the physically last entry: room comes from moving the directory */
-    int jfd;
-    char *jpath;
-    uint64_t jend;
     uint8_t *saved;                      /* one bit per MZ_UNDO_BLOCK of the committed version */
     uint64_t nblocks;
     int lfh_saved;
     int locked;                          /* the entry's lock is taken, on the store's descriptor */
     int dirty;                           /* overwritten or grown since the last publish */
-    struct mz_grown {                    /* CRCs of bytes written past base_size (see grown_record) */
+    struct mz_grown {                    /* CRCs of bytes written past the committed size (see grown_record) */
         uint64_t off, len;               /* relative to data_off; sorted, disjoint */
         uint32_t crc;
     } grown[MZ_GROWN_MAX];
@@ -85,88 +68,21 @@ struct mz_edit {
     uint32_t crc_delta;                  /* what the writes since the last publish did to the CRC (crc_delta_note) */
     int crc_delta_known;                 /* 0 once a change to committed bytes went unnoted */
     int journal_stale;                   /* see journal_fresh */
+
+    /* Mapped edits (and v): kept, read-only once ended, until the store closes (pointers into the view may
+     * live). */
+    uint32_t crc_before;                 /* its CRC when the edit began (recorded in the marker file) */
+    uint8_t *map;                        /* its own shared writable mapping of the entry's pages (v.view is in it) */
+    size_t map_len;
 };
 
-static char *journal_path(const char *path) {
-    size_t n = strlen(path);
-    char *p = malloc(n + sizeof MZ_UNDO_SUFFIX);
-    if (p) {
-        memcpy(p, path, n);
-        memcpy(p + n, MZ_UNDO_SUFFIX, sizeof MZ_UNDO_SUFFIX);
-    }
-    return p;
-}
+/* The mapped edit whose view record s->views holds (its first member). */
+static struct mmzip_edit *edit_of(mz_view *v) { return (struct mmzip_edit *)v; }
 
-static int entry_lock(int fd, short type, uint64_t lfh_off) {
-    struct flock fl;
-    memset(&fl, 0, sizeof fl);
-    fl.l_type = type;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = MZ_ENTRY_LOCK_BASE + (off_t)lfh_off;
-    fl.l_len = 1;
-    for (;;) {
-        if (fcntl(fd, F_OFD_SETLK, &fl) == 0) return 0;
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EACCES) return 1;
-        return -1; /* unsupported: no exclusion (the archive's writer lock says so in mmzip_info) */
-    }
-}
-
-static uint64_t fresh_nonce(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)mz_current_pid() << 16);
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x ? x : 1;
-}
+static struct mmzip_edit *mapped_edit_of(mz_store *s, const char *key);
 
 /* ---------------------------------------------------------------------------------------------------- */
-/* The new CRC at the cost of the change                                                                  */
-
-/*
- * A publish must give the directory the CRC-32 of the whole entry, and reading a 1 GiB member to compute it
- * would make every session cost the member's size again. CRC-32 is affine over GF(2): for messages A, B of
- * one length, crc(B) = crc(A) ^ crc0(A ^ B), where crc0 is the pure polynomial remainder (no pre- or
- * post-conditioning). A ^ B is zero outside the changed blocks, whose old bytes the journal holds; each
- * block's crc0 is moved to its place by multiplying with x^(8 * bytes after it) mod P. Growth is then a
- * CRC concatenation with the appended bytes. So a publish reads what changed and what was appended, not the
- * entry. The arithmetic (polynomials in the reflected bit order of CRC-32) is the textbook one.
- */
-#define MZ_CRC_POLY 0xedb88320u
-
-static uint32_t gf2_mul(uint32_t a, uint32_t b) { /* a * b mod P, both reflected */
-    uint32_t m = 1u << 31, p = 0;
-    for (;;) {
-        if (a & m) {
-            p ^= b;
-            if ((a & (m - 1)) == 0) break;
-        }
-        m >>= 1;
-        b = b & 1 ? (b >> 1) ^ MZ_CRC_POLY : b >> 1;
-    }
-    return p;
-}
-
-/* x^(8n) mod P: x^(2^k) for k = 3.. by squaring, multiplied in for each bit of n. */
-static uint32_t x8n_mod_p(uint64_t n) {
-    uint32_t sq = 1u << 30; /* x^1 */
-    for (int k = 0; k < 3; k++) sq = gf2_mul(sq, sq);
-    uint32_t p = 1u << 31; /* x^0 */
-    while (n) {
-        if (n & 1) p = gf2_mul(sq, p);
-        sq = gf2_mul(sq, sq);
-        n >>= 1;
-    }
-    return p;
-}
-
-/* The remainder of data followed by `after` zero bytes, unconditioned: mz_crc32 inverts the register before
- * and after, so starting it from all ones runs the bare remainder. */
-static uint32_t crc0_shifted(const uint8_t *data, size_t len, uint64_t after) {
-    return gf2_mul(x8n_mod_p(after), ~mz_crc32(0xFFFFFFFFu, data, len));
-}
+/* The new CRC at the cost of the change (crc32_combine.c does the algebra)                                */
 
 /*
  * The change to committed bytes, noted as it is written. By the same algebra, a write that turns bytes P
@@ -176,9 +92,9 @@ static uint32_t crc0_shifted(const uint8_t *data, size_t len, uint64_t after) {
  * block, a third of a short HDF5 session's system calls). A write that did not read P (a large one) leaves
  * the delta unknown, and the publish falls back to the journal.
  */
-static void crc_delta_note(struct mz_edit *ed, uint64_t at, uint8_t *prev, const uint8_t *now, size_t len) {
+static void crc_delta_note(struct mmzip_edit *ed, uint64_t at, uint8_t *prev, const uint8_t *now, size_t len) {
     for (size_t i = 0; i < len; i++) prev[i] ^= now[i];
-    ed->crc_delta ^= crc0_shifted(prev, len, ed->base_size - at - len);
+    ed->crc_delta ^= mz_crc0_shifted(prev, len, ed->j.h.size - at - len);
 }
 
 /* Continues *crc over the file's bytes [off, off + len), read with pread: the bytes an edit just wrote are in
@@ -202,11 +118,6 @@ static int crc_of_file(mz_store *s, uint64_t off, uint64_t len, uint32_t *crc) {
     return st;
 }
 
-/* crc(A || B) from crc(A), crc(B) and |B|: the conditioning of the two cancels (the textbook combination). */
-static uint32_t crc_concat(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
-    return gf2_mul(x8n_mod_p(len_b), crc_a) ^ crc_b;
-}
-
 /*
  * The CRC of the growth, taken as it is written. A publish needs the CRC of every byte past the committed
  * size; reading them back cost a second copy of everything the edit appended (0.1 ms of a 1 MiB dataset's
@@ -217,7 +128,7 @@ static uint32_t crc_concat(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
  * what no extent covers: a range never written (the room, zeros or a killed writer's bytes), a rewritten
  * one, one past MZ_GROWN_MAX extents.
  */
-static void grown_forget(struct mz_edit *ed, uint64_t lo, uint64_t hi) {
+static void grown_forget(struct mmzip_edit *ed, uint64_t lo, uint64_t hi) {
     unsigned kept = 0;
     for (unsigned i = 0; i < ed->n_grown; i++) {
         const struct mz_grown *g = &ed->grown[i];
@@ -229,12 +140,12 @@ static void grown_forget(struct mz_edit *ed, uint64_t lo, uint64_t hi) {
 
 /* Notes the CRC of data, which the entry now holds at [off, off + len), for its part past the committed size
  * (grown_forget has already dropped what it overlaps). */
-static void grown_record(struct mz_edit *ed, uint64_t off, const uint8_t *data, uint64_t len) {
-    if (off + len <= ed->base_size) return;
-    if (off < ed->base_size) {
-        data += ed->base_size - off;
-        len -= ed->base_size - off;
-        off = ed->base_size;
+static void grown_record(struct mmzip_edit *ed, uint64_t off, const uint8_t *data, uint64_t len) {
+    if (off + len <= ed->j.h.size) return;
+    if (off < ed->j.h.size) {
+        data += ed->j.h.size - off;
+        len -= ed->j.h.size - off;
+        off = ed->j.h.size;
     }
     uint64_t end = off + len;
     uint32_t crc = mz_crc32(0, data, (size_t)len);
@@ -243,16 +154,16 @@ static void grown_record(struct mz_edit *ed, uint64_t off, const uint8_t *data, 
     struct mz_grown *prev = i > 0 && ed->grown[i - 1].off + ed->grown[i - 1].len == off ? &ed->grown[i - 1] : NULL;
     struct mz_grown *next = i < ed->n_grown && ed->grown[i].off == end ? &ed->grown[i] : NULL;
     if (prev) {
-        prev->crc = crc_concat(prev->crc, crc, len);
+        prev->crc = mz_crc32_concat(prev->crc, crc, len);
         prev->len += len;
         if (next) {
-            prev->crc = crc_concat(prev->crc, next->crc, next->len);
+            prev->crc = mz_crc32_concat(prev->crc, next->crc, next->len);
             prev->len += next->len;
             memmove(next, next + 1, (size_t)(ed->n_grown - i - 1) * sizeof *next);
             ed->n_grown--;
         }
     } else if (next) {
-        next->crc = crc_concat(crc, next->crc, next->len);
+        next->crc = mz_crc32_concat(crc, next->crc, next->len);
         next->off = off;
         next->len += len;
     } else if (ed->n_grown < MZ_GROWN_MAX) {
@@ -264,7 +175,7 @@ static void grown_record(struct mz_edit *ed, uint64_t off, const uint8_t *data, 
 
 /* Continues *crc over the entry's bytes [from, to), all past the committed size: from the extents that
  * grown_record kept where they cover it, read back where they do not. */
-static int growth_crc(mz_store *s, const struct mz_edit *ed, uint64_t from, uint64_t to, uint32_t *crc) {
+static int growth_crc(mz_store *s, const struct mmzip_edit *ed, uint64_t from, uint64_t to, uint32_t *crc) {
     uint64_t pos = from;
     for (unsigned i = 0; i < ed->n_grown && pos < to; i++) {
         const struct mz_grown *g = &ed->grown[i];
@@ -273,71 +184,26 @@ static int growth_crc(mz_store *s, const struct mz_edit *ed, uint64_t from, uint
             int st = crc_of_file(s, ed->data_off + pos, g->off - pos, crc);
             if (st) return st;
         }
-        *crc = crc_concat(*crc, g->crc, g->len);
+        *crc = mz_crc32_concat(*crc, g->crc, g->len);
         pos = g->off + g->len;
     }
     return pos < to ? crc_of_file(s, ed->data_off + pos, to - pos, crc) : MMZIP_OK;
 }
 
-/* Applies to *crc the change of the committed bytes that the journal's old blocks show against the file: what
- * a publish reads when some write did not note its change (crc_delta_known == 0). */
-static int journal_crc_change(mz_store *s, const struct mz_edit *ed, uint32_t *crc) {
-    uint64_t n0 = ed->base_size;
-    uint8_t head[MZ_UNDO_REC_HEAD];
-    uint8_t *old = NULL, *cur = NULL;
-    size_t cap = 0;
-    int st = MMZIP_OK;
-    for (uint64_t pos = MZ_UNDO_HEADER; pos + MZ_UNDO_REC_HEAD <= ed->jend;) {
-        if (mz_pread_full(ed->jfd, head, sizeof head, pos) != 0) {
-            st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read back the undo journal", s->path);
-            break;
-        }
-        uint64_t off = mz_get64(head + 12);
-        uint32_t len = mz_get32(head + 20);
-        pos += MZ_UNDO_REC_HEAD + len;
-        if (off < ed->data_off) continue; /* the local header */
-        if (len > cap) {
-            free(old);
-            free(cur);
-            old = malloc(len);
-            cur = malloc(len);
-            cap = len;
-            if (!old || !cur) {
-                st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
-                break;
-            }
-        }
-        if (mz_pread_full(ed->jfd, old, len, pos - len) != 0) {
-            st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read back the undo journal", s->path);
-            break;
-        }
-        uint64_t at = off - ed->data_off;
-        if (mz_pread_full(s->fd, cur, len, off) != 0) { /* see crc_of_file */
-            st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read the edited bytes back", s->path);
-            break;
-        }
-        for (uint32_t i = 0; i < len; i++) old[i] ^= cur[i];
-        *crc ^= crc0_shifted(old, len, n0 - at - len);
-    }
-    free(old);
-    free(cur);
-    return st;
-}
-
 /* The entry's CRC after the edit: from its committed CRC and the changes noted as they were written
  * (crc_delta), or, if some were not, from the journal's old blocks against the file; then the appended
  * bytes. A full computation if it shrank. */
-static int edited_crc(mz_store *s, struct mz_edit *ed, uint64_t size, uint32_t *out) {
+static int edited_crc(mz_store *s, struct mmzip_edit *ed, uint64_t size, uint32_t *out) {
     const uint8_t *now = s->map.base + ed->data_off;
-    if (size < ed->base_size) {
+    if (size < ed->j.h.size) {
         *out = mz_crc32(0, now, (size_t)size);
         return MMZIP_OK;
     }
-    uint32_t crc = ed->base_crc;
+    uint32_t crc = ed->j.h.crc;
     int st = MMZIP_OK;
     if (ed->crc_delta_known) crc ^= ed->crc_delta;
-    else st = journal_crc_change(s, ed, &crc);
-    if (!st && size > ed->base_size) st = growth_crc(s, ed, ed->base_size, size, &crc);
+    else st = mz_journal_crc_change(s, &ed->j, &crc);
+    if (!st && size > ed->j.h.size) st = growth_crc(s, ed, ed->j.h.size, size, &crc);
     if (st) return st;
     *out = crc;
     return MMZIP_OK;
@@ -346,57 +212,15 @@ static int edited_crc(mz_store *s, struct mz_edit *ed, uint64_t size, uint32_t *
 /* ---------------------------------------------------------------------------------------------------- */
 /* The journal file                                                                                      */
 
-static int jwrite(mz_store *s, int fd, const void *buf, size_t len, uint64_t off, const char *what) {
-    return mz_io_write_fd(s, fd, buf, len, off, what);
-}
-
-static int jsync(mz_store *s, int fd, const char *what) {
-    if (!(s->opts.flags & MMZIP_DURABLE)) return MMZIP_OK;
-    mz_crashpoint(what);
-    if (fdatasync(fd) != 0)
-        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the undo journal (%s)", s->path, what);
-    mz_io_trace_journal(s, MZ_OP_JSYNC, 0, what);
-    return MMZIP_OK;
-}
-
-static void encode_header(uint8_t *h, const struct mz_edit *ed) {
-    memcpy(h, MZ_UNDO_MAGIC, 8);
-    mz_put64(h + 8, ed->nonce);
-    mz_put64(h + 16, ed->lfh_off);
-    mz_put64(h + 24, ed->data_off);
-    mz_put64(h + 32, ed->base_size);
-    mz_put32(h + 40, ed->base_crc);
-    mz_put32(h + 44, mz_crc32(0, h, 44));
-}
-
-/* Starts the journal over for the current committed version: a new header (with a new nonce, so that no
- * record of an older version can ever be taken for one of this version, whatever order the header and the
- * truncate reach the disk in), then cut after it. Not cut to zero first: ext4 (auto_da_alloc) flushes a file
- * truncated to zero when it is closed, which cost milliseconds per session. */
-static int journal_file_reset(mz_store *s, struct mz_edit *ed, int empty) {
-    ed->nonce = fresh_nonce();
-    uint8_t h[MZ_UNDO_HEADER];
-    encode_header(h, ed);
-    int st = jwrite(s, ed->jfd, h, sizeof h, 0, "edit.journal_header");
-    if (st) return st;
-    mz_crashpoint("edit.journal_reset");
-    /* A file just created empty is the header's length already (the trace still says so). */
-    if (!empty && ftruncate(ed->jfd, MZ_UNDO_HEADER) != 0)
-        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot reset the undo journal", s->path);
-    mz_io_trace_journal(s, MZ_OP_JTRUNCATE, MZ_UNDO_HEADER, "edit.journal_reset");
-    ed->journal_stale = 0;
-    return MMZIP_OK;
-}
-
 /* What the edit knows of the journal, for a journal that holds nothing of the current committed version. */
-static int journal_forget(mz_store *s, struct mz_edit *ed) {
-    ed->jend = MZ_UNDO_HEADER;
+static int journal_forget(mz_store *s, struct mmzip_edit *ed) {
+    ed->j.end = MZ_UNDO_HEADER;
     ed->lfh_saved = 0;
     ed->dirty = 0;
     ed->n_grown = 0; /* the committed size moved: the growth starts afresh */
     ed->crc_delta = 0;
     ed->crc_delta_known = 1;
-    uint64_t nb = (ed->base_size + MZ_UNDO_BLOCK - 1) / MZ_UNDO_BLOCK;
+    uint64_t nb = (ed->j.h.size + MZ_UNDO_BLOCK - 1) / MZ_UNDO_BLOCK;
     uint8_t *bits = calloc((size_t)(nb + 7) / 8 + 1, 1);
     if (!bits) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
     free(ed->saved);
@@ -405,7 +229,13 @@ static int journal_forget(mz_store *s, struct mz_edit *ed) {
     return MMZIP_OK;
 }
 
-static int journal_reset(mz_store *s, struct mz_edit *ed, int empty) {
+static int journal_file_reset(mz_store *s, struct mmzip_edit *ed, int empty) {
+    int st = mz_journal_reset(s, &ed->j, empty);
+    if (!st) ed->journal_stale = 0;
+    return st;
+}
+
+static int journal_reset(mz_store *s, struct mmzip_edit *ed, int empty) {
     int st = journal_file_reset(s, ed, empty);
     return st ? st : journal_forget(s, ed);
 }
@@ -414,275 +244,8 @@ static int journal_reset(mz_store *s, struct mz_edit *ed, int empty) {
  * recovery deletes without applying (the state a crash between the commit point and a reset always left).
  * It is reset before the next change, and an edit that ends instead - a session that publishes at its
  * close - just removes it: a write and a truncate of the journal saved per session. */
-static int journal_fresh(mz_store *s, struct mz_edit *ed) {
+static int journal_fresh(mz_store *s, struct mmzip_edit *ed) {
     return ed->journal_stale ? journal_file_reset(s, ed, 0) : MMZIP_OK;
-}
-
-/* Appends the committed bytes [off, off+len) of the archive (absolute) to the journal: `bytes` if the caller
- * has just read them, else read here. */
-static int journal_save(mz_store *s, struct mz_edit *ed, uint64_t off, uint64_t len, const uint8_t *bytes) {
-    uint8_t *rec = malloc(MZ_UNDO_REC_HEAD + len);
-    if (!rec) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
-    mz_put32(rec, MZ_UNDO_REC_MAGIC);
-    mz_put64(rec + 4, ed->nonce);
-    mz_put64(rec + 12, off);
-    mz_put32(rec + 20, (uint32_t)len);
-    if (bytes) memcpy(rec + MZ_UNDO_REC_HEAD, bytes, (size_t)len);
-    /* Read, not copied from the mapping: see unchanged(). */
-    else if (mz_pread_full(s->fd, rec + MZ_UNDO_REC_HEAD, (size_t)len, off) != 0) {
-        free(rec);
-        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot read the committed bytes to save", s->path);
-    }
-    mz_put32(rec + 24, mz_crc32(mz_crc32(0, rec + 4, 20), rec + MZ_UNDO_REC_HEAD, (size_t)len));
-    int st = jwrite(s, ed->jfd, rec, MZ_UNDO_REC_HEAD + len, ed->jend, "edit.journal_record");
-    free(rec);
-    if (!st) ed->jend += MZ_UNDO_REC_HEAD + len;
-    return st;
-}
-
-typedef struct journal_head {
-    uint64_t nonce, lfh_off, data_off, size;
-    uint32_t crc;
-} journal_head;
-
-/* 1 and *jh if fd holds a whole journal header, 0 if not. */
-static int read_head(int fd, journal_head *jh) {
-    uint8_t h[MZ_UNDO_HEADER];
-    if (mz_pread_full(fd, h, sizeof h, 0) != 0) return 0;
-    if (memcmp(h, MZ_UNDO_MAGIC, 8) != 0 || mz_get32(h + 44) != mz_crc32(0, h, 44)) return 0;
-    jh->nonce = mz_get64(h + 8);
-    jh->lfh_off = mz_get64(h + 16);
-    jh->data_off = mz_get64(h + 24);
-    jh->size = mz_get64(h + 32);
-    jh->crc = mz_get32(h + 40);
-    return 1;
-}
-
-/* Writes every whole record of the journal back into the archive, in order, and flushes. Records past the
- * first torn or foreign one were never followed by the overwrite they protect. */
-static int journal_apply(mz_store *s, int fd, const journal_head *jh, uint64_t lo, uint64_t hi,
-                         const char *what, uint64_t *written) {
-    struct stat stt;
-    if (fstat(fd, &stt) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat the undo journal", s->path);
-    uint64_t end = (uint64_t)stt.st_size, pos = MZ_UNDO_HEADER;
-    uint8_t head[MZ_UNDO_REC_HEAD];
-    uint8_t *buf = NULL;
-    int st = MMZIP_OK;
-    while (pos + MZ_UNDO_REC_HEAD <= end) {
-        if (mz_pread_full(fd, head, sizeof head, pos) != 0) break;
-        if (mz_get32(head) != MZ_UNDO_REC_MAGIC || mz_get64(head + 4) != jh->nonce) break;
-        uint64_t off = mz_get64(head + 12), len = mz_get32(head + 20);
-        if (len > (64u << 20) || pos + MZ_UNDO_REC_HEAD + len > end || off < lo || off + len > hi) break;
-        uint8_t *nb = realloc(buf, (size_t)len + 1);
-        if (!nb) {
-            st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
-            break;
-        }
-        buf = nb;
-        if (mz_pread_full(fd, buf, (size_t)len, pos + MZ_UNDO_REC_HEAD) != 0) break;
-        if (mz_get32(head + 24) != mz_crc32(mz_crc32(0, head + 4, 20), buf, (size_t)len)) break;
-        st = mz_io_write(s, buf, (size_t)len, off, what);
-        if (st) break;
-        if (written) *written += len;
-        pos += MZ_UNDO_REC_HEAD + len;
-    }
-    free(buf);
-    if (!st) st = mz_io_barrier(s, 0, "edit.sync_undo");
-    return st;
-}
-
-static int journal_remove(mz_store *s, const char *jpath) {
-    mz_crashpoint("edit.journal_remove");
-    if (unlink(jpath) != 0 && errno != ENOENT)
-        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot remove the undo journal %s", s->path, jpath);
-    if ((s->opts.flags & MMZIP_DURABLE) && mz_fsync_dir_of(jpath) != 0)
-        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the directory of %s", s->path, jpath);
-    mz_io_trace_journal(s, MZ_OP_JREMOVE, 0, "edit.journal_remove");
-    return MMZIP_OK;
-}
-
-/* The committed entry whose local header is at lfh_off, or NULL. */
-static mz_entry *committed_at(mz_store *s, uint64_t lfh_off) {
-    for (uint32_t i = 0; i < s->n_committed; i++)
-        if (s->e[i].lfh_off == lfh_off && !(s->e[i].mark & (MZ_MARK_SHADOWED | MZ_MARK_BAD))) return &s->e[i];
-    return NULL;
-}
-
-/* 1 if the journal restores exactly the version of the entry that the committed directory names. */
-static int journal_is_hot(mz_store *s, const journal_head *jh) {
-    mz_entry *e = committed_at(s, jh->lfh_off);
-    if (!e || e->method != 0 || e->usize != jh->size || e->crc != jh->crc) return 0;
-    if (mz_resolve_data(s, e) != MMZIP_OK) return 0;
-    return e->data_off == jh->data_off;
-}
-
-int mz_edit_recover(mz_store *s) {
-    char *jpath = journal_path(s->path);
-    if (!jpath) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
-    int fd = open(jpath, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int err = errno;
-        free(jpath);
-        return err == ENOENT ? MMZIP_OK : mz_fail_errno(MMZIP_EIO, err, "%s: cannot open its undo journal", s->path);
-    }
-    journal_head jh;
-    int st = MMZIP_OK, whole = read_head(fd, &jh);
-    mz_entry *e = whole ? committed_at(s, jh.lfh_off) : NULL;
-    uint64_t written = 0, room = 0;
-    if (whole && journal_is_hot(s, &jh)) {
-        st = journal_apply(s, fd, &jh, e->lfh_off, e->data_off + e->csize, "recover.undo", &written);
-        /* Growth into the entry's room was not journaled (nothing refers to it): it is cleared, so that
-         * the room reads as zeros again for the next edit. */
-        room = mz_room_of(s, e);
-        if (!st && room) {
-            mz_crashpoint("recover.clear_room");
-            st = mz_io_zero(s, e->data_off + e->csize, room, "recover.clear_room");
-        }
-        s->journal_restored += written;
-        if (written)
-            mz_recovery_note(s, MMZIP_RECOVERY_JOURNAL, mz_name(s, e), e->name_len, written, e->lfh_off,
-                             "%s: restored entry '%.*s' to its last commit (%llu bytes, crc %08x): wrote back %llu "
-                             "bytes of that commit from the undo journal %s, left by an in-place edit whose writer "
-                             "was killed before it published, and removed the journal%s", s->path, ENAME(e),
-                             (unsigned long long)e->usize, e->crc, (unsigned long long)written, jpath,
-                             room ? "; the room after it, where that edit may have grown it, reads as zeros again"
-                                  : "");
-        else
-            mz_recovery_note(s, MMZIP_RECOVERY_JOURNAL_GONE, mz_name(s, e), e->name_len, 0, e->lfh_off,
-                             "%s: removed the undo journal %s of entry '%.*s': the in-place edit was killed before "
-                             "it changed a committed byte, so the entry is at its last commit as it was", s->path,
-                             jpath, ENAME(e));
-    } else if (whole && e) {
-        mz_recovery_note(s, MMZIP_RECOVERY_JOURNAL_GONE, mz_name(s, e), e->name_len, 0, e->lfh_off,
-                         "%s: removed the undo journal %s of entry '%.*s', which restores a version the directory "
-                         "no longer names: the edit had published before its writer died; nothing to undo",
-                         s->path, jpath, ENAME(e));
-    } else {
-        mz_recovery_note(s, MMZIP_RECOVERY_JOURNAL_GONE, NULL, 0, 0, 0,
-                         "%s: removed the undo journal %s, which %s: nothing to undo", s->path, jpath,
-                         whole ? "names no committed entry (the edited entry was replaced or removed since)"
-                               : "holds no whole header (an in-place edit killed while creating it)");
-    }
-    close(fd);
-    if (!st) st = journal_remove(s, jpath);
-    free(jpath);
-    return st;
-}
-
-/* 1 if the journal holds at least one whole record: only then can the entry differ from its committed
- * version (every overwrite follows the record of what it overwrites). */
-static int journal_has_record(int fd, const journal_head *jh) {
-    uint8_t head[MZ_UNDO_REC_HEAD];
-    if (mz_pread_full(fd, head, sizeof head, MZ_UNDO_HEADER) != 0) return 0;
-    if (mz_get32(head) != MZ_UNDO_REC_MAGIC || mz_get64(head + 4) != jh->nonce) return 0;
-    uint32_t len = mz_get32(head + 20);
-    if (len > (64u << 20)) return 0;
-    uint8_t *buf = malloc(len ? len : 1);
-    if (!buf) return 1; /* cannot tell: assume the worst */
-    int whole = mz_pread_full(fd, buf, len, MZ_UNDO_HEADER + MZ_UNDO_REC_HEAD) == 0 &&
-                mz_get32(head + 24) == mz_crc32(mz_crc32(0, head + 4, 20), buf, len);
-    free(buf);
-    return whole;
-}
-
-int mz_edit_lock_held(mz_store *s, uint64_t lfh_off) {
-    struct flock fl;
-    memset(&fl, 0, sizeof fl);
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = MZ_ENTRY_LOCK_BASE + (off_t)lfh_off;
-    fl.l_len = 1;
-    if (s->edit && s->edit->lfh_off == lfh_off) return 1;
-    return fcntl(s->fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
-}
-
-int mz_edit_pending(mz_store *s, mz_entry **out, uint64_t *journal_bytes, int *live) {
-    *out = NULL;
-    *journal_bytes = 0;
-    *live = 0;
-    char *jpath = journal_path(s->path);
-    int fd = jpath ? open(jpath, O_RDONLY | O_CLOEXEC) : -1;
-    free(jpath);
-    if (fd < 0) return 0;
-    journal_head jh;
-    struct stat st;
-    int hot = read_head(fd, &jh) && journal_is_hot(s, &jh) && journal_has_record(fd, &jh);
-    if (hot) {
-        *out = committed_at(s, jh.lfh_off);
-        *journal_bytes = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
-        *live = mz_edit_lock_held(s, jh.lfh_off);
-    }
-    close(fd);
-    return hot;
-}
-
-void mz_edit_mark(mz_store *s) {
-    char *jpath = journal_path(s->path);
-    int fd = jpath ? open(jpath, O_RDONLY | O_CLOEXEC) : -1;
-    free(jpath);
-    if (fd < 0) return;
-    journal_head jh;
-    if (read_head(fd, &jh) && journal_is_hot(s, &jh) && journal_has_record(fd, &jh))
-        committed_at(s, jh.lfh_off)->mark |= MZ_MARK_EDITING;
-    close(fd);
-}
-
-/* ---------------------------------------------------------------------------------------------------- */
-/* Holds                                                                                                  */
-
-struct mmzip_hold {
-    int fd;
-};
-
-int mmzip_hold(mmzip_t *h, const char *key, mmzip_hold_t **out) {
-    if (!h || !key || !out) return mz_fail(MMZIP_EINVAL, "mmzip_hold: NULL argument");
-    *out = NULL;
-    mz_store *s = h->s;
-    pthread_rwlock_rdlock(&s->rw);
-    mz_entry *e = mz_lookup(s, key, strlen(key), 0);
-    uint64_t lfh_off = e ? e->lfh_off : 0;
-    mz_entry copy;
-    if (e) copy = *e;
-    pthread_rwlock_unlock(&s->rw);
-    if (!e) return mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s'", s->path, key);
-    int fd = open(s->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot open it to hold '%s'", s->path, key);
-    int r = entry_lock(fd, F_RDLCK, lfh_off);
-    if (r == 1) {
-        close(fd);
-        return mz_fail(MMZIP_EBUSY, "%s: entry '%s' is being written in place by another process or handle; "
-                       "it can be read again once that writer closes it (HDF5's own file locking refuses a "
-                       "reader of a file open for writing the same way)", s->path, key);
-    }
-    char *jpath = journal_path(s->path);
-    int jfd = jpath ? open(jpath, O_RDONLY | O_CLOEXEC) : -1;
-    free(jpath);
-    if (jfd >= 0) {
-        journal_head jh;
-        int hot = read_head(jfd, &jh) && jh.lfh_off == lfh_off && jh.size == copy.usize && jh.crc == copy.crc &&
-                  journal_has_record(jfd, &jh);
-        close(jfd);
-        if (hot) {
-            close(fd);
-            return mz_fail(MMZIP_EBUSY, "%s: entry '%s' was being written in place when its writer was killed; its "
-                           "committed version is restored by `mmzip recover %s` (or any writable open)", s->path,
-                           key, s->path);
-        }
-    }
-    mmzip_hold_t *hd = malloc(sizeof *hd);
-    if (!hd) {
-        close(fd);
-        return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
-    }
-    hd->fd = fd;
-    *out = hd;
-    return MMZIP_OK;
-}
-
-void mmzip_release(mmzip_hold_t *hold) {
-    if (!hold) return;
-    close(hold->fd);
-    free(hold);
 }
 
 /* ---------------------------------------------------------------------------------------------------- */
@@ -697,34 +260,63 @@ static int check_editor(mmzip_t *h, const char *key, const char *fn) {
     return MMZIP_OK;
 }
 
-/* The edit of key, with the writer mutex held; or NULL with *st set and the mutex released. */
-static struct mz_edit *lock_edit(mmzip_t *h, const char *key, const char *fn, int *st) {
-    if ((*st = check_editor(h, key, fn)) != MMZIP_OK) return NULL;
-    mz_store *s = h->s;
-    pthread_mutex_lock(&s->wmu);
-    struct mz_edit *ed = s->edit;
-    if (!ed || strcmp(ed->key, key) != 0) {
-        *st = mz_fail(MMZIP_EINVAL, "%s: %s: entry '%s' is not being edited in place", s->path, fn, key);
-        pthread_mutex_unlock(&s->wmu);
-        return NULL;
-    }
-    return ed;
+/* 1 if ed is an edit of s that has not ended. */
+static int edit_open(mz_store *s, const struct mmzip_edit *ed) {
+    if (!ed->mapped) return s->edit == ed;
+    for (uint32_t i = 0; i < s->n_views; i++)
+        if (s->views[i] == &ed->v) return ed->v.open;
+    return 0;
 }
 
-static void edit_free(mz_store *s, struct mz_edit *ed) {
+/* ed with the writer mutex held, if it has not ended and is of the kind wanted (want_mapped: 1 mapped, 0
+ * journaled, -1 either); or NULL with *st set and the mutex released. */
+static struct mmzip_edit *lock_edit(mmzip_edit_t *ed, int want_mapped, const char *fn, int *st) {
+    if (!ed) {
+        *st = mz_fail(MMZIP_EINVAL, "%s: NULL edit", fn);
+        return NULL;
+    }
+    mz_store *s = ed->s;
+    if (s->owner != mz_current_pid()) {
+        *st = mz_fail(MMZIP_EBUSY, "%s: this edit was inherited across fork(); open the archive again", s->path);
+        return NULL;
+    }
+    pthread_mutex_lock(&s->wmu);
+    if (!edit_open(s, ed)) {
+        *st = mz_fail(MMZIP_EINVAL, "%s: %s: entry '%s' is not being edited in place (the edit has ended)", s->path,
+                      fn, ed->key);
+    } else if (want_mapped == 1 && !ed->mapped) {
+        *st = mz_fail(MMZIP_EINVAL, "%s: %s: the edit of '%s' is journaled: change it with mmzip_edit_write",
+                      s->path, fn, ed->key);
+    } else if (want_mapped == 0 && ed->mapped) {
+        *st = mz_fail(MMZIP_EINVAL, "%s: %s: the edit of '%s' is mapped (MMZIP_EDIT_MAP): write through its view",
+                      s->path, fn, ed->key);
+    } else {
+        *st = MMZIP_OK;
+        return ed;
+    }
+    pthread_mutex_unlock(&s->wmu);
+    return NULL;
+}
+
+static void edit_free(mz_store *s, struct mmzip_edit *ed) {
     if (!ed) return;
-    if (ed->jfd >= 0) close(ed->jfd);
-    if (ed->locked) (void)entry_lock(s->fd, F_UNLCK, ed->lfh_off);
-    free(ed->jpath);
+    if (ed->j.fd >= 0) close(ed->j.fd);
+    if (ed->locked) mz_unlock_entry(s->fd, ed->lfh_off);
+    free(ed->j.path);
     free(ed->lfh);
     free(ed->saved);
     free(ed->key);
     free(ed);
 }
 
-uint64_t mz_edit_floor(const mz_store *s) { return s->edit && s->edit->last ? s->edit->room_end : 0; }
+/* What commits (the directory's floor) and holds (the entry locked) read of the journaled edit, kept in the
+ * store after every change of it, so that neither calls up into this file. */
+static void edit_sync(mz_store *s) {
+    s->edit_floor = s->edit && s->edit->last ? s->edit->room_end : 0;
+    s->edit_lfh_off = s->edit ? s->edit->lfh_off : 0;
+}
 
-/* Where the bytes after the entry stop being its own: the end of its recorded room (mmzip_reserve_room),
+/* Where the bytes after the entry stop being its own: the end of its recorded room (MMZIP_RESERVE_ROOM),
  * or, for the physically last entry, nothing (*last = 1: it grows by moving the directory). Dead bytes
  * between the room and the next entry are not room: a reader of an older directory may still read them. */
 static uint64_t room_limit(mz_store *s, const mz_entry *e, int *last) {
@@ -742,18 +334,19 @@ static uint64_t room_limit(mz_store *s, const mz_entry *e, int *last) {
     return next < end ? next : end;
 }
 
-int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *room) {
-    int st = check_editor(h, key, "mmzip_edit_begin");
-    if (!st) st = mz_shared_refuse(h->s, "mmzip_edit_begin");
-    if (st) return st;
-    if (!view) return mz_fail(MMZIP_EINVAL, "mmzip_edit_begin: NULL view");
-    mz_store *s = h->s;
+static int begin_journaled(mz_store *s, const char *key, struct mmzip_edit **out) {
     size_t nlen = strlen(key);
+    int st;
     pthread_mutex_lock(&s->wmu);
-    struct mz_edit *ed = NULL;
+    struct mmzip_edit *ed = NULL;
     if (s->edit) {
-        st = mz_fail(MMZIP_EBUSY, "%s: entry '%s' is already being edited in place (one at a time per archive)",
-                     s->path, s->edit->key);
+        st = mz_fail(MMZIP_EBUSY, "%s: entry '%s' is already being edited in place (one journaled edit at a time "
+                     "per archive)", s->path, s->edit->key);
+        goto fail;
+    }
+    if (mapped_edit_of(s, key)) {
+        st = mz_fail(MMZIP_EBUSY, "%s: entry '%s' is being edited through a writable view (MMZIP_EDIT_MAP)",
+                     s->path, key);
         goto fail;
     }
     uint32_t head = mz_lookup_head(s, key, nlen);
@@ -804,52 +397,40 @@ int mmzip_edit_begin(mmzip_t *h, const char *key, const void **view, uint64_t *r
         goto fail;
     }
     ed->lfh = lh; /* only this process writes it while the edit holds the writer lock */
-    if (!(ed->key = strdup(key)) || !(ed->jpath = journal_path(s->path))) {
+    ed->s = s;
+    if (!(ed->key = strdup(key)) || !(ed->j.path = mz_journal_path(s->path))) {
         st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
         goto fail;
     }
-    ed->jfd = -1;
+    ed->j.fd = -1;
     ed->lfh_off = e->lfh_off;
     ed->data_off = e->data_off;
     ed->lfh_len = MZ_LFH_FIXED + nlen + MZ_LFH_ZIP64_EXTRA;
-    ed->base_size = e->usize;
-    ed->base_crc = e->crc;
+    ed->j.h.lfh_off = e->lfh_off;
+    ed->j.h.data_off = e->data_off;
+    ed->j.h.size = e->usize;
+    ed->j.h.crc = e->crc;
     ed->room_end = room_limit(s, e, &ed->last);
     ed->reach_end = e->data_off + e->csize + mz_room_of(s, e);
     ed->high = e->usize;
     /* On the store's own descriptor: a hold opens one of its own (mmzip_hold), so that even a hold in this
      * process conflicts with the edit. */
-    int locked = entry_lock(s->fd, F_WRLCK, ed->lfh_off);
+    int locked = mz_lock_entry(s->fd, 1, ed->lfh_off);
     if (locked == 1) {
         st = mz_fail(MMZIP_EBUSY, "%s: entry '%s' is held by a reader (mmzip_hold) in this or another process; "
                      "it cannot be edited in place while read", s->path, key);
         goto fail;
     }
     ed->locked = locked == 0;
-    mz_crashpoint("edit.journal_create");
-    /* Normally there is no journal (recovery at the open removed any): a new one needs no truncate. */
-    int fresh = 1;
-    ed->jfd = open(ed->jpath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (ed->jfd < 0 && errno == EEXIST) {
-        fresh = 0;
-        ed->jfd = open(ed->jpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    }
-    if (ed->jfd < 0) {
-        st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot create the undo journal %s", s->path, ed->jpath);
-        goto fail;
-    }
-    st = journal_reset(s, ed, fresh);
-    if (!st) st = jsync(s, ed->jfd, "edit.sync_journal_create");
-    if (!st && (s->opts.flags & MMZIP_DURABLE) && mz_fsync_dir_of(ed->jpath) != 0)
-        st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the directory of %s", s->path, ed->jpath);
-    if (!st) mz_io_trace_journal(s, MZ_OP_JCREATE, 0, "edit.journal_create");
+    st = mz_journal_create(s, &ed->j);
+    if (!st) st = journal_forget(s, ed);
     if (st) {
-        unlink(ed->jpath);
+        unlink(ed->j.path);
         goto fail;
     }
     s->edit = ed;
-    *view = s->map.base + ed->data_off;
-    if (room) *room = ed->last ? UINT64_MAX : ed->room_end - ed->data_off;
+    edit_sync(s);
+    *out = ed;
     pthread_mutex_unlock(&s->wmu);
     return MMZIP_OK;
 fail:
@@ -858,7 +439,7 @@ fail:
     return st;
 }
 
-static int grow_locked(mz_store *s, struct mz_edit *ed, uint64_t capacity) {
+static int grow_locked(mz_store *s, struct mmzip_edit *ed, uint64_t capacity) {
     uint64_t end = ed->data_off + capacity;
     if (end <= ed->room_end) return MMZIP_OK;
     if (!ed->last || s->pending_end > ed->room_end)
@@ -876,18 +457,19 @@ static int grow_locked(mz_store *s, struct mz_edit *ed, uint64_t capacity) {
         if (st) return st;
     }
     ed->room_end = end;
+    edit_sync(s);
     s->pending_end = end;
     if (end > s->zero_from) s->zero_from = end;
     return MMZIP_OK;
 }
 
-int mmzip_edit_grow(mmzip_t *h, const char *key, uint64_t capacity) {
+int mmzip_edit_grow(mmzip_edit_t *edit, uint64_t capacity) {
     int st;
-    struct mz_edit *ed = lock_edit(h, key, "mmzip_edit_grow", &st);
+    struct mmzip_edit *ed = lock_edit(edit, 0, "mmzip_edit_grow", &st);
     if (!ed) return st;
-    st = journal_fresh(h->s, ed);
-    if (!st) st = grow_locked(h->s, ed, capacity);
-    pthread_mutex_unlock(&h->s->wmu);
+    st = journal_fresh(ed->s, ed);
+    if (!st) st = grow_locked(ed->s, ed, capacity);
+    pthread_mutex_unlock(&ed->s->wmu);
     return st;
 }
 
@@ -918,8 +500,8 @@ static int file_equals(int fd, uint64_t off, const uint8_t *data, size_t len) {
  * entry held and what this session wrote, the room should read as zeros, but a writer killed while growing
  * the entry (with nothing journaled) leaves its bytes there: so data that is not all zeros there counts as a
  * change without looking, and zeros are checked against the file. */
-static int unchanged(mz_store *s, const struct mz_edit *ed, uint64_t offset, const void *data, size_t len) {
-    uint64_t known = ed->base_size > ed->high ? ed->base_size : ed->high;
+static int unchanged(mz_store *s, const struct mmzip_edit *ed, uint64_t offset, const void *data, size_t len) {
+    uint64_t known = ed->j.h.size > ed->high ? ed->j.h.size : ed->high;
     size_t in_file = offset >= known ? 0 : (known - offset < len ? (size_t)(known - offset) : len);
     const uint8_t *rest = (const uint8_t *)data + in_file;
     size_t n = len - in_file;
@@ -933,11 +515,12 @@ static int unchanged(mz_store *s, const struct mz_edit *ed, uint64_t offset, con
  * makes a SEEK_DATA, a pread and a pread per block to journal. */
 #define MZ_SMALL_EDIT (64u << 10)
 
-int mmzip_edit_write(mmzip_t *h, const char *key, uint64_t offset, const void *data, size_t len) {
+int mmzip_edit_write(mmzip_edit_t *edit, uint64_t offset, const void *data, size_t len) {
     int st;
-    struct mz_edit *ed = lock_edit(h, key, "mmzip_edit_write", &st);
+    struct mmzip_edit *ed = lock_edit(edit, 0, "mmzip_edit_write", &st);
     if (!ed) return st;
-    mz_store *s = h->s;
+    mz_store *s = ed->s;
+    const char *key = ed->key;
     uint8_t *old = NULL; /* the committed blocks of a small write, from old_lo */
     uint64_t old_lo = 0;
     if (len == 0) goto out;
@@ -951,10 +534,10 @@ int mmzip_edit_write(mmzip_t *h, const char *key, uint64_t offset, const void *d
     uint64_t end = offset + len;
     /* Unchanged bytes (HDF5 rewrites much metadata as it was) cost nothing but their CRC. */
     int same;
-    if (end <= ed->base_size && len <= MZ_SMALL_EDIT) {
+    if (end <= ed->j.h.size && len <= MZ_SMALL_EDIT) {
         old_lo = offset / MZ_UNDO_BLOCK * MZ_UNDO_BLOCK;
         uint64_t old_hi = (end + MZ_UNDO_BLOCK - 1) / MZ_UNDO_BLOCK * MZ_UNDO_BLOCK;
-        if (old_hi > ed->base_size) old_hi = ed->base_size;
+        if (old_hi > ed->j.h.size) old_hi = ed->j.h.size;
         if (!(old = malloc((size_t)(old_hi - old_lo)))) {
             st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
             goto out;
@@ -968,8 +551,8 @@ int mmzip_edit_write(mmzip_t *h, const char *key, uint64_t offset, const void *d
     } else {
         same = unchanged(s, ed, offset, data, len);
     }
-    if (!same && offset < ed->base_size) {
-        uint64_t b0 = offset / MZ_UNDO_BLOCK, b1 = ((end < ed->base_size ? end : ed->base_size) - 1) / MZ_UNDO_BLOCK;
+    if (!same && offset < ed->j.h.size) {
+        uint64_t b0 = offset / MZ_UNDO_BLOCK, b1 = ((end < ed->j.h.size ? end : ed->j.h.size) - 1) / MZ_UNDO_BLOCK;
         int saved_any = 0;
         for (uint64_t b = b0; b <= b1;) {
             if (ed->saved[b >> 3] & (1u << (b & 7))) {
@@ -979,15 +562,15 @@ int mmzip_edit_write(mmzip_t *h, const char *key, uint64_t offset, const void *d
             uint64_t r = b;
             while (r <= b1 && !(ed->saved[r >> 3] & (1u << (r & 7))) && r - b < 1024) r++;
             uint64_t lo = b * MZ_UNDO_BLOCK, hi = r * MZ_UNDO_BLOCK;
-            if (hi > ed->base_size) hi = ed->base_size;
-            st = journal_save(s, ed, ed->data_off + lo, hi - lo, old ? old + (lo - old_lo) : NULL);
+            if (hi > ed->j.h.size) hi = ed->j.h.size;
+            st = mz_journal_save(s, &ed->j, ed->data_off + lo, hi - lo, old ? old + (lo - old_lo) : NULL);
             if (st) goto out;
             for (uint64_t k = b; k < r; k++) ed->saved[k >> 3] |= (uint8_t)(1u << (k & 7));
             saved_any = 1;
             b = r;
         }
         if (saved_any) {
-            st = jsync(s, ed->jfd, "edit.sync_journal");
+            st = mz_journal_sync(s, &ed->j, "edit.sync_journal");
             if (st) goto out;
         }
     }
@@ -1002,7 +585,7 @@ int mmzip_edit_write(mmzip_t *h, const char *key, uint64_t offset, const void *d
         if (end > ed->high) ed->high = end;
         if (old) /* a small write, all inside the committed bytes: old holds them as they were */
             crc_delta_note(ed, offset, old + (offset - old_lo), data, len);
-        else if (offset < ed->base_size)
+        else if (offset < ed->j.h.size)
             ed->crc_delta_known = 0;
     }
     grown_record(ed, offset, data, len);
@@ -1013,31 +596,29 @@ out:
 }
 
 /* Puts the committed version back (every journaled block) and forgets the growth. */
-static int undo_locked(mz_store *s, struct mz_edit *ed) {
+static int undo_locked(mz_store *s, struct mmzip_edit *ed) {
     if (!ed->dirty && !ed->lfh_saved) return MMZIP_OK;
-    journal_head jh = {ed->nonce, ed->lfh_off, ed->data_off, ed->base_size, ed->base_crc};
-    int st = journal_apply(s, ed->jfd, &jh, ed->lfh_off, ed->data_off + ed->base_size, "edit.undo", NULL);
+    int st = mz_journal_apply(s, ed->j.fd, &ed->j.h, ed->lfh_off, ed->data_off + ed->j.h.size, "edit.undo", NULL);
     if (st) return st;
     /* Unpublished growth inside the room is cleared: the room must read as zeros for the next edit. */
     uint64_t hi = ed->data_off + ed->high < ed->reach_end ? ed->data_off + ed->high : ed->reach_end;
-    if (hi > ed->data_off + ed->base_size) {
+    if (hi > ed->data_off + ed->j.h.size) {
         mz_crashpoint("edit.clear_room");
-        st = mz_io_zero(s, ed->data_off + ed->base_size, hi - ed->data_off - ed->base_size, "edit.clear_room");
+        st = mz_io_zero(s, ed->data_off + ed->j.h.size, hi - ed->data_off - ed->j.h.size, "edit.clear_room");
         if (st) return st;
     }
-    ed->high = ed->base_size;
+    ed->high = ed->j.h.size;
     ed->dirty = 0;
     return journal_reset(s, ed, 0);
 }
 
-int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
+static int publish_journaled(struct mmzip_edit *ed, uint64_t size) {
     int st;
-    struct mz_edit *ed = lock_edit(h, key, "mmzip_edit_publish", &st);
-    if (!ed) return st;
-    mz_store *s = h->s;
+    mz_store *s = ed->s;
+    const char *key = ed->key;
     size_t nlen = strlen(key);
     uint8_t *lh = NULL;
-    if (!ed->dirty && size == ed->base_size) goto out;
+    if (!ed->dirty && size == ed->j.h.size) goto out;
     st = journal_fresh(s, ed);
     if (st) goto out;
     if (ed->data_off + size > ed->room_end) {
@@ -1053,14 +634,14 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
      * HDF5 driver clears what it cuts), the entry keeps no room and they are dead bytes. */
     uint64_t reach = ed->reach_end - ed->data_off, room = reach > size ? reach - size : 0;
     {
-        uint64_t lo = size > ed->base_size ? size : ed->base_size, hi = ed->high < reach ? ed->high : reach;
+        uint64_t lo = size > ed->j.h.size ? size : ed->j.h.size, hi = ed->high < reach ? ed->high : reach;
         if (hi > lo) {
             mz_crashpoint("edit.clear_room");
             st = mz_io_zero(s, ed->data_off + lo, hi - lo, "edit.clear_room");
             if (st) goto out;
         }
         const uint8_t *cut = s->map.base + ed->data_off;
-        for (uint64_t i = size; room && i < ed->base_size; i++)
+        for (uint64_t i = size; room && i < ed->j.h.size; i++)
             if (cut[i]) room = 0;
     }
     /* The local header: its CRC and ZIP64 sizes change, where they are. Until the commit point the file holds
@@ -1072,8 +653,8 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     }
     memcpy(lh, ed->lfh, (size_t)ed->lfh_len);
     if (!ed->lfh_saved) { /* the header as committed */
-        st = journal_save(s, ed, ed->lfh_off, ed->lfh_len, lh);
-        if (!st) st = jsync(s, ed->jfd, "edit.sync_journal_header");
+        st = mz_journal_save(s, &ed->j, ed->lfh_off, ed->lfh_len, lh);
+        if (!st) st = mz_journal_sync(s, &ed->j, "edit.sync_journal_header");
         if (st) goto out;
         ed->lfh_saved = 1;
     }
@@ -1111,6 +692,7 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     /* Growth past the published size is not kept: for the last entry the directory goes right after it. */
     if (ed->last && s->pending_end == ed->room_end) {
         ed->room_end = ed->data_off + size > s->data_end ? ed->data_off + size : s->data_end;
+        edit_sync(s);
         s->pending_end = ed->room_end;
     }
     s->bytes_since_commit += size;
@@ -1120,22 +702,22 @@ int mmzip_edit_publish(mmzip_t *h, const char *key, uint64_t size) {
     ed->lfh = lh;
     lh = NULL;
     mz_crashpoint("edit.published");
-    ed->base_size = size;
-    ed->base_crc = crc;
+    ed->j.h.size = size;
+    ed->j.h.crc = crc;
     ed->high = size;
     ed->reach_end = ed->data_off + size + room;
     if (!ed->last && ed->room_end > ed->reach_end) ed->room_end = ed->reach_end;
     if (ed->last) ed->room_end = s->data_end > ed->data_off + size ? s->data_end : ed->data_off + size;
+    edit_sync(s);
     ed->journal_stale = 1;
     st = journal_forget(s, ed);
 out:
     free(lh);
-    pthread_mutex_unlock(&s->wmu);
     return st;
 }
 
 int mz_edit_end_locked(mz_store *s) {
-    struct mz_edit *ed = s->edit;
+    struct mmzip_edit *ed = s->edit;
     if (!ed) return MMZIP_OK;
     int st = undo_locked(s, ed);
     if (st) return st; /* the journal stays: the next writable open restores the entry */
@@ -1147,24 +729,248 @@ int mz_edit_end_locked(mz_store *s) {
         }
         s->pending_end = x;
     }
-    close(ed->jfd);
-    ed->jfd = -1;
-    st = journal_remove(s, ed->jpath);
+    close(ed->j.fd);
+    ed->j.fd = -1;
+    st = mz_journal_remove(s, ed->j.path);
     s->edit = NULL;
+    edit_sync(s);
     edit_free(s, ed);
     return st;
 }
 
-int mmzip_edit_end(mmzip_t *h, const char *key) {
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Mapped edits                                                                                          */
+
+/* The open mapped edit of key, or NULL. */
+static struct mmzip_edit *mapped_edit_of(mz_store *s, const char *key) {
+    for (uint32_t i = 0; i < s->n_views; i++) {
+        struct mmzip_edit *d = edit_of(s->views[i]);
+        if (d->v.open && strcmp(d->key, key) == 0) return d;
+    }
+    return NULL;
+}
+
+/* Replaces the marker file with the list of the mapped edits open now, plus `add` if not NULL; removes it if
+ * the list is empty. s->wmu held. */
+static int write_marks(mz_store *s, const mz_mark *add) {
+    mz_mark *m = malloc((s->n_views + 1) * sizeof *m);
+    if (!m) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < s->n_views; i++) {
+        struct mmzip_edit *d = edit_of(s->views[i]);
+        if (d->v.open) m[n++] = (mz_mark){d->key, d->lfh_off, d->crc_before};
+    }
+    if (add) m[n++] = *add;
+    int st = mz_marks_write(s, m, n);
+    free(m);
+    return st;
+}
+
+int mz_edit_maps_sync(mz_store *s) {
+    pthread_mutex_lock(&s->wmu);
+    int st = write_marks(s, NULL);
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}
+
+/* Makes the edit read-only and queues its final refresh; the caller commits and drops the marker. */
+static void end_mapped_locked(struct mmzip_edit *d) {
+    mprotect(d->map, d->map_len, PROT_READ);
+    d->v.open = 0;
+    d->v.stale = 1;
+}
+
+void mz_edit_maps_end_all(mz_store *s) {
+    pthread_mutex_lock(&s->wmu);
+    for (uint32_t i = 0; i < s->n_views; i++)
+        if (s->views[i]->open) end_mapped_locked(edit_of(s->views[i]));
+    pthread_mutex_unlock(&s->wmu);
+}
+
+/* Everything pending goes out with the CRCs of the mapped edits (mmzip_commit without its handle). */
+static int commit_all(mz_store *s) {
+    pthread_mutex_lock(&s->wmu);
+    int st = mz_commit_locked(s, 0);
+    if (st == MMZIP_OK) s->batch = 0;
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}
+
+static int begin_mapped(mz_store *s, const char *key, struct mmzip_edit **out) {
+    size_t klen = strlen(key);
+    if (klen + MZ_EDIT_PREFIX_LEN > 65535 || strncmp(key, MZ_EDIT_PREFIX, MZ_EDIT_PREFIX_LEN) == 0)
+        return mz_fail(MMZIP_EINVAL, "%s: '%s' cannot be edited in place (invalid name, or a marker)", s->path, key);
+    pthread_mutex_lock(&s->wmu);
+    struct mmzip_edit *d = mapped_edit_of(s, key);
+    if ((d && mz_committed_at(s, d->lfh_off, MZ_MARK_SHADOWED)) || (s->edit && strcmp(s->edit->key, key) == 0)) {
+        pthread_mutex_unlock(&s->wmu);
+        return mz_fail(MMZIP_EBUSY, "%s: '%s' is already being edited in place", s->path, key);
+    }
+    pthread_rwlock_rdlock(&s->rw);
+    mz_entry *e = mz_lookup(s, key, klen, 1);
+    int st = MMZIP_OK;
+    const uint8_t *p = NULL;
+    uint64_t n = 0;
+    if (!e) st = mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s'", s->path, key);
+    else if (e->state != MZ_COMMITTED)
+        st = mz_fail(MMZIP_EBUSY, "%s: '%s' is pending; commit it before editing it in place", s->path, key);
+    else if (e->method != 0)
+        st = mz_fail(MMZIP_EUNSUPPORTED, "%s: '%s' is compressed (method %u); only stored entries can be edited "
+                     "in place", s->path, key, e->method);
+    else if (e->gp_flags & MZ_FLAG_DATA_DESCRIPTOR)
+        st = mz_fail(MMZIP_EUNSUPPORTED, "%s: '%s' has a data descriptor (its CRC follows the data); mmzip "
+                     "edits in place only entries whose local header holds the CRC", s->path, key);
+    else st = mz_entry_bytes(s, e, &p, &n);
+    /* The commit recomputes the CRC over the bytes as they then are, which would make damage that was there
+     * before the edit look valid: the bytes must match their CRC before they can be edited. */
+    if (st == MMZIP_OK) st = mz_verify_stored_once(s, e);
+    uint64_t lfh_off = e ? e->lfh_off : 0, data_off = e ? e->data_off : 0;
+    uint32_t crc = e ? e->crc : 0;
+    pthread_rwlock_unlock(&s->rw);
+    pthread_mutex_unlock(&s->wmu);
+    if (st) return st;
+
+    /* What is pending goes out first (the contract); then the marker, before the view exists: from here on a
+     * crash leaves something that says what happened. */
+    st = commit_all(s);
+    if (st) return st;
+
+    pthread_mutex_lock(&s->wmu);
+    mz_mark add = {key, lfh_off, crc};
+    st = write_marks(s, &add);
+    if (st) {
+        pthread_mutex_unlock(&s->wmu);
+        return st;
+    }
+    uint64_t pg = mz_page_size, lo = data_off / pg * pg;
+    size_t mlen = (size_t)((data_off + (n ? n : 1) + pg - 1) / pg * pg - lo);
+    void *m = mmap(NULL, mlen, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, (off_t)lo);
+    if (m == MAP_FAILED) {
+        pthread_mutex_unlock(&s->wmu);
+        return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot map '%s' writable", s->path, key);
+    }
+    /* A new record; an earlier one of this key (of a version since replaced) keeps its mapping, read-only,
+     * since pointers into it may live. */
+    mz_view **g = realloc(s->views, (s->n_views + 1) * sizeof *g);
+    if (g) s->views = g;
+    d = calloc(1, sizeof *d);
+    char *kc = strdup(key);
+    if (!g || !d || !kc) {
+        free(kc);
+        free(d);
+        munmap(m, mlen);
+        pthread_mutex_unlock(&s->wmu);
+        return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    }
+    for (uint32_t i = 0; i < s->n_views; i++)
+        if (s->views[i]->open && strcmp(edit_of(s->views[i])->key, key) == 0) end_mapped_locked(edit_of(s->views[i]));
+    s->views[s->n_views++] = &d->v;
+    d->s = s;
+    d->key = kc;
+    d->mapped = 1;
+    d->j.fd = -1;
+    d->lfh_off = d->v.lfh_off = lfh_off;
+    d->data_off = data_off;
+    d->crc_before = crc;
+    d->v.len = n;
+    d->map = m;
+    d->map_len = mlen;
+    d->v.view = (uint8_t *)m + (data_off - lo);
+    d->v.open = 1;
+    *out = d;
+    pthread_mutex_unlock(&s->wmu);
+    return MMZIP_OK;
+}
+
+void mz_edit_maps_free(mz_store *s) {
+    for (uint32_t i = 0; i < s->n_views; i++) {
+        struct mmzip_edit *d = edit_of(s->views[i]);
+        if (d->map) munmap(d->map, d->map_len);
+        free(d->key);
+        free(d);
+    }
+    free(s->views);
+    s->views = NULL;
+    s->n_views = 0;
+}
+
+uint64_t mz_edits_open(const mz_store *s) {
+    uint64_t n = s->edit != NULL;
+    for (uint32_t i = 0; i < s->n_views; i++) n += s->views[i]->open != 0;
+    return n;
+}
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* The API                                                                                               */
+
+int mmzip_edit_begin(mmzip_t *h, const char *key, unsigned flags, mmzip_edit_t **out) {
+    int st = check_editor(h, key, "mmzip_edit_begin");
+    if (!st) st = mz_shared_refuse(h->s, "mmzip_edit_begin"); /* both kinds keep state across transactions */
+    if (st) return st;
+    if (!out) return mz_fail(MMZIP_EINVAL, "mmzip_edit_begin: NULL out");
+    *out = NULL;
+    if (flags & ~(unsigned)MMZIP_EDIT_MAP) return mz_fail(MMZIP_EINVAL, "mmzip_edit_begin: unknown flag %#x", flags);
+    if (!mz_name_ok(key, strlen(key)))
+        return mz_fail(MMZIP_EINVAL, "%s: '%s' cannot be edited in place (invalid name)", h->s->path, key);
+    return (flags & MMZIP_EDIT_MAP) ? begin_mapped(h->s, key, out) : begin_journaled(h->s, key, out);
+}
+
+int mmzip_edit_map(mmzip_edit_t *edit, void **view, uint64_t *size, uint64_t *room) {
     int st;
-    struct mz_edit *ed = lock_edit(h, key, "mmzip_edit_end", &st);
+    struct mmzip_edit *ed = lock_edit(edit, -1, "mmzip_edit_map", &st);
     if (!ed) return st;
-    st = mz_edit_end_locked(h->s);
-    pthread_mutex_unlock(&h->s->wmu);
+    mz_store *s = ed->s;
+    if (ed->mapped) {
+        if (view) *view = ed->v.view;
+        if (size) *size = ed->v.len;
+        if (room) *room = ed->v.len;
+    } else {
+        if (view) *view = (void *)(s->map.base + ed->data_off);
+        if (size) *size = ed->j.h.size;
+        if (room) *room = ed->last ? UINT64_MAX : ed->room_end - ed->data_off;
+    }
+    pthread_mutex_unlock(&s->wmu);
+    return MMZIP_OK;
+}
+
+int mmzip_edit_publish(mmzip_edit_t *edit, uint64_t size) {
+    int st;
+    struct mmzip_edit *ed = lock_edit(edit, -1, "mmzip_edit_publish", &st);
+    if (!ed) return st;
+    mz_store *s = ed->s;
+    if (!ed->mapped) {
+        st = publish_journaled(ed, size);
+    } else if (size != ed->v.len) {
+        st = mz_fail(MMZIP_EINVAL, "%s: '%s' is edited through a view of %llu bytes, which cannot change size "
+                     "(%llu asked)", s->path, ed->key, (unsigned long long)ed->v.len, (unsigned long long)size);
+    } else {
+        st = mz_commit_locked(s, 0); /* refreshes the CRC of every open view (commit.c: mz_views_refresh_locked) */
+    }
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}
+
+int mmzip_edit_end(mmzip_edit_t *edit) {
+    int st;
+    struct mmzip_edit *ed = lock_edit(edit, -1, "mmzip_edit_end", &st);
+    if (!ed) return st;
+    mz_store *s = ed->s;
+    if (!ed->mapped) {
+        st = mz_edit_end_locked(s);
+        pthread_mutex_unlock(&s->wmu);
+        return st;
+    }
+    end_mapped_locked(ed);
+    pthread_mutex_unlock(&s->wmu);
+    st = commit_all(s); /* the last CRC; only then may the marker go */
+    if (!st) st = mz_edit_maps_sync(s);
     return st;
 }
 
 void mz_edit_free(mz_store *s) {
     edit_free(s, s->edit);
     s->edit = NULL;
+    edit_sync(s);
+    mz_edit_maps_free(s);
 }

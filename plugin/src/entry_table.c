@@ -1,6 +1,6 @@
 /*
- * entry_table.c - the in-memory entry table: name hashing, lookup with per-handle visibility, and the
- * sorted index used for listing.
+ * entry_table.c - the in-memory entry table: name hashing, lookup with per-handle visibility, the sorted
+ * index used for listing, and where an entry's data starts (its local header, read once).
  *
  * The hash slot of a name always points at its newest entry. A pending entry remembers the committed entry
  * it supersedes (`replaces`), so that read-only handles keep seeing the committed version until the
@@ -171,4 +171,49 @@ void mz_table_free(mz_store *s) {
     s->cd = NULL;
     s->sorted = NULL;
     s->n = s->cap = s->n_committed = 0;
+}
+
+mz_entry *mz_committed_at(mz_store *s, uint64_t lfh_off, uint8_t skip) {
+    for (uint32_t i = 0; i < s->n_committed; i++)
+        if (s->e[i].lfh_off == lfh_off && !(s->e[i].mark & skip)) return &s->e[i];
+    return NULL;
+}
+
+#define ENAME(e) (int)(e)->name_len, mz_name(s, (e))
+
+/* Below every reader and writer (read.c, write.c, journal.c): the local header is read at the first use of an
+ * entry, and its data offset kept. */
+int mz_resolve_data(mz_store *s, mz_entry *e) {
+    if (__atomic_load_n(&e->data_off, __ATOMIC_ACQUIRE)) return MMZIP_OK;
+    if (e->lfh_off + MZ_LFH_FIXED > s->file_size)
+        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': local header at %llu is past the end of the file",
+                       s->path, ENAME(e), (unsigned long long)e->lfh_off);
+    /* A writer with a new mapping reads it with pread: see copy.c (MZ_COPY_PREAD_BELOW). */
+    uint8_t head[MZ_LFH_FIXED + 256];
+    const uint8_t *h = s->map.base + e->lfh_off;
+    if (s->writable && !s->map.warm && e->name_len <= sizeof head - MZ_LFH_FIXED &&
+        mz_read_at(s, head, MZ_LFH_FIXED + e->name_len, e->lfh_off) == 0)
+        h = head;
+    uint32_t sig = mz_get32(h);
+    uint16_t nlen = mz_get16(h + 26), xlen = mz_get16(h + 28), method = mz_get16(h + 8);
+    /* A cleared signature marks a superseded first entry (commit.c: neutralize_dead_start); it is still
+     * valid for a reader whose snapshot predates that commit, provided the name matches exactly. */
+    if (sig != MZ_SIG_LFH && !(mz_lfh_sig_or_cleared(h) && nlen == e->name_len && nlen > 0 &&
+                               memcmp(h + MZ_LFH_FIXED, mz_name(s, e), nlen) == 0))
+        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': no local header at offset %llu (torn or overwritten)",
+                       s->path, ENAME(e), (unsigned long long)e->lfh_off);
+    uint64_t data = e->lfh_off + MZ_LFH_FIXED + nlen + xlen;
+    if (data > e->limit || e->csize > e->limit - data)
+        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': its data (%llu bytes at %llu) overlaps what follows at "
+                       "%llu", s->path, ENAME(e), (unsigned long long)e->csize, (unsigned long long)data,
+                       (unsigned long long)e->limit);
+    if (nlen != e->name_len || memcmp(h + MZ_LFH_FIXED, mz_name(s, e), nlen) != 0)
+        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': the local header names a different entry", s->path,
+                       ENAME(e));
+    /* A local header whose method disagrees with the directory: zipfile goes by the directory, and so does
+     * mmzip, but never unchecked: a stored entry's first read checks its CRC-32 (decoding always does), so
+     * bytes that are not the entry's are refused rather than returned. mmzip check reports the field. */
+    if (method != e->method && e->method == 0) __atomic_fetch_or(&e->mark, MZ_MARK_VERIFY, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->data_off, data, __ATOMIC_RELEASE);
+    return MMZIP_OK;
 }

@@ -1,30 +1,45 @@
 /*
  * internal.h - structures shared by the modules of libmmzip. Nothing here is part of the API.
  *
- * Module map (one responsibility per file):
- *   zip_format.c   byte layouts of the ZIP records we read and write
- *   trailer.c      finding and validating the end-of-central-directory records, scanning back after a crash
- *   central_dir.c  parsing a central directory into entries, with every hostile-archive check
- *   entry_table.c  the in-memory entry table: hash lookup, visibility, sorted listing
- *   mapping.c      the address-space reservation and the read-only / writable overlays of the file
- *   io.c           every write, truncate and sync of the archive (crash points and tracing in test builds)
- *   locks.c        the cross-process writer lock and commit lock (OFD locks), the owning process
- *   commit.c       the commit protocol: relocating the directory, publishing, the truncate commit point
- *   recovery.c     repairing a file left by a killed writer, at writable open; telling mmzip's leftovers from
- *                  foreign anomalies, which are kept
- *   store.c        opening and closing stores, the per-process registry, handles
- *   read.c         get, read, typed views, inflate, CRC checks
- *   decode.c       decoding bzip2, LZMA, zstd and xz entries of foreign archives
- *   copy.c         copying large ranges out to the caller (mmzip_read, mmzip_copy), split over helper threads
- *   write.c        put, reserve, patch, remove, begin, commit, rollback
- *   check.c        full verification of an archive, interoperability findings, recovery dry run
- *   pack.c         rewriting an archive without dead space
- *   edit.c         editing a committed entry in place (undo journal) and the entry holds that exclude readers
- *   inplace.c      writable views of stored entries (Python's r+ arrays): markers, CRC refresh at commit
- *   member_names.c which file an "archive#/member" name means (mmzip_split_name)
- *   shared_writer.c shared appending (MMZIP_SHARED): the writer lock per transaction, waiting in turn, and
- *                  bringing a store up to date with what other writers committed
- *   errors.c       status codes and the per-thread error message
+ * The files are layers, and a file calls only files listed below it (as SQLite's os.h -> pager.h -> btree.h):
+ * nothing below knows what is above it. tests/tools/call_circles.py (the CTest layout_no_call_circles) reads
+ * who calls whom from the built objects and fails on any circle. What a lower layer must know of a higher one
+ * is kept in the store by the higher one (mz_store.edit_floor, edit_lfh_off, views), never asked by a call up.
+ *
+ *   9  pack.c         rewriting an archive without dead space (it opens the archive)
+ *      check.c        full verification of an archive, interoperability findings, recovery dry run
+ *      store.c        opening and closing stores, the per-process registry, handles, info; mmzip_recover (a
+ *                     writable open, the directory moved back, a close)
+ *   8  recovery.c     repairing a file left by a killed writer, at writable open: the undo journal, the
+ *                     structure, then the marked entries of mapped edits; telling mmzip's leftovers from
+ *                     foreign anomalies, which are kept; mmzip_unfinished_edits
+ *   7  edit.c         editing a committed entry in place: one model (begin, map or write, publish, end),
+ *                     journaled (undone by a crash) or mapped (a writable view, kept by a crash, CRC recomputed)
+ *   6  write.c        put, reserve, patch, remove, begin, commit, rollback
+ *   5  commit.c       the commit protocol: relocating the directory, publishing, the truncate commit point; the
+ *                     CRCs of entries edited through views go out with each commit
+ *      shared_writer.c shared appending (MMZIP_SHARED): the writer lock per transaction, waiting in turn, and
+ *                     bringing a store up to date with what other writers committed (their additions here; a
+ *                     full reload through the function store.c installs)
+ *   4  read.c         get, read, typed views, inflate, CRC checks; why an entry awaiting recovery is refused
+ *   3  hold.c         readers' holds on an entry against in-place edits (mmzip_hold)
+ *      journal.c      what an edit leaves beside the archive for recovery: the undo journal, the marker file
+ *   2  names.c        the names of a listing in one buffer, for bindings (mmzip_list_names)
+ *      entry_table.c  the in-memory entry table: hash lookup, visibility, sorted listing, where data starts
+ *      trailer.c      finding and validating the end-of-central-directory records, scanning back after a crash
+ *      central_dir.c  parsing a central directory into entries, with every hostile-archive check
+ *      copy.c         copying large ranges out to the caller (mmzip_read, mmzip_copy), split over helper threads
+ *   1  io.c           every write, truncate and sync of the archive (crash points and tracing in test builds),
+ *                     the gathered small puts written out
+ *      mapping.c      the address-space reservation and the read-only / writable overlays of the file
+ *      decode.c       the ZIP compression methods: one table of their numbers, names and decoders (bzip2,
+ *                     LZMA, zstd and xz of foreign archives; a new method is one row there)
+ *      member_names.c which file an "archive#/member" name means (mmzip_split_name)
+ *      crc32_combine.c CRC-32 algebra: the CRC of a whole from its parts (an edit's new CRC at the cost of the change)
+ *   0  crc32.c        the CRC-32 of ZIP
+ *      zip_format.c   byte layouts of the ZIP records we read and write
+ *      locks.c        the cross-process writer lock, commit lock and entry edit locks (OFD locks), the owning process
+ *      errors.c       status codes and the per-thread error message
  */
 #ifndef MMZIP_INTERNAL_H
 #define MMZIP_INTERNAL_H
@@ -348,7 +363,7 @@ int mz_fsync_dir_of(const char *path);
 struct mz_store;
 int mz_io_write(struct mz_store *s, const void *buf, size_t len, uint64_t off, const char *what);
 int mz_io_writev(struct mz_store *s, const struct mmzip_iovec *iov, int n, uint64_t off, const char *what);
-/* A write to another file of the archive (the undo journal of edit.c), with the same crash modes, traced as
+/* A write to another file of the archive (the undo journal, journal.c), with the same crash modes, traced as
  * MZ_OP_JWRITE; mz_io_trace_journal reports the journal's other operations (MZ_OP_J*). */
 int mz_io_write_fd(struct mz_store *s, int fd, const void *buf, size_t len, uint64_t off, const char *what);
 void mz_io_trace_journal(struct mz_store *s, int op, uint64_t off, const char *what);
@@ -356,6 +371,8 @@ int mz_io_zero(struct mz_store *s, uint64_t off, uint64_t len, const char *what)
 void mz_io_trace_mapped(struct mz_store *s, uint64_t off, uint64_t len, const char *what);
 int mz_io_truncate(struct mz_store *s, uint64_t size, const char *what);
 /* Durable mode only: data (fdatasync) or full (fsync) barrier. A no-op otherwise. */
+/* Writes the gathered small puts (see mz_store.wbuf) where they belong. Call with s->wmu held. */
+int mz_flush_writes(struct mz_store *s);
 int mz_io_barrier(struct mz_store *s, int full, const char *what);
 /* A named point in the protocol where the test build can kill the process. */
 void mz_crashpoint(const char *name);
@@ -370,6 +387,12 @@ int mz_writer_lock_held(int fd);  /* 1 held by someone else, 0 free, -1 unknown 
 void mz_lock_commit(int fd, int exclusive); /* blocking; silently skipped if unsupported */
 pid_t mz_current_pid(void); /* getpid(), cached; reset in a forked child (locks.c: who owns a store) */
 void mz_unlock_commit(int fd);
+/* The edit lock of the entry whose local header is at lfh_off: 0 taken, 1 held by another open file
+ * description, -1 unsupported (no exclusion). */
+int mz_lock_entry(int fd, int exclusive, uint64_t lfh_off);
+void mz_unlock_entry(int fd, uint64_t lfh_off);
+/* 1 if another open file description holds the entry's lock (either way). */
+int mz_entry_lock_taken(int fd, uint64_t lfh_off);
 
 /* ---------------------------------------------------------------------------------------------------- */
 /* The store                                                                                             */
@@ -381,6 +404,16 @@ typedef struct mz_decoded {
     void *data;
     uint64_t size;
 } mz_decoded;
+
+/* A stored entry being edited through a writable view (edit.c, MMZIP_EDIT_MAP): what a commit needs to publish
+ * its CRC (commit.c). */
+typedef struct mz_view {
+    uint64_t lfh_off;      /* identifies the version of the entry being edited */
+    uint8_t *view;
+    uint64_t len;
+    int open;              /* still writable; 0 once ended (read-only) */
+    int stale;             /* ended since the last commit: its CRC still needs the final refresh */
+} mz_view;
 
 typedef struct mz_store {
     struct mz_store *next;         /* the per-process registry */
@@ -461,7 +494,10 @@ typedef struct mz_store {
     char *tmp_path;
 
     uint64_t recovered_bytes, rolled_back;
-    struct mz_edit *edit;          /* the entry being edited in place (edit.c), or NULL */
+    struct mmzip_edit *edit;       /* the journaled edit (edit.c), or NULL */
+    uint64_t edit_floor;           /* below this an open journaled edit of the last entry owns the file (0 if
+                                    * none): commits put the directory at or after it (edit.c keeps it) */
+    uint64_t edit_lfh_off;         /* the entry whose edit lock the journaled edit holds (if s->edit) */
 
     /* What the last load found that mmzip reads but some other ZIP readers may not (for mmzip check). */
     int count_wrapped;             /* 16-bit entry count that wrapped */
@@ -473,14 +509,16 @@ typedef struct mz_store {
     uint64_t foreign_hold;         /* writer: nothing below this offset may be overwritten (a foreign tail
                                     * anomaly is kept; new entries go after it), or 0 */
 
-    /* Stored entries being modified in place (inplace.c, mmzip_inplace). */
-    struct mz_inplace *inplaces;
-    uint32_t n_inplaces;
+    /* Stored entries being edited through writable views (edit.c, MMZIP_EDIT_MAP), ended ones included: each
+     * commit refreshes their CRCs (commit.c). */
+    struct mz_view **views;
+    uint32_t n_views;
     int cd_changed;                /* committed records were patched (CRC refresh): the next commit writes */
-    uint64_t edits_recovered;      /* CRCs refreshed at open for edits a dead writer left uncommitted */
-    uint64_t journal_restored;     /* bytes an undo journal wrote back at open (edit.c) */
+    uint64_t edits_recovered;      /* entries whose unfinished edit the open repaired (recovery.c) */
+    uint64_t edits_restored;       /* of those, entries restored from an undo journal */
+    uint64_t journal_restored;     /* bytes an undo journal wrote back at open */
 
-    /* What recovery did to the file, for mmzip_recover_ex (recovery.c, mz_recovery_note), and how many writes,
+    /* What recovery did to the file, for mmzip_recover (recovery.c, mz_recovery_note), and how many writes,
      * zeroings and truncates of the archive file this store made (io.c): recovery's "nothing changed" is
      * believed only when none was made. */
     struct mz_recovery_note *notes;
@@ -546,12 +584,18 @@ static inline uint32_t mz_hash(const char *name, size_t len) {
     return (uint32_t)h;
 }
 
+/* The offset below which an open journaled edit of the last entry owns the file (0 if none): commits place the
+ * directory at or after it. */
+static inline uint64_t mz_edit_floor(const mz_store *s) { return s->edit_floor; }
+
 /* entry_table.c */
 static inline const char *mz_name(const mz_store *s, const mz_entry *e) {
     return (const char *)s->cd + e->cd_rec + MZ_CDH_FIXED;
 }
 int mz_table_rebuild(mz_store *s);
 int mz_table_insert(mz_store *s, uint32_t idx);
+/* The committed entry whose local header is at lfh_off and that has none of the marks in skip, or NULL. */
+mz_entry *mz_committed_at(mz_store *s, uint64_t lfh_off, uint8_t skip);
 /* The entry visible under name: for the writer, its newest live version; for readers, the committed one. */
 mz_entry *mz_lookup(mz_store *s, const char *name, size_t len, int writer_view);
 uint32_t mz_lookup_head(mz_store *s, const char *name, size_t len); /* raw head index or MZ_NONE */
@@ -563,19 +607,25 @@ int mz_cd_reserve(mz_store *s, uint64_t extra);
 int mz_entries_reserve(mz_store *s, uint32_t extra);
 void mz_table_free(mz_store *s);
 
+int mz_resolve_data(mz_store *s, mz_entry *e); /* entry_table.c: reads the local header; sets e->data_off */
+
 /* read.c */
-int mz_resolve_data(mz_store *s, mz_entry *e); /* reads the local header; sets e->data_off */
 int mz_verify_crc(mz_store *s, mz_entry *e, const uint8_t *data, uint64_t len);
 int mz_entry_bytes(mz_store *s, mz_entry *e, const uint8_t **data, uint64_t *size);
 /* Inflates a deflated entry into buf (e->usize bytes) and checks its CRC; messages name the problem. */
 int mz_inflate_entry(mz_store *s, mz_entry *e, uint8_t *buf);
 uint32_t mz_crc32(uint32_t crc, const void *data, size_t len);
+/* crc32_combine.c: the bare remainder (crc0) of data followed by `after` zero bytes; crc(A || B) from crc(A),
+ * crc(B) and |B|. */
+uint32_t mz_crc0_shifted(const uint8_t *data, size_t len, uint64_t after);
+uint32_t mz_crc32_concat(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 /* Decodes a compressed entry of any supported method into buf (e->usize bytes) and checks its CRC-32. */
 int mz_decode_entry(mz_store *s, mz_entry *e, uint8_t *buf);
 /* Checks a stored entry's CRC-32 once: MZ_MARK_CRC_OK remembers success for the store's life. */
 int mz_verify_stored_once(mz_store *s, mz_entry *e);
 
-/* decode.c: bzip2 (12), LZMA (14), zstd (93), xz (95) into buf (e->usize bytes); no CRC check. */
+/* decode.c: the methods table. Decodes an entry of a method with a decoder there (bzip2, LZMA, zstd, xz) into
+ * buf (e->usize bytes), no CRC check; for any other, the MMZIP_EUNSUPPORTED error naming it. */
 int mz_decode_other(mz_store *s, mz_entry *e, uint8_t *buf);
 int mz_method_supported(unsigned method);
 int mz_data_end_of(mz_store *s, mz_entry *e, uint64_t *end); /* data end incl. a data descriptor */
@@ -591,13 +641,16 @@ uint64_t mz_room_of(mz_store *s, const mz_entry *e);
 /* Adds the table entry (and directory record) of a new pending entry whose bytes are in the file; the
  * previous version of key (head) is superseded. Call with s->wmu held. */
 int mz_add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, int reserved, const mz_stamp *stamp);
-/* Writes the gathered small puts (see mz_store.wbuf). Call with s->wmu held. */
-int mz_flush_writes(mz_store *s);
 /* Drops everything pending. Call with s->wmu held. */
 int mz_rollback_locked(mz_store *s);
+/* Drops e (visible to the writer) at the next commit, as mmzip_remove does, without committing. s->wmu held. */
+void mz_remove_locked(mz_store *s, mz_entry *e);
 
 /* commit.c */
 int mz_ensure_room(mz_store *s, uint64_t end);
+/* Writes crc as the committed entry's CRC-32, in its local header and the directory image (the next commit
+ * writes that). s->wmu held. */
+int mz_set_entry_crc(mz_store *s, mz_entry *e, uint32_t crc);
 int mz_commit_locked(mz_store *s, int force_compact);
 /* Why a committed entry is read other than its records say (a field zipfile also reads past), in one clause
  * for messages; 1 if there is such a reason, 0 (why empty) if not. */
@@ -622,58 +675,100 @@ int mz_neutralize_dead_start(mz_store *s);
 /* 1 if mz_neutralize_dead_start would clear a signature (for mmzip check's dry run). */
 int mz_dead_start_pending(mz_store *s);
 
-/* edit.c */
-/* Writes back what an in-place edit of a killed writer changed (its undo journal), then removes the journal. */
-int mz_edit_recover(mz_store *s);
-/* The offset below which an open in-place edit of the last entry owns the file (0 if none): commits place the
- * directory at or after it. */
-uint64_t mz_edit_floor(const mz_store *s);
-/* Ends the open in-place edit, undoing what was not published. Call with s->wmu held. */
-int mz_edit_end_locked(mz_store *s);
+/* journal.c: what an in-place edit keeps beside the archive for recovery. */
+#define MZ_UNDO_HEADER 48u   /* magic 8, nonce 8, lfh_off 8, data_off 8, size 8, crc 4, header crc 4 */
+#define MZ_UNDO_REC_HEAD 28u /* magic 4, nonce 8, offset 8, length 4, crc 4 (of the rest of the head + data) */
+typedef struct mz_journal_head {
+    uint64_t nonce, lfh_off, data_off, size; /* the entry and the committed version (size, crc) it restores */
+    uint32_t crc;
+} mz_journal_head;
+typedef struct mz_journal {
+    mz_journal_head h;
+    int fd;
+    char *path;
+    uint64_t end;          /* where the next record goes */
+} mz_journal;
+char *mz_journal_path(const char *archive); /* <archive>.mmzip-undo, malloc'ed */
+/* Creates the journal at j->path for the version j->h names (crash point edit.journal_create; durable: file
+ * and directory synced). Removes what it created on failure. */
+int mz_journal_create(mz_store *s, mz_journal *j);
+/* Starts the journal over for j->h with a new nonce (empty: the file was just created empty). */
+int mz_journal_reset(mz_store *s, mz_journal *j, int empty);
+/* Appends the committed bytes [off, off+len) of the archive (absolute): `bytes` if the caller has just read
+ * them, else read here. */
+int mz_journal_save(mz_store *s, mz_journal *j, uint64_t off, uint64_t len, const uint8_t *bytes);
+/* Durable mode: fdatasync of the journal, crash point `what` before it. */
+int mz_journal_sync(mz_store *s, const mz_journal *j, const char *what);
+/* 1 and *jh if fd holds a whole journal header, 0 if not. */
+int mz_journal_read_head(int fd, mz_journal_head *jh);
+/* Writes every whole record within [lo, hi) of the journal fd back into the archive, in order, and flushes;
+ * *written (if not NULL) grows by the bytes written. */
+int mz_journal_apply(mz_store *s, int fd, const mz_journal_head *jh, uint64_t lo, uint64_t hi, const char *what,
+                     uint64_t *written);
+int mz_journal_remove(mz_store *s, const char *jpath);
+/* 1 if the journal holds at least one whole record: only then can the entry differ from its committed
+ * version (every overwrite follows the record of what it overwrites). */
+int mz_journal_has_record(int fd, const mz_journal_head *jh);
+/* 1 if the journal restores exactly the version of the entry that the committed directory names. */
+int mz_journal_is_hot(mz_store *s, const mz_journal_head *jh);
+/* Applies to *crc the change of the committed bytes that the journal's old blocks show against the file: what
+ * a publish reads when some write did not note its change. */
+int mz_journal_crc_change(mz_store *s, const mz_journal *j, uint32_t *crc);
+/* The undo journal beside the archive, if it would restore an entry: 1 with *e (that committed entry) and
+ * *journal_bytes (the journal's size); 0 if there is none, or it would restore nothing. Does not write. */
+int mz_journal_pending(mz_store *s, mz_entry **e, uint64_t *journal_bytes);
 /* Read-only stores: marks the entry that a hot undo journal beside the archive would restore (MZ_MARK_EDITING). */
-void mz_edit_mark(mz_store *s);
-/* The undo journal beside the archive, if it would restore an entry: 1 with *e (that committed entry),
- * *journal_bytes (the journal's size) and *live (1 if an editor holds the entry's lock now: an edit in
- * progress, not a killed one); 0 if there is none, or it would restore nothing. Does not write. */
-int mz_edit_pending(mz_store *s, mz_entry **e, uint64_t *journal_bytes, int *live);
-/* 1 if an editor (this process or another) holds the edit lock of the entry at lfh_off now. */
-int mz_edit_lock_held(mz_store *s, uint64_t lfh_off);
-/* Frees the edit state without touching the file (the store is going away). */
-void mz_edit_free(mz_store *s);
-
-/* inplace.c */
-struct mz_inplace {
-    char *key;
+void mz_journal_mark(mz_store *s);
+/* The marker file of mapped edits, <archive>.mmzip-inplace (new_one: the .new file it is written as). */
+char *mz_marks_path(const char *archive, int new_one);
+typedef struct mz_mark {
+    const char *key;
     uint64_t lfh_off;      /* identifies the version of the entry being edited */
-    uint32_t crc_before;   /* its CRC when the edit began (recorded in the marker file) */
-    uint64_t len;
-    uint8_t *map;          /* its own shared writable mapping of the entry's pages */
-    size_t map_len;
-    uint8_t *view;         /* map + offset of the data in its first page */
-    int open;              /* still writable; 0 once ended (read-only, refreshed at the next commit) */
-    int stale;             /* ended since the last commit: its CRC still needs the final refresh */
-};
-/* Recomputes the CRC of every entry being edited (or ended since the last commit), patches the local header
- * and the directory image; sets s->cd_changed when one changed. Called by mz_commit_locked, s->wmu held. */
-int mz_inplace_refresh_locked(mz_store *s);
-/* Writable handle just opened: refreshes the CRCs of entries whose marker a dead writer left, commits, drops
- * the markers. */
-int mz_inplace_recover(mmzip_t *h);
-/* Ends every open edit (views read-only, CRCs refreshed by the next commit, after which the caller calls
- * mz_inplace_marks_sync to drop the markers). */
-int mz_inplace_end_all(mmzip_t *h);
-/* Calls fn for each committed entry that a marker names as being modified in place (the marker file of this
- * archive, or an older mmzip's marker entry ".mmzip/edit/<key>"), with `how` saying which marker; a non-zero
- * return of fn stops the walk and is returned. Returns the number of such entries, or a negative status (an
- * unreadable marker file). Writes nothing. */
-typedef int (*mz_marked_fn)(mz_store *s, mz_entry *e, const char *how, void *ctx);
-int mz_inplace_each_marked(mz_store *s, mz_marked_fn fn, void *ctx);
+    uint32_t crc;          /* its CRC when the edit began */
+} mz_mark;
+/* Replaces the marker file with these marks, whole (written beside, renamed over; durable: fsynced), or
+ * removes it if count is 0. */
+int mz_marks_write(mz_store *s, const mz_mark *marks, uint32_t count);
+/* Reads the marker file at path, checked: MMZIP_ENOENT if there is none, MMZIP_ESTALE if it belongs to another
+ * file than s's archive (one replaced since, by "w" or pack, or a copy), MMZIP_ECORRUPT (with a message) if it
+ * is not a complete marker file. */
+int mz_marks_read(mz_store *s, const char *path, uint8_t **buf, size_t *len);
+typedef struct mz_mark_rec {
+    uint64_t lfh_off;
+    uint32_t crc;
+    uint16_t name_len;
+    const uint8_t *name;
+} mz_mark_rec;
+/* The next record of a marker file read by mz_marks_read (*at starts at 0); 0 at the end. */
+int mz_marks_next(const uint8_t *buf, size_t len, size_t *at, mz_mark_rec *m);
+/* Marker entries ".mmzip/edit/<key>" that older versions of mmzip committed: 1 if me is one; its target's
+ * local-header offset (0 if it names none readable). */
 #define MZ_EDIT_PREFIX ".mmzip/edit/"
 #define MZ_EDIT_PREFIX_LEN 12u
-/* Rewrites the marker file from the edits open now (removes it if none): after the commit that published the
- * CRCs of the edits that ended. */
-int mz_inplace_marks_sync(mz_store *s);
-void mz_inplace_free(mz_store *s);
+int mz_legacy_marker(mz_store *s, const mz_entry *me);
+int mz_legacy_marker_target(mz_store *s, mz_entry *me, uint64_t *lfh_off);
+/* Calls fn for each committed entry that a marker names as being modified in place (the marker file of this
+ * archive, or an older mmzip's marker entry), with `how` saying which marker; a non-zero return of fn stops
+ * the walk and is returned. Returns the number of such entries, or a negative status (an unreadable marker
+ * file). Writes nothing. */
+typedef int (*mz_marked_fn)(mz_store *s, mz_entry *e, const char *how, void *ctx);
+int mz_marked_each(mz_store *s, mz_marked_fn fn, void *ctx);
+
+/* hold.c: 1 if an editor (this process or another) holds the edit lock of the entry at lfh_off now. */
+int mz_edit_lock_held(mz_store *s, uint64_t lfh_off);
+
+/* edit.c */
+/* Ends the open journaled edit, undoing what was not published. Call with s->wmu held. */
+int mz_edit_end_locked(mz_store *s);
+/* Ends every mapped edit (views read-only, CRCs refreshed by the next commit, after which the caller calls
+ * mz_edit_maps_sync to drop the marker file). */
+void mz_edit_maps_end_all(mz_store *s);
+/* Rewrites the marker file from the mapped edits open now (removes it if none). */
+int mz_edit_maps_sync(mz_store *s);
+/* Edits open now (mmzip_info.edits_open). */
+uint64_t mz_edits_open(const mz_store *s);
+/* Frees the edit state without touching the file (the store is going away). */
+void mz_edit_free(mz_store *s);
 
 /* read.c: why e's bytes are not at a commit (an unfinished in-place edit, killed or in progress), as a clause
  * for a message naming the archive and what to do; "" if they are. */
@@ -681,6 +776,9 @@ const char *mz_unfinished_why(mz_store *s, mz_entry *e, char *buf, size_t len);
 
 /* recovery.c */
 int mz_recover_locked(mz_store *s);
+/* Writable store just opened (and registered): the entries a killed writer's mapped edits left marked get
+ * their CRCs recomputed and committed, and the markers go. */
+int mz_recover_marked(mz_store *s);
 /* One thing recovery did (mmzip_recovery_action without the pointers' lifetime problems). */
 struct mz_recovery_note {
     int kind;
@@ -693,6 +791,8 @@ struct mz_recovery_note {
 void mz_recovery_note(mz_store *s, int kind, const char *entry, size_t entry_len, uint64_t bytes, uint64_t offset,
                       const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 void mz_recovery_notes_free(mz_store *s);
+/* Notes the directory moved back behind the last entry by a commit of recovery (the file was `before` bytes). */
+void mz_recovery_note_directory(mz_store *s, uint64_t before);
 /* What recovery would do to the loaded state of s, decided without writing anything; report (if not NULL)
  * gets one sentence per action or kept foreign anomaly. Used by the writable open and by mmzip check. */
 typedef struct mz_recovery_plan {
@@ -731,15 +831,23 @@ int mz_shared_enter(mz_store *s);
 void mz_shared_leave(mz_store *s);
 /* mmzip_refresh of a writable store: shared stores outside a transaction reload; others do nothing. */
 int mz_shared_refresh(mz_store *s);
-/* 1 for a shared store (in-place edits are refused: they keep state across transactions). */
+/* MMZIP_OK for a store without MMZIP_SHARED; MMZIP_EUNSUPPORTED with a message naming `what` for a shared one
+ * (in-place edits are refused: they keep state across transactions). */
 int mz_shared_refuse(mz_store *s, const char *what);
+/* The full reload of a shared store's view and the repair of a writable open, made when other writers changed
+ * more than they added (st: the file's fstat, the writer lock held, nothing pending). store.c installs it at
+ * the open: it needs store.c and recovery.c, which are above this layer. */
+typedef int (*mz_shared_reload_fn)(mz_store *s, const struct stat *st);
+void mz_shared_set_reload(mz_store *s, mz_shared_reload_fn fn);
+/* After such a reload: remembers the directory and end records as they are now, read whole. */
+int mz_shared_remember(mz_store *s);
 void mz_shared_free(mz_store *s);
 
 /* Test builds (MMZIP_TESTING) export hooks to observe every write, truncate and sync. */
 typedef void (*mmzip_io_trace_fn)(void *ctx, int op, uint64_t off, const void *data, uint64_t len,
                                   const char *what);
 enum { MZ_OP_WRITE = 1, MZ_OP_TRUNCATE = 2, MZ_OP_DATASYNC = 3, MZ_OP_FULLSYNC = 4,
-       /* the undo journal beside the archive (edit.c): a write, its emptying, a data sync, its removal
+       /* the undo journal beside the archive (journal.c): a write, its emptying, a data sync, its removal
         * (durable: with the directory synced), and its creation (durable: ditto) */
        MZ_OP_JWRITE = 5, MZ_OP_JTRUNCATE = 6, MZ_OP_JSYNC = 7, MZ_OP_JREMOVE = 8, MZ_OP_JCREATE = 9 };
 

@@ -340,3 +340,14 @@ int mz_io_barrier(mz_store *s, int full, const char *what) {
     TRACE(full ? MZ_OP_FULLSYNC : MZ_OP_DATASYNC, 0, NULL, 0, what);
     return MMZIP_OK;
 }
+
+/* The gathered small puts (write.c gathers them) are written here, below everything that must see them in the
+ * file first: a commit, a reader of a pending entry, an edit that moves the directory. */
+int mz_flush_writes(mz_store *s) {
+    if (!s->wbuf_len) return MMZIP_OK;
+    int st = mz_io_write(s, s->wbuf, s->wbuf_len, s->wbuf_off, "put.entry");
+    if (st) return st; /* the buffer stays, so a retried commit writes it again */
+    s->wbuf_len = 0;
+    __atomic_store_n(&s->written_end, UINT64_MAX, __ATOMIC_RELEASE);
+    return MMZIP_OK;
+}

@@ -1,6 +1,7 @@
 /*
- * locks.c - cross-process exclusion with open-file-description (OFD) locks on two bytes far past any
- * real data: one for "a writer has this archive open", one for "a commit is rewriting the end of the file".
+ * locks.c - cross-process exclusion with open-file-description (OFD) locks on bytes far past any real data:
+ * one for "a writer has this archive open", one for "a commit is rewriting the end of the file", and one per
+ * entry for "this entry is being edited in place" (taken exclusive by an edit, shared by a reader's hold).
  *
  * OFD locks, unlike classic POSIX record locks, belong to the open file, not the process: closing some
  * other descriptor of the same file (netCDF sniffing the magic number, a second mmzip_check) does not drop
@@ -16,6 +17,7 @@
 
 #define MZ_WRITER_LOCK_BYTE ((off_t)1 << 62)
 #define MZ_COMMIT_LOCK_BYTE (((off_t)1 << 62) + 1)
+#define MZ_ENTRY_LOCK_BASE ((off_t)1 << 61) /* + the entry's local-header offset */
 
 #ifndef F_OFD_SETLK
 #define F_OFD_GETLK 36
@@ -60,6 +62,21 @@ void mz_lock_commit(int fd, int exclusive) {
 }
 
 void mz_unlock_commit(int fd) { (void)ofd(fd, F_OFD_SETLK, F_UNLCK, MZ_COMMIT_LOCK_BYTE); }
+
+int mz_lock_entry(int fd, int exclusive, uint64_t lfh_off) {
+    int r = ofd(fd, F_OFD_SETLK, exclusive ? F_WRLCK : F_RDLCK, MZ_ENTRY_LOCK_BASE + (off_t)lfh_off);
+    if (r == 0) return 0;
+    if (r == -EAGAIN || r == -EACCES) return 1;
+    return -1; /* unsupported: no exclusion (the archive's writer lock says so in mmzip_info) */
+}
+
+void mz_unlock_entry(int fd, uint64_t lfh_off) {
+    (void)ofd(fd, F_OFD_SETLK, F_UNLCK, MZ_ENTRY_LOCK_BASE + (off_t)lfh_off);
+}
+
+int mz_entry_lock_taken(int fd, uint64_t lfh_off) {
+    return ofd(fd, F_OFD_GETLK, F_WRLCK, MZ_ENTRY_LOCK_BASE + (off_t)lfh_off) == 1;
+}
 
 /* The process that owns a store or a lock: every write checks that the store was opened by this process
  * (fork safety), and getpid() is a system call. */

@@ -79,13 +79,25 @@ static int copy_entries(mmzip_t *h, out_file *o, uint32_t alignment, uint8_t **c
         mz_write_lfh_ex(hdr, &f, mz_name(s, e), e->name_len, a, pad);
         st = out_write(o, hdr, hlen);
         free(hdr);
+        /* A stored entry's bytes are checked as they are copied: the packed archive must not launder a
+         * damaged entry into one that looks as trusted as the rest (its CRC would still be wrong, but the
+         * original, which `mmzip check` names, is gone). Compressed entries are copied byte for byte, CRC
+         * and all, unchecked: inflating every one would cost what pack is meant to avoid; their readers
+         * check them. Entries kept only because mmzip drops nothing (torn, unnamed) are copied as they are. */
+        int check = e->method == 0 && !(e->mark & (MZ_MARK_NONAME | MZ_MARK_BAD));
+        uint32_t crc = 0;
         for (uint64_t k = 0; !st && k < e->csize;) {
             uint64_t l = e->csize - k < MZ_PROGRESS_STEP ? e->csize - k : MZ_PROGRESS_STEP;
+            if (check) crc = mz_crc32(crc, s->map.base + e->data_off + k, (size_t)l);
             st = out_write(o, s->map.base + e->data_off + k, (size_t)l);
             k += l;
             done += l;
             if (h->progress) h->progress(done, total, h->progress_ctx);
         }
+        if (!st && check && crc != e->crc)
+            st = mz_fail(MMZIP_ECRC, "%s: entry '%.*s': CRC-32 mismatch (directory says %08x, data gives %08x): "
+                         "pack copies no damaged entry; the archive was not changed ('mmzip check' lists "
+                         "every damaged entry)", s->path, (int)e->name_len, mz_name(s, e), e->crc, crc);
         if (st) break;
         mz_crashpoint("pack.entry");
         size_t rl = mz_our_cdh_size(e->name_len);
@@ -135,21 +147,22 @@ int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts
             return mz_fail(MMZIP_EINVAL, "%s: the output is the archive itself; omit it to pack in place",
                            out_path);
         }
-        of.fd = open(out_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    } else {
-#ifdef O_TMPFILE
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (!slash) snprintf(dir, sizeof dir, ".");
-        else if (slash == dir) slash[1] = '\0';
-        else *slash = '\0';
-        of.fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
-        anonymous = of.fd >= 0;
-#endif
-        snprintf(tmp, sizeof tmp, "%s.mmzip-pack-%ld", path, (long)getpid());
-        if (of.fd < 0) of.fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     }
+    /* Written unnamed (or under a temporary name) beside its target and named at the end, whether it
+     * replaces the archive or goes to out_path: a pack that fails (a damaged entry, a full disk, a kill)
+     * leaves the target as it was, an existing out_path included, and no partial archive under its name. */
+#ifdef O_TMPFILE
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", target);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) slash[1] = '\0';
+    else *slash = '\0';
+    of.fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+    anonymous = of.fd >= 0;
+#endif
+    snprintf(tmp, sizeof tmp, "%s.mmzip-pack-%ld", target, (long)getpid());
+    if (of.fd < 0) of.fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (of.fd < 0) {
         st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot create the packed archive", target);
         mmzip_close(h);
@@ -174,7 +187,7 @@ int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts
     free(cd);
     mz_crashpoint("pack.fsync");
     if (!st && fsync(of.fd) != 0) st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the packed archive", target);
-    if (!st && !out_path) {
+    if (!st) {
         mz_crashpoint("pack.rename");
         if (anonymous) {
             char proc[64];
@@ -184,11 +197,12 @@ int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts
                 st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot name the packed archive", tmp);
         }
         mz_crashpoint("pack.named");
-        if (!st && rename(tmp, path) != 0) st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot replace it", path);
+        if (!st && rename(tmp, target) != 0) st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot replace it", target);
         mz_crashpoint("pack.renamed");
-        if (!st && mz_fsync_dir_of(path) != 0) st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the directory", path);
-        if (st && !anonymous) unlink(tmp);
+        if (!st && mz_fsync_dir_of(target) != 0)
+            st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot flush the directory", target);
     }
+    if (st) unlink(tmp); /* named by linkat, or the fallback's; the unnamed file goes with its descriptor */
     close(of.fd);
     int st2 = mmzip_close(h);
     return st ? st : st2;

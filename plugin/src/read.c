@@ -14,41 +14,6 @@
 
 #define ENAME(e) (int)(e)->name_len, mz_name(s, (e))
 
-int mz_resolve_data(mz_store *s, mz_entry *e) {
-    if (__atomic_load_n(&e->data_off, __ATOMIC_ACQUIRE)) return MMZIP_OK;
-    if (e->lfh_off + MZ_LFH_FIXED > s->file_size)
-        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': local header at %llu is past the end of the file",
-                       s->path, ENAME(e), (unsigned long long)e->lfh_off);
-    /* A writer with a new mapping reads it with pread: see copy.c (MZ_COPY_PREAD_BELOW). */
-    uint8_t head[MZ_LFH_FIXED + 256];
-    const uint8_t *h = s->map.base + e->lfh_off;
-    if (s->writable && !s->map.warm && e->name_len <= sizeof head - MZ_LFH_FIXED &&
-        mz_read_at(s, head, MZ_LFH_FIXED + e->name_len, e->lfh_off) == 0)
-        h = head;
-    uint32_t sig = mz_get32(h);
-    uint16_t nlen = mz_get16(h + 26), xlen = mz_get16(h + 28), method = mz_get16(h + 8);
-    /* A cleared signature marks a superseded first entry (commit.c: neutralize_dead_start); it is still
-     * valid for a reader whose snapshot predates that commit, provided the name matches exactly. */
-    if (sig != MZ_SIG_LFH && !(mz_lfh_sig_or_cleared(h) && nlen == e->name_len && nlen > 0 &&
-                               memcmp(h + MZ_LFH_FIXED, mz_name(s, e), nlen) == 0))
-        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': no local header at offset %llu (torn or overwritten)",
-                       s->path, ENAME(e), (unsigned long long)e->lfh_off);
-    uint64_t data = e->lfh_off + MZ_LFH_FIXED + nlen + xlen;
-    if (data > e->limit || e->csize > e->limit - data)
-        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': its data (%llu bytes at %llu) overlaps what follows at "
-                       "%llu", s->path, ENAME(e), (unsigned long long)e->csize, (unsigned long long)data,
-                       (unsigned long long)e->limit);
-    if (nlen != e->name_len || memcmp(h + MZ_LFH_FIXED, mz_name(s, e), nlen) != 0)
-        return mz_fail(MMZIP_ECORRUPT, "%s: entry '%.*s': the local header names a different entry", s->path,
-                       ENAME(e));
-    /* A local header whose method disagrees with the directory: zipfile goes by the directory, and so does
-     * mmzip, but never unchecked: a stored entry's first read checks its CRC-32 (decoding always does), so
-     * bytes that are not the entry's are refused rather than returned. mmzip check reports the field. */
-    if (method != e->method && e->method == 0) __atomic_fetch_or(&e->mark, MZ_MARK_VERIFY, __ATOMIC_RELEASE);
-    __atomic_store_n(&e->data_off, data, __ATOMIC_RELEASE);
-    return MMZIP_OK;
-}
-
 /* Read with pread: every open asks this of its last entry, and it would be the open's only touch of the
  * mapping (copy.c, MZ_COPY_PREAD_BELOW). An extra field too long for the buffer is read where it lies. */
 int mz_written_by_mmzip(mz_store *s, const mz_entry *e) {
@@ -124,7 +89,7 @@ const char *mz_unfinished_why(mz_store *s, mz_entry *e, char *buf, size_t len) {
         return buf;
     }
     marked_probe p = {e, ""};
-    if (mz_inplace_each_marked(s, probe_marked, &p) == 1) {
+    if (mz_marked_each(s, probe_marked, &p) == 1) {
         if (!s->writable && mz_writer_lock_held(s->fd) == 1)
             snprintf(buf, len, "it is being modified in place by a writer now (%s); its CRC is refreshed at that "
                      "writer's next commit", p.how);
@@ -542,13 +507,9 @@ int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t l
     return st;
 }
 
-int mmzip_list(mmzip_t *h, const char *prefix, mmzip_list_fn fn, void *ctx) {
-    return mmzip_list_ex(h, prefix, 0, fn, ctx);
-}
-
 int mmzip_list_ex(mmzip_t *h, const char *prefix, unsigned flags, mmzip_list_fn fn, void *ctx) {
-    if (!h || !fn) return mz_fail(MMZIP_EINVAL, "mmzip_list: NULL argument");
-    if (flags & ~(unsigned)MMZIP_LIST_NO_DATA_OFFSET) return mz_fail(MMZIP_EINVAL, "mmzip_list: unknown flags %#x", flags);
+    if (!h || !fn) return mz_fail(MMZIP_EINVAL, "mmzip_list_ex: NULL argument");
+    if (flags & ~(unsigned)MMZIP_LIST_NO_DATA_OFFSET) return mz_fail(MMZIP_EINVAL, "mmzip_list_ex: unknown flags %#x", flags);
     mz_store *s = h->s;
     size_t plen = prefix ? strlen(prefix) : 0;
     /* The sorted index is built lazily; building needs exclusive access. */

@@ -278,16 +278,193 @@ void mz_remove_stale_temps(const char *archive_path, mmzip_recovery_fn fn, void 
     closedir(d);
 }
 
-static void note_directory(mz_store *s, uint64_t before);
 static int neutralize_noted(mz_store *s);
 static void note_kept(mz_store *s, const mz_recovery_plan *plan);
 
-int mz_recover_locked(mz_store *s) {
-    /* An entry edited in place by a writer that died is put back first: the rest sees committed bytes. */
-    int st = mz_edit_recover(s);
+#define ENAME_J(e) (int)(e)->name_len, mz_name(s, (e))
+static int recover_journal(mz_store *s) {
+    char *jpath = mz_journal_path(s->path);
+    if (!jpath) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    int fd = open(jpath, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        free(jpath);
+        return err == ENOENT ? MMZIP_OK : mz_fail_errno(MMZIP_EIO, err, "%s: cannot open its undo journal", s->path);
+    }
+    mz_journal_head jh;
+    int st = MMZIP_OK, whole = mz_journal_read_head(fd, &jh);
+    mz_entry *e = whole ? mz_committed_at(s, jh.lfh_off, MZ_MARK_SHADOWED | MZ_MARK_BAD) : NULL;
+    uint64_t written = 0, room = 0;
+    if (whole && mz_journal_is_hot(s, &jh)) {
+        st = mz_journal_apply(s, fd, &jh, e->lfh_off, e->data_off + e->csize, "recover.undo", &written);
+        /* Growth into the entry's room was not journaled (nothing refers to it): it is cleared, so that
+         * the room reads as zeros again for the next edit. */
+        room = mz_room_of(s, e);
+        if (!st && room) {
+            mz_crashpoint("recover.clear_room");
+            st = mz_io_zero(s, e->data_off + e->csize, room, "recover.clear_room");
+        }
+        s->journal_restored += written;
+        if (written) s->edits_recovered++, s->edits_restored++;
+        if (written)
+            mz_recovery_note(s, MMZIP_RECOVERY_JOURNAL, mz_name(s, e), e->name_len, written, e->lfh_off,
+                             "%s: restored entry '%.*s' to its last commit (%llu bytes, crc %08x): wrote back %llu "
+                             "bytes of that commit from the undo journal %s, left by an in-place edit whose writer "
+                             "was killed before it published, and removed the journal%s", s->path, ENAME_J(e),
+                             (unsigned long long)e->usize, e->crc, (unsigned long long)written, jpath,
+                             room ? "; the room after it, where that edit may have grown it, reads as zeros again"
+                                  : "");
+        else
+            mz_recovery_note(s, MMZIP_RECOVERY_JOURNAL_GONE, mz_name(s, e), e->name_len, 0, e->lfh_off,
+                             "%s: removed the undo journal %s of entry '%.*s': the in-place edit was killed before "
+                             "it changed a committed byte, so the entry is at its last commit as it was", s->path,
+                             jpath, ENAME_J(e));
+    } else if (whole && e) {
+        mz_recovery_note(s, MMZIP_RECOVERY_JOURNAL_GONE, mz_name(s, e), e->name_len, 0, e->lfh_off,
+                         "%s: removed the undo journal %s of entry '%.*s', which restores a version the directory "
+                         "no longer names: the edit had published before its writer died; nothing to undo",
+                         s->path, jpath, ENAME_J(e));
+    } else {
+        mz_recovery_note(s, MMZIP_RECOVERY_JOURNAL_GONE, NULL, 0, 0, 0,
+                         "%s: removed the undo journal %s, which %s: nothing to undo", s->path, jpath,
+                         whole ? "names no committed entry (the edited entry was replaced or removed since)"
+                               : "holds no whole header (an in-place edit killed while creating it)");
+    }
+    close(fd);
+    if (!st) st = mz_journal_remove(s, jpath);
+    free(jpath);
+    return st;
+}
+
+/* Refreshes the CRC of the committed entry at lfh_off, if it is still there under the name (name, nlen) (or
+ * under any name if name is NULL), over its bytes as they are, and notes what it did (mmzip_recover); marker
+ * says which marker named it, for that note. */
+static int recover_marked_one(mz_store *s, uint64_t lfh_off, const uint8_t *name, size_t nlen, const char *marker) {
+    mz_entry *e = mz_committed_at(s, lfh_off, MZ_MARK_SHADOWED);
+    if (!e || e->method != 0 || (name && (e->name_len != nlen || memcmp(mz_name(s, e), name, nlen) != 0))) {
+        mz_recovery_note(s, MMZIP_RECOVERY_INPLACE, NULL, 0, 0, 0, "%s: %s named %s%.*s%s at %llu, which was replaced "
+                         "or removed since: nothing to refresh", s->path, marker, name ? "entry '" : "an entry",
+                         name ? (int)nlen : 0, name ? (const char *)name : "", name ? "'" : "",
+                         (unsigned long long)lfh_off);
+        return MMZIP_OK;
+    }
+    /* The entry's CRC is stale by design here: resolve its bytes without mz_entry_bytes's tail check. */
+    int st = mz_resolve_data(s, e);
     if (st) return st;
+    uint32_t crc = mz_crc32(0, s->map.base + e->data_off, (size_t)e->usize), old = e->crc;
+    if (crc != e->crc) {
+        st = mz_set_entry_crc(s, e, crc);
+        s->edits_recovered++;
+        __atomic_fetch_and(&e->mark, (uint8_t)~(MZ_MARK_VERIFY | MZ_MARK_BAD), __ATOMIC_RELEASE);
+    }
+    if (st) return st;
+    if (crc != old)
+        mz_recovery_note(s, MMZIP_RECOVERY_INPLACE, mz_name(s, e), e->name_len, e->usize, 1,
+                         "%s: kept entry '%.*s' (%llu bytes) as the writer that was modifying it in place left it "
+                         "when it died: its values may hold only part of that writer's changes; its CRC-32 was "
+                         "recomputed over them (%08x, was %08x); %s", s->path, (int)e->name_len, mz_name(s, e),
+                         (unsigned long long)e->usize, crc, old, marker);
+    else
+        mz_recovery_note(s, MMZIP_RECOVERY_INPLACE, mz_name(s, e), e->name_len, e->usize, 0,
+                         "%s: kept entry '%.*s' (%llu bytes) as it was: the writer that was modifying it in place had "
+                         "committed its changes (its CRC-32 matches) before it died; %s", s->path, (int)e->name_len,
+                         mz_name(s, e), (unsigned long long)e->usize, marker);
+    return MMZIP_OK;
+}
+
+/* The marker file a dead writer of mapped edits left: the CRCs of the entries it names are refreshed and
+ * committed, then the file goes. One that belongs to another file (the archive was replaced since) is removed
+ * untouched. */
+static int recover_marks_file(mz_store *s) {
+    char *path = mz_marks_path(s->path, 0), *tmp = mz_marks_path(s->path, 1);
+    if (!path || !tmp) {
+        free(path);
+        free(tmp);
+        return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
+    }
+    (void)unlink(tmp); /* a writer killed before its rename: that list never took effect */
+    uint8_t *buf;
+    size_t len;
+    int st = mz_marks_read(s, path, &buf, &len);
+    char marker[PATH_MAX + 96];
+    snprintf(marker, sizeof marker, "the in-place marker file %s, which named it, was removed", path);
+    if (st == MMZIP_OK) {
+        mz_mark_rec m;
+        for (size_t at = 0; !st && mz_marks_next(buf, len, &at, &m);)
+            st = recover_marked_one(s, m.lfh_off, m.name, m.name_len, marker);
+        if (!st) st = mz_commit_locked(s, 0);
+    } else if (st == MMZIP_ESTALE) {
+        mz_recovery_note(s, MMZIP_RECOVERY_INPLACE, NULL, 0, 0, 0, "%s: removed the in-place marker file %s, which "
+                         "belongs to another file (the archive was replaced or copied since): nothing to refresh",
+                         s->path, path);
+    }
+    free(buf);
+    if (st == MMZIP_OK || st == MMZIP_ESTALE) {
+        st = MMZIP_OK;
+        if (unlink(path) != 0 && errno != ENOENT)
+            st = mz_fail_errno(MMZIP_EIO, errno, "%s: cannot remove the in-place marker file %s", s->path, path);
+    } else if (st == MMZIP_ENOENT) {
+        st = MMZIP_OK;
+    }
+    free(path);
+    free(tmp);
+    return st;
+}
+
+/* Marker entries ".mmzip/edit/<key>" of an older mmzip: the CRCs of the entries they name are refreshed, then
+ * the markers are removed from the directory, with one commit. */
+static int recover_legacy_markers(mz_store *s) {
+    int st = MMZIP_OK, found = 0;
+    for (uint32_t i = 0; i < s->n_committed && !st; i++) {
+        mz_entry *me = &s->e[i];
+        if (!mz_legacy_marker(s, me)) continue;
+        found = 1;
+        char marker[400];
+        int n = (int)(me->name_len > 300 ? 300 : me->name_len);
+        snprintf(marker, sizeof marker, "the marker entry '%.*s' (of an older mmzip), which named it, was removed", n,
+                 mz_name(s, me));
+        uint64_t target;
+        if (!mz_legacy_marker_target(s, me, &target)) {
+            mz_recovery_note(s, MMZIP_RECOVERY_INPLACE, NULL, 0, 0, 0, "%s: removed the marker entry '%.*s' (of an "
+                             "older mmzip), which names no entry (unreadable, or not 12 bytes)", s->path, n,
+                             mz_name(s, me));
+            continue;
+        }
+        st = recover_marked_one(s, target, NULL, 0, marker);
+    }
+    if (st || !found) return st;
+    for (uint32_t i = 0; i < s->n_committed; i++) {
+        mz_entry *me = &s->e[i];
+        if (mz_legacy_marker(s, me) && !(me->mark & MZ_MARK_SHADOWED)) mz_remove_locked(s, me);
+    }
+    return mz_commit_locked(s, 0);
+}
+
+static int recover_structure(mz_store *s);
+
+/*
+ * Every unfinished in-place edit of a killed writer is repaired here, one way per kind of edit (edit.c): an
+ * undo journal is written back first, before anything else reads the entry (the rest then sees committed
+ * bytes), by mz_recover_locked; an entry that mapped edits changed is kept as left and its CRC recomputed by
+ * mz_recover_marked, once the open is complete (that takes a commit of its own).
+ */
+int mz_recover_locked(mz_store *s) {
+    int st = recover_journal(s);
+    return st ? st : recover_structure(s);
+}
+
+int mz_recover_marked(mz_store *s) {
+    pthread_mutex_lock(&s->wmu);
+    int st = recover_marks_file(s);
+    if (!st) st = recover_legacy_markers(s);
+    if (!st) s->batch = 0;
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}
+
+static int recover_structure(mz_store *s) {
     mz_recovery_plan plan;
-    st = mz_plan_recovery(s, &plan, NULL, NULL);
+    int st = mz_plan_recovery(s, &plan, NULL, NULL);
     if (st) return st;
     s->rolled_back = 0;
     note_kept(s, &plan);
@@ -349,14 +526,14 @@ int mz_recover_locked(mz_store *s) {
                              "%s: removed the %llu bytes after the last commit's end records at %llu (an interrupted "
                              "mmzip write: nothing any commit refers to)", s->path, (unsigned long long)cut,
                              (unsigned long long)trailer_end);
-        note_directory(s, before - cut);
+        mz_recovery_note_directory(s, before - cut);
     }
     s->recovered_bytes = before > s->file_size ? before - s->file_size : 0;
     return MMZIP_OK;
 }
 
 /* Notes a directory written back behind the last entry by a commit that took the file from `before` bytes. */
-static void note_directory(mz_store *s, uint64_t before) {
+void mz_recovery_note_directory(mz_store *s, uint64_t before) {
     uint64_t shrank = before > s->file_size ? before - s->file_size : 0;
     if (shrank)
         mz_recovery_note(s, MMZIP_RECOVERY_DIRECTORY, NULL, 0, shrank, s->cd_pos,
@@ -402,94 +579,6 @@ static void note_kept(mz_store *s, const mz_recovery_plan *plan) {
     }
 }
 
-int mmzip_recover(const char *path, uint64_t *discarded) {
-    mmzip_t *h;
-    if (discarded) *discarded = 0;
-    mz_remove_stale_temps(path, NULL, NULL);
-    int st = mmzip_open(path, "r+", NULL, &h);
-    if (st) return st;
-    mz_store *s = h->s;
-    pthread_mutex_lock(&s->wmu);
-    uint64_t before = s->file_size + s->recovered_bytes;
-    /* Beyond what every writable open repairs: move a relocated directory back behind the data (never over a
-     * foreign anomaly that the open kept), and remove the slack a killed writer left, as its close would have
-     * (docs/protocol.md §3.6). */
-    st = s->foreign_hold ? MMZIP_OK : s->clean ? mz_settle_at_rest(s) : mz_commit_locked(s, 1);
-    uint64_t after = s->file_size;
-    pthread_mutex_unlock(&s->wmu);
-    int st2 = mmzip_close(h);
-    if (discarded && before > after) *discarded = before - after;
-    return st ? st : st2;
-}
-
-/* One writable open and close of mmzip_recover_ex: what the open repaired, and the directory moved back. The
- * notes are handed to the caller (the store that holds them goes at the close); *changes counts the writes,
- * zeroings and truncates of the archive made up to the close (which writes nothing on a store with nothing
- * pending; the caller also compares the file's status before and after). */
-static int recover_pass(const char *path, struct mz_recovery_note **notes, uint32_t *n, uint64_t *changes) {
-    *notes = NULL;
-    *n = 0;
-    *changes = 0;
-    mmzip_t *h;
-    int st = mmzip_open(path, "r+", NULL, &h);
-    if (st) return st;
-    mz_store *s = h->s;
-    pthread_mutex_lock(&s->wmu);
-    if (!s->foreign_hold) {
-        /* A relocated directory, or the slack of a writer that was killed before its close removed it. */
-        uint64_t before = s->file_size, changes = s->file_changes;
-        st = s->clean ? mz_settle_at_rest(s) : mz_commit_locked(s, 1);
-        if (!st && s->file_changes != changes) note_directory(s, before);
-    }
-    pthread_mutex_unlock(&s->wmu);
-    *notes = s->notes;
-    *n = s->n_notes;
-    s->notes = NULL;
-    s->n_notes = 0;
-    *changes = s->file_changes;
-    int st2 = mmzip_close(h);
-    return st ? st : st2;
-}
-
-static void notes_free(struct mz_recovery_note *notes, uint32_t n) {
-    for (uint32_t i = 0; i < n; i++) {
-        free(notes[i].entry);
-        free(notes[i].message);
-    }
-    free(notes);
-}
-
-int mmzip_recover_ex(const char *path, mmzip_recovery_fn fn, void *ctx, int *changed) {
-    if (changed) *changed = 0;
-    if (!path) return mz_fail(MMZIP_EINVAL, "mmzip_recover_ex: NULL path");
-    mz_remove_stale_temps(path, fn, ctx);
-    struct stat b0, b1;
-    int had = stat(path, &b0) == 0;
-    struct mz_recovery_note *notes[2] = {NULL, NULL};
-    uint32_t n[2] = {0, 0};
-    uint64_t changes[2] = {0, 0};
-    /* A second pass after a first that changed the file: the commits of the repairs (an in-place edit's CRC
-     * and marker) leave the directory where a fresh open may find it away from the data, as `mmzip recover`
-     * always moved it back. */
-    int st = recover_pass(path, &notes[0], &n[0], &changes[0]);
-    if (!st && changes[0]) st = recover_pass(path, &notes[1], &n[1], &changes[1]);
-    int moved = had && stat(path, &b1) == 0 &&
-                (b0.st_size != b1.st_size || b0.st_ino != b1.st_ino || b0.st_mtim.tv_sec != b1.st_mtim.tv_sec ||
-                 b0.st_mtim.tv_nsec != b1.st_mtim.tv_nsec);
-    if (changed) *changed = changes[0] || changes[1] || moved;
-    for (int p = 0; p < 2; p++) {
-        for (uint32_t i = 0; i < n[p] && fn; i++) {
-            mmzip_recovery_action a = {notes[p][i].kind, notes[p][i].entry, notes[p][i].bytes, notes[p][i].offset,
-                                       notes[p][i].message};
-            /* The second pass finds again what the first kept as found: said once. */
-            if (p == 1 && a.kind == MMZIP_RECOVERY_KEPT) continue;
-            fn(&a, ctx);
-        }
-        notes_free(notes[p], n[p]);
-    }
-    return st;
-}
-
 typedef struct {
     mz_entry **e;
     uint32_t n;
@@ -518,10 +607,10 @@ int mmzip_unfinished_edits(mmzip_t *h, mmzip_unfinished_fn fn, void *ctx) {
     int writer = -1; /* whether a writer holds the archive now: looked up once, if a marker asks */
     mz_entry *je;
     uint64_t jbytes;
-    int jlive;
-    int journal = mz_edit_pending(s, &je, &jbytes, &jlive) && je;
+    int journal = mz_journal_pending(s, &je, &jbytes) && je;
+    int jlive = journal && mz_edit_lock_held(s, je->lfh_off);
     gathered g = {NULL, 0};
-    int marked = mz_inplace_each_marked(s, gather_marked, &g);
+    int marked = mz_marked_each(s, gather_marked, &g);
     if (marked < 0) st = marked;
     for (uint32_t i = 0; i < g.n + (uint32_t)journal && !st; i++) {
         mz_entry *e;

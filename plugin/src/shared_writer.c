@@ -20,7 +20,10 @@
  * kernel.
  *
  * The hooks called from the rest of the core are declared in internal.h (mz_shared_*); each is a no-op for a
- * store opened without MMZIP_SHARED.
+ * store opened without MMZIP_SHARED. This file is a layer below write.c, which calls it (internal.h's map):
+ * what it needs from above - the full reload of the directory and the repair of a writable open, which
+ * store.c and recovery.c make - it calls through the reload function the open installs in the store
+ * (mz_shared_set_reload), as SQLite's pager calls the busy handler it is given: never by name.
  */
 #include "internal.h"
 
@@ -52,6 +55,7 @@ struct mz_shared {
     uint64_t cap, off;
     uint64_t seen_pos, seen_size;
     uint64_t seen_trailer; /* the end records' length at the end of it */
+    mz_shared_reload_fn reload; /* the full reload and repair, installed by the open (store.c) */
 };
 
 #define SEEN(sh) ((sh)->buf + (sh)->off)
@@ -164,6 +168,7 @@ int mz_shared_lock_writer(mz_store *s, int fd) {
  * records. Only the store's own commits, and reloads that checked the rest, come here. */
 static int remember(mz_store *s) {
     struct mz_shared *sh = s->shared;
+    if (!sh) return MMZIP_OK;
     uint64_t len = s->file_size > s->cd_pos ? s->file_size - s->cd_pos : 0;
     uint64_t old_end = sh->seen_size - sh->seen_trailer;
     int prepend = sh->buf && sh->seen_size == s->file_size && sh->seen_trailer == s->trailer_len &&
@@ -352,17 +357,18 @@ static int bring_up_to_date(mz_store *s) {
     if ((uint64_t)st.st_size > s->opts.max_file_size)
         return mz_fail(MMZIP_ETOOBIG, "%s: the archive (%llu bytes) is larger than max_file_size (%llu)", s->path,
                        (unsigned long long)st.st_size, (unsigned long long)s->opts.max_file_size);
-    pthread_rwlock_wrlock(&s->rw);
-    mz_table_changed(s);
-    s->foreign_hold = 0;
-    int r = mz_load_state(s, 1, &st, NULL); /* the size is st's: we hold the writer lock */
-    mz_open_cache_stop(s);
-    pthread_rwlock_unlock(&s->rw);
-    mz_crashpoint("shared.reloaded");
-    if (!r) r = mz_recover_locked(s);
+    if (!s->shared->reload) return mz_fail(MMZIP_EINVAL, "%s: a shared store without its reload", s->path);
+    return s->shared->reload(s, &st);
+}
+
+int mz_shared_remember(mz_store *s) {
+    if (!s->shared) return MMZIP_OK;
     s->shared->seen_size = 0; /* what it remembered was another state: read the directory whole */
-    if (!r) r = remember(s);
-    return r;
+    return remember(s);
+}
+
+void mz_shared_set_reload(mz_store *s, mz_shared_reload_fn fn) {
+    if (s->shared) s->shared->reload = fn;
 }
 
 int mz_shared_enter(mz_store *s) {

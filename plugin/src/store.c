@@ -1,8 +1,10 @@
 /*
- * store.c - opening and closing stores, the per-process registry, and handles.
+ * store.c - opening and closing stores, the per-process registry, and handles; mmzip_recover.
  *
  * A store is one open archive in this process: one descriptor, one mapping, one entry table. Handles
- * point at stores; opening a file that is already open shares its store (keyed by device and inode).
+ * point at stores; opening a file that is already open shares its store (keyed by device and inode). A
+ * writable open repairs what a killed writer left (recovery.c), so mmzip_recover is a writable open, the
+ * directory moved back behind the data, and a close: it lives here, above the repair it drives.
  */
 #include "internal.h"
 
@@ -184,7 +186,7 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     s->zero_from = hole == 2 ? s->data_end : s->cd_pos;
     s->trailer_key[0] = t->end;
     s->trailer_key[1] = t->cd_pos ^ (t->cd_size << 20) ^ (t->entries << 40);
-    if (!s->writable) mz_edit_mark(s);
+    if (!s->writable) mz_journal_mark(s);
     return MMZIP_OK;
 }
 
@@ -227,7 +229,6 @@ static void store_free(mz_store *s) {
     for (uint32_t i = 0; s->decoded && i <= s->decoded_mask; i++) free(s->decoded[i].data);
     free(s->decoded);
     mz_edit_free(s);
-    mz_inplace_free(s);
     mz_recovery_notes_free(s);
     mz_shared_free(s);
     mz_map_free(&s->map);
@@ -455,6 +456,21 @@ static int settle_emptied(mz_store *s) {
     return r;
 }
 
+/* A shared writer's transaction found the archive changed by more than additions (shared_writer.c): its view
+ * is reloaded, and the file repaired, as a writable open does after taking the lock. */
+static int shared_reload(mz_store *s, const struct stat *st) {
+    pthread_rwlock_wrlock(&s->rw);
+    mz_table_changed(s);
+    s->foreign_hold = 0;
+    int r = mz_load_state(s, 1, st, NULL); /* the size is st's: the writer lock is held */
+    mz_open_cache_stop(s);
+    pthread_rwlock_unlock(&s->rw);
+    mz_crashpoint("shared.reloaded");
+    if (!r) r = mz_recover_locked(s);
+    if (!r) r = mz_shared_remember(s);
+    return r;
+}
+
 int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mmzip_t **out) {
     mz_clear_error();
     if (!path || !mode || !out) return mz_fail(MMZIP_EINVAL, "mmzip_open: NULL argument");
@@ -524,6 +540,7 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
         return mz_fail(MMZIP_ENOMEM, "%s: out of memory", path);
     }
     r = mz_shared_attach(s);
+    mz_shared_set_reload(s, shared_reload);
     if (!r) r = store_open(s, m, exists);
     mz_open_cache_stop(s);
     if (r) {
@@ -547,8 +564,7 @@ int mmzip_open(const char *path, const char *mode, const mmzip_options *opts, mm
     h->s = s;
     pthread_mutex_unlock(&registry_mu);
     if (writable) {
-        /* In-place edits a dead writer left uncommitted (inplace.c): their CRCs are refreshed now. */
-        r = mz_inplace_recover(h);
+        r = mz_recover_marked(s);
         if (!r) r = mz_shared_opened(s); /* a shared writer lets the lock go until its first write */
         if (r) {
             (void)release(h, 0);
@@ -579,10 +595,11 @@ static int release(mmzip_t *h, int commit) {
         mz_shared_leave(s);
         pthread_mutex_unlock(&s->wmu);
     }
-    if (h->writable && s->owner == mz_current_pid() && s->n_inplaces && s->writer_handles == 1) {
-        /* In-place changes are in the file already and cannot be rolled back: even a discard publishes
-         * their CRCs; the marker file goes after that commit (inplace.c). */
-        int r2 = mz_inplace_end_all(h);
+    if (h->writable && s->owner == mz_current_pid() && s->n_views && s->writer_handles == 1) {
+        /* Changes made through views are in the file already and cannot be rolled back: even a discard
+         * publishes their CRCs; the marker file goes after that commit (edit.c). */
+        int r2 = MMZIP_OK;
+        mz_edit_maps_end_all(s);
         if (!commit) {
             pthread_mutex_lock(&s->wmu);
             if (!r2) r2 = mz_commit_locked(s, 0);
@@ -613,8 +630,8 @@ static int release(mmzip_t *h, int commit) {
         mz_shared_leave(s);
         pthread_mutex_unlock(&s->wmu);
     }
-    if (h->writable && s->owner == mz_current_pid() && s->n_inplaces && s->writer_handles == 1 && r == MMZIP_OK)
-        r = mz_inplace_marks_sync(s); /* the final CRCs are committed: the marker file goes */
+    if (h->writable && s->owner == mz_current_pid() && s->n_views && s->writer_handles == 1 && r == MMZIP_OK)
+        r = mz_edit_maps_sync(s); /* the final CRCs are committed: the marker file goes */
     if (h->writable && s->owner == mz_current_pid() && s->writer_handles == 1 && r == MMZIP_OK) {
         /* The last writer goes: the file at rest is its data, without the slack kept for growth. */
         pthread_mutex_lock(&registry_mu);
@@ -647,7 +664,6 @@ static int release(mmzip_t *h, int commit) {
 }
 
 const char *mmzip_path(mmzip_t *h) { return h ? h->s->path : NULL; }
-int mmzip_writable(mmzip_t *h) { return h ? h->writable : 0; }
 
 const uint64_t *mmzip_generation(mmzip_t *h) {
     static const uint64_t none = 0;
@@ -703,7 +719,7 @@ out:
         /* An in-place edit may have begun, ended or been recovered without a new directory. */
         pthread_rwlock_wrlock(&s->rw);
         for (uint32_t i = 0; i < s->n; i++) s->e[i].mark &= (uint8_t)~MZ_MARK_EDITING;
-        mz_edit_mark(s);
+        mz_journal_mark(s);
         pthread_rwlock_unlock(&s->rw);
     }
     mz_unlock_commit(s->fd);
@@ -751,7 +767,8 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
     info->recovered_bytes = s->recovered_bytes;
     info->rolled_back = s->rolled_back;
     info->edits_recovered = s->edits_recovered;
-    for (uint32_t i = 0; i < s->n_inplaces; i++) info->edits_open += s->inplaces[i].open;
+    info->edits_restored = s->edits_restored;
+    info->edits_open = mz_edits_open(s);
     for (uint32_t i = 0; i < s->n_committed; i++) {
         if (s->e[i].mark & MZ_MARK_BAD) info->torn_tail++;
         if (s->e[i].mark & MZ_MARK_NONAME) info->unnamed++;
@@ -762,4 +779,75 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
     int unfinished = mmzip_unfinished_edits(h, NULL, NULL);
     info->edits_unfinished = unfinished > 0 ? (uint64_t)unfinished : 0;
     return MMZIP_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Recovery as a whole: a writable open (which repairs, recovery.c), moving the directory back, a close     */
+
+/* One writable open and close of mmzip_recover: what the open repaired, and the directory moved back. The
+ * notes are handed to the caller (the store that holds them goes at the close); *changes counts the writes,
+ * zeroings and truncates of the archive made up to the close (which writes nothing on a store with nothing
+ * pending; the caller also compares the file's status before and after). */
+static int recover_pass(const char *path, struct mz_recovery_note **notes, uint32_t *n, uint64_t *changes) {
+    *notes = NULL;
+    *n = 0;
+    *changes = 0;
+    mmzip_t *h;
+    int st = mmzip_open(path, "r+", NULL, &h);
+    if (st) return st;
+    mz_store *s = h->s;
+    pthread_mutex_lock(&s->wmu);
+    if (!s->foreign_hold) {
+        /* A relocated directory, or the slack of a writer that was killed before its close removed it. */
+        uint64_t before = s->file_size, changes = s->file_changes;
+        st = s->clean ? mz_settle_at_rest(s) : mz_commit_locked(s, 1);
+        if (!st && s->file_changes != changes) mz_recovery_note_directory(s, before);
+    }
+    pthread_mutex_unlock(&s->wmu);
+    *notes = s->notes;
+    *n = s->n_notes;
+    s->notes = NULL;
+    s->n_notes = 0;
+    *changes = s->file_changes;
+    int st2 = mmzip_close(h);
+    return st ? st : st2;
+}
+
+static void notes_free(struct mz_recovery_note *notes, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        free(notes[i].entry);
+        free(notes[i].message);
+    }
+    free(notes);
+}
+
+int mmzip_recover(const char *path, mmzip_recovery_fn fn, void *ctx, int *changed) {
+    if (changed) *changed = 0;
+    if (!path) return mz_fail(MMZIP_EINVAL, "mmzip_recover: NULL path");
+    mz_remove_stale_temps(path, fn, ctx);
+    struct stat b0, b1;
+    int had = stat(path, &b0) == 0;
+    struct mz_recovery_note *notes[2] = {NULL, NULL};
+    uint32_t n[2] = {0, 0};
+    uint64_t changes[2] = {0, 0};
+    /* A second pass after a first that changed the file: the commits of the repairs (an in-place edit's CRC
+     * and marker) leave the directory where a fresh open may find it away from the data, as `mmzip recover`
+     * always moved it back. */
+    int st = recover_pass(path, &notes[0], &n[0], &changes[0]);
+    if (!st && changes[0]) st = recover_pass(path, &notes[1], &n[1], &changes[1]);
+    int moved = had && stat(path, &b1) == 0 &&
+                (b0.st_size != b1.st_size || b0.st_ino != b1.st_ino || b0.st_mtim.tv_sec != b1.st_mtim.tv_sec ||
+                 b0.st_mtim.tv_nsec != b1.st_mtim.tv_nsec);
+    if (changed) *changed = changes[0] || changes[1] || moved;
+    for (int p = 0; p < 2; p++) {
+        for (uint32_t i = 0; i < n[p] && fn; i++) {
+            mmzip_recovery_action a = {notes[p][i].kind, notes[p][i].entry, notes[p][i].bytes, notes[p][i].offset,
+                                       notes[p][i].message};
+            /* The second pass finds again what the first kept as found: said once. */
+            if (p == 1 && a.kind == MMZIP_RECOVERY_KEPT) continue;
+            fn(&a, ctx);
+        }
+        notes_free(notes[p], n[p]);
+    }
+    return st;
 }

@@ -55,15 +55,6 @@ static int check_alignment(mz_store *s, uint32_t *alignment) {
 #define MZ_WRITE_BLOCK (2u << 20)
 #define MZ_GATHER_BUFFER MZ_WRITE_BLOCK
 
-int mz_flush_writes(mz_store *s) {
-    if (!s->wbuf_len) return MMZIP_OK;
-    int st = mz_io_write(s, s->wbuf, s->wbuf_len, s->wbuf_off, "put.entry");
-    if (st) return st; /* the buffer stays, so a retried commit writes it again */
-    s->wbuf_len = 0;
-    __atomic_store_n(&s->written_end, UINT64_MAX, __ATOMIC_RELEASE);
-    return MMZIP_OK;
-}
-
 /* Drops gathered bytes at and after `off` (their entries were superseded or rolled back). */
 static void unwrite_from(mz_store *s, uint64_t off) {
     if (!s->wbuf_len || off >= s->wbuf_off + s->wbuf_len) return;
@@ -239,8 +230,8 @@ static uint64_t reusable_start(mz_store *s, uint32_t head) {
     return s->pending_end;
 }
 
-int mmzip_putv_attr(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment,
-                    const mmzip_attr *attr) {
+int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment,
+                const mmzip_attr *attr) {
     int st = check_writer(h, key, "mmzip_put");
     if (st) return st;
     if (count < 0 || (count > 0 && !iov)) return mz_fail(MMZIP_EINVAL, "mmzip_put: bad buffer list");
@@ -355,13 +346,9 @@ out:
     return st;
 }
 
-int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment) {
-    return mmzip_putv_attr(h, key, iov, count, alignment, NULL);
-}
-
 int mmzip_put(mmzip_t *h, const char *key, const void *data, uint64_t size, uint32_t alignment) {
     mmzip_iovec v = {data, size};
-    return mmzip_putv(h, key, &v, size ? 1 : 0, alignment);
+    return mmzip_putv(h, key, &v, size ? 1 : 0, alignment, NULL);
 }
 
 int mmzip_remove(mmzip_t *h, const char *key) {
@@ -379,6 +366,14 @@ int mmzip_remove(mmzip_t *h, const char *key) {
         pthread_mutex_unlock(&s->wmu);
         return mz_fail(MMZIP_ENOTFOUND, "%s: no entry '%s' to remove", s->path, key);
     }
+    mz_remove_locked(s, e);
+    st = maybe_autocommit(s);
+    mz_shared_leave(s);
+    pthread_mutex_unlock(&s->wmu);
+    return st;
+}
+
+void mz_remove_locked(mz_store *s, mz_entry *e) {
     pthread_rwlock_wrlock(&s->rw);
     mz_table_changed(s);
     if (e->state == MZ_PENDING) {
@@ -396,10 +391,6 @@ int mmzip_remove(mmzip_t *h, const char *key) {
     s->sorted_valid = 0;
     pthread_rwlock_unlock(&s->rw);
     s->bytes_since_commit += 64;
-    st = maybe_autocommit(s);
-    mz_shared_leave(s);
-    pthread_mutex_unlock(&s->wmu);
-    return st;
 }
 
 /* Makes [off, off+len) of the free region read as zeros and have blocks behind it, so that filling it
@@ -456,7 +447,7 @@ static mz_entry *lock_reservation(mmzip_t *h, const char *key, const char *fn, i
 
 static int reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data,
                    int keep_room) {
-    int st = check_writer(h, key, keep_room ? "mmzip_reserve_room" : "mmzip_reserve");
+    int st = check_writer(h, key, "mmzip_reserve");
     if (st) return st;
     if (!data) return mz_fail(MMZIP_EINVAL, "mmzip_reserve: NULL data pointer");
     mz_store *s = h->s;
@@ -528,12 +519,10 @@ out:
     return st;
 }
 
-int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data) {
-    return reserve(h, key, capacity, alignment, data, 0);
-}
-
-int mmzip_reserve_room(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, void **data) {
-    return reserve(h, key, capacity, alignment, data, 1);
+int mmzip_reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alignment, unsigned flags,
+                  void **data) {
+    if (flags & ~(unsigned)MMZIP_RESERVE_ROOM) return mz_fail(MMZIP_EINVAL, "mmzip_reserve: unknown flags %#x", flags);
+    return reserve(h, key, capacity, alignment, data, (flags & MMZIP_RESERVE_ROOM) != 0);
 }
 
 int mmzip_reserve_resize(mmzip_t *h, const char *key, uint64_t capacity, void **data) {

@@ -322,21 +322,3 @@ size_t mz_write_end(uint8_t *p, uint64_t entries, uint64_t cd_size, uint64_t cd_
     if (comment_len) memcpy(p + 22, comment, comment_len);
     return MZ_EOCD_FIXED + comment_len;
 }
-
-/* The names of the ZIP compression methods (APPNOTE 4.4.5), for messages of every layer. */
-const char *mmzip_method_name(unsigned m) {
-    switch (m) {
-    case 0: return "stored";
-    case 1: return "shrink";
-    case 6: return "implode";
-    case 8: return "deflate";
-    case 9: return "deflate64";
-    case 12: return "bzip2";
-    case 14: return "lzma";
-    case 93: return "zstd";
-    case 95: return "xz";
-    case 98: return "ppmd";
-    case 99: return "AES encryption";
-    default: return "unknown";
-    }
-}

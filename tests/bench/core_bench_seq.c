@@ -29,7 +29,7 @@ static void make_big(const char *path, uint64_t size) {
     int st = mmzip_open(path, "w", NULL, &h);
     if (st) bench_die(path, st);
     void *view;
-    if ((st = mmzip_reserve(h, KEY, size, 4096, &view)) != MMZIP_OK) bench_die("reserve", st);
+    if ((st = mmzip_reserve(h, KEY, size, 4096, 0, &view)) != MMZIP_OK) bench_die("reserve", st);
     unsigned char *p = view;
     for (uint64_t k = 0; k < size; k++) p[k] = pattern(k);
     if ((st = mmzip_patch(h, KEY, size)) != MMZIP_OK) bench_die("patch", st);

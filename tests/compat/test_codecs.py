@@ -2,6 +2,7 @@
 libblosc has, zlib, gzip, bz2, lzma, zstd, lz4) and the numcodecs filters the view decodes exactly read
 with the values zarr-python reads; filters the view cannot decode give an error, never raw bytes."""
 import os
+import re
 import subprocess
 import zipfile
 
@@ -10,7 +11,7 @@ import numpy as np
 import zarr
 
 import compat_lib as C
-from mmzip_testlib import BUILD, TempDir, check_equal, main
+from mmzip_testlib import BUILD, SOURCE, TempDir, check_equal, main
 
 PROBE = os.path.join(BUILD, "bin", "compat_view_probe")
 
@@ -151,6 +152,26 @@ def test_undecodable_filters_are_errors():
             check_equal(ds["good_neighbour"][:].tolist(), list(range(5)), "the rest of the archive reads")
 
 
+def test_every_codec_of_the_table_is_tested():
+    """Each compressor and filter row of the view's codec table (nczarr_map/view/codecs/codec_table.c) is one
+    that this file writes with numcodecs and compares with zarr-python, so that a codec is not added without
+    its test; each Zarr v3 name is written by test_zarr_v3.py."""
+    with open(os.path.join(SOURCE, "nczarr_map", "view", "codecs", "codec_table.c"), encoding="utf-8") as f:
+        rows = re.findall(r'^\s*\{(NULL|"[a-z0-9_.-]+"),\s*(NULL|"[a-z0-9_.-]+"),\s*(COMPRESSOR|FILTER|OBJECT)',
+                          f.read(), re.M)
+    assert len(rows) >= 19, rows
+    table_v2 = {v2.strip('"') for v2, _, role in rows if v2 != "NULL" and role != "OBJECT"}
+    written = {numcodecs.Blosc().codec_id, numcodecs.PackBits().codec_id}  # "default" (None); filter_packbits
+    written |= {c.codec_id for c in compressors().values() if c is not None}
+    for _, flt, comp in filters().values():
+        written |= {c.codec_id for c in flt} | ({comp.codec_id} if comp is not None else set())
+    check_equal(sorted(table_v2 - written), [], "codec table rows without an end-to-end test here")
+    with open(os.path.join(SOURCE, "tests", "compat", "test_zarr_v3.py"), encoding="utf-8") as f:
+        v3_test = f.read()
+    table_v3 = {v3.strip('"') for _, v3, _ in rows if v3 != "NULL"}
+    check_equal(sorted(n for n in table_v3 if '"%s"' % n not in v3_test), [], "v3 names not in test_zarr_v3.py")
+
+
 if __name__ == "__main__":
     main([test_every_codec_reads_exactly, test_deflated_zip_entries_too, test_ncdump_prints_decoded_values,
-          test_undecodable_filters_are_errors])
+          test_undecodable_filters_are_errors, test_every_codec_of_the_table_is_tested])

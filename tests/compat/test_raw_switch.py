@@ -99,12 +99,15 @@ def test_user_guide_lists_translations():
     must = ["_ZARR_DTYPE", "_ZARR_SHAPE", "_ZARR_FillValue", "_Encoding", "_ARRAY_DIMENSIONS", "_NCZARR_ATTR",
             "_scalar_", "re_im", "_strlen", "_bytes", "_zdim_", "daf_version", "_nnz", "_colptr",
             "MMZIP_NCZARR_VIEW=raw", "mmzip=raw", "MMZIP_NCZARR_VIEW_CACHE_MB"]
-    for source in ("v2/v2_chain.c", "codecs/view_filters.c"):
-        with open(os.path.join(SOURCE, "nczarr_map", "view", source), encoding="utf-8") as f:
-            must += re.findall(r'strcmp\(id, "([a-z0-9-]+)"\)', f.read())
-    # Zarr v3: data types, codecs and chunk key encodings the v3 reader knows by name
+    # the codec table: every row's v2 id and v3 name
+    with open(os.path.join(SOURCE, "nczarr_map", "view", "codecs", "codec_table.c"), encoding="utf-8") as f:
+        rows = re.findall(r'^\s*\{(?:NULL|"([a-z0-9_.-]+)"),\s*(?:NULL|"([a-z0-9_.-]+)"),\s*(?:COMPRESSOR|FILTER|OBJECT)',
+                          f.read(), re.M)
+    assert len(rows) >= 19, rows
+    must += [v2 for v2, _ in rows if v2]
+    # Zarr v3: data types, layout codecs and chunk key encodings the v3 reader knows by name, and the table's codecs
     with open(os.path.join(SOURCE, "nczarr_map", "view", "v3", "v3_array.c"), encoding="utf-8") as f:
-        v3_names = re.findall(r'strcmp\(name, "([a-z0-9_.-]+)"\)', f.read())
+        v3_names = re.findall(r'strcmp\(name, "([a-z0-9_.-]+)"\)', f.read()) + [v3 for _, v3 in rows if v3]
     assert {"sharding_indexed", "crc32c", "transpose", "vlen-bytes"} <= set(v3_names), v3_names
     must += ["`%s`" % n for n in v3_names]
     missing = [m for m in must if m not in guide]

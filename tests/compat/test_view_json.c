@@ -1,6 +1,6 @@
 /*
- * test_view_json.c - the JSON of the compatibility view and of the storage map (view_json.h): parsing what
- * zarr-python, xarray and netCDF-C write, refusing hostile input, writing what netCDF-C 4.9.0 reads back
+ * test_view_json.c - the JSON of the compatibility view and of the storage map (nczarr_map/json/json.h):
+ * parsing what zarr-python, xarray and netCDF-C write, refusing hostile input, writing what netCDF-C 4.9.0 reads back
  * with numbers as they were written, meaning-based equality, deep merge, and building documents.
  */
 #include <math.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "nczarr_ctest.h"
-#include "view_json.h"
+#include "json.h"
 
 static mzj_value *parse_n(const char *text, size_t len) {
     mzj_value *v;

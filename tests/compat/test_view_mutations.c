@@ -15,7 +15,7 @@
 
 #include "mmzip.h"
 #include "view.h"
-#include "view_json.h"
+#include "json.h"
 
 typedef struct entry {
     const char *name;

@@ -20,17 +20,16 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "codec_table.h"
 #include "nczarr_ctest.h"
 #include "v2_read.h"
 #include "v3_read.h"
 #include "view_attrs.h"
 #include "view_codecs.h"
-#include "view_compressors.h"
 #include "view_convert.h"
 #include "view_dims.h"
-#include "view_filters.h"
 #include "view_internal.h"
-#include "view_json.h"
+#include "json.h"
 #include "view_layout.h"
 #include "view_strings.h"
 #include "view_zarr.h"
@@ -64,6 +63,15 @@ static void test_dtypes(void) {
                      "\"dimension_separator\": \"/\"}";
     CHECK(mzv_zarray_parse(ok, strlen(ok), &z, err, sizeof err) == 0);
     CHECK(z.rank == 2 && z.fortran_order && z.separator == '/' && mzv_zarray_is_empty(&z));
+    /* Chunk location (v2_chunks.c): one object per chunk, keyed by its indices and the separator. */
+    char key[MZV_MAX_RANK * 21 + 4];
+    mzv_v2_chunk_key(&z, (const uint64_t[]){12, 0}, key, sizeof key);
+    CHECK(strcmp(key, "12/0") == 0);
+    CHECK(mzv_v2_is_chunk_key(&z, "12/0") && !mzv_v2_is_chunk_key(&z, "12.0") && !mzv_v2_is_chunk_key(&z, "1") &&
+          !mzv_v2_is_chunk_key(&z, "1/2/3") && !mzv_v2_is_chunk_key(&z, "1/x"));
+    z.rank = 0;
+    mzv_v2_chunk_key(&z, NULL, key, sizeof key);
+    CHECK(strcmp(key, "0") == 0 && mzv_v2_is_chunk_key(&z, "0") && !mzv_v2_is_chunk_key(&z, "0/0"));
     mzv_zarray_free(&z);
     const char *bad[] = {
         "{\"zarr_format\": 3, \"shape\": [], \"chunks\": [], \"dtype\": \"<f8\"}",
@@ -89,17 +97,27 @@ static void fill_sample(void) {
     for (size_t i = 0; i < sizeof sample; i++) sample[i] = (unsigned char)((i * 7) % 13 + (i / 100));
 }
 
-static void check_decodes(mzv_compressor kind, const void *enc, size_t len, const char *what) {
+/* The step of the compressor with numcodecs id `id` and no parameters. */
+static mzv_step compressor(const char *id) {
+    mzv_step s;
+    char err[200];
+    const mzv_codec *c = mzv_codec_find_v2(id);
+    CHECK(c && c->role == MZV_CODEC_COMPRESSOR && mzv_codec_configure(c, NULL, 2, &s, err, sizeof err) == 0);
+    return s;
+}
+
+static void check_decodes(const char *id, const void *enc, size_t len, const char *what) {
+    mzv_step s = compressor(id);
     mzv_bytes out;
     char err[200];
-    int rc = mzv_decompress(kind, enc, len, sizeof sample, &out, err, sizeof err);
+    int rc = mzv_step_decode(&s, enc, len, sizeof sample, &out, err, sizeof err);
     if (rc != 0) fprintf(stderr, "%s: %s\n", what, err);
     CHECK(rc == 0 && out.len == sizeof sample && memcmp(out.data, sample, sizeof sample) == 0);
     free(out.data);
     /* One byte short of the decoded size: refused, not truncated. */
-    CHECK(mzv_decompress(kind, enc, len, sizeof sample - 1, &out, err, sizeof err) != 0 && out.data == NULL);
+    CHECK(mzv_step_decode(&s, enc, len, sizeof sample - 1, &out, err, sizeof err) != 0 && out.data == NULL);
     /* Truncated input: an error. */
-    CHECK(mzv_decompress(kind, enc, len / 2, sizeof sample, &out, err, sizeof err) != 0 && out.data == NULL);
+    CHECK(mzv_step_decode(&s, enc, len / 2, sizeof sample, &out, err, sizeof err) != 0 && out.data == NULL);
 }
 
 static void test_compressors(void) {
@@ -107,7 +125,7 @@ static void test_compressors(void) {
     unsigned char enc[sizeof sample * 2 + 1024];
     uLongf zlen = sizeof enc;
     CHECK(compress2(enc, &zlen, sample, sizeof sample, 6) == Z_OK);
-    check_decodes(MZV_COMP_ZLIB, enc, zlen, "zlib");
+    check_decodes("zlib", enc, zlen, "zlib");
 
     /* gzip, written as two members (Python's GzipFile reads both). */
     size_t glen = 0;
@@ -122,45 +140,46 @@ static void test_compressors(void) {
         glen += zs.total_out;
         deflateEnd(&zs);
     }
-    check_decodes(MZV_COMP_GZIP, enc, glen, "gzip");
+    check_decodes("gzip", enc, glen, "gzip");
 
     unsigned int blen = sizeof enc;
     CHECK(BZ2_bzBuffToBuffCompress((char *)enc, &blen, (char *)sample, sizeof sample, 9, 0, 0) == BZ_OK);
-    check_decodes(MZV_COMP_BZ2, enc, blen, "bz2");
+    check_decodes("bz2", enc, blen, "bz2");
 
     size_t xlen = 0;
     CHECK(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, NULL, sample, sizeof sample, enc, &xlen, sizeof enc) == LZMA_OK);
-    check_decodes(MZV_COMP_LZMA_XZ, enc, xlen, "xz");
+    check_decodes("lzma", enc, xlen, "xz");
 
     size_t zs = ZSTD_compress(enc, sizeof enc, sample, sizeof sample, 3);
     CHECK(!ZSTD_isError(zs));
-    check_decodes(MZV_COMP_ZSTD, enc, zs, "zstd");
+    check_decodes("zstd", enc, zs, "zstd");
 
     /* numcodecs' LZ4 framing: 4-byte little-endian size, then the block. */
     enc[0] = sizeof sample & 0xff, enc[1] = (sizeof sample >> 8) & 0xff, enc[2] = 0, enc[3] = 0;
     int l4 = LZ4_compress_default((const char *)sample, (char *)enc + 4, sizeof sample, (int)sizeof enc - 4);
     CHECK(l4 > 0);
-    check_decodes(MZV_COMP_LZ4, enc, (size_t)l4 + 4, "lz4");
+    check_decodes("lz4", enc, (size_t)l4 + 4, "lz4");
 
     int bl = blosc_compress_ctx(5, 1, 4, sizeof sample, sample, enc, sizeof enc, "lz4", 0, 1);
     CHECK(bl > 0);
-    check_decodes(MZV_COMP_BLOSC, enc, (size_t)bl, "blosc");
+    check_decodes("blosc", enc, (size_t)bl, "blosc");
 
     mzv_bytes out;
     char err[200];
-    CHECK(mzv_decompress(MZV_COMP_ZLIB, "garbage!", 8, 100, &out, err, sizeof err) != 0 && strstr(err, "zlib"));
-    CHECK(mzv_decompress(MZV_COMP_BLOSC, "garbage!garbage!garbage!", 24, 100, &out, err, sizeof err) != 0);
+    mzv_step zl = compressor("zlib"), bs = compressor("blosc");
+    CHECK(mzv_step_decode(&zl, "garbage!", 8, 100, &out, err, sizeof err) != 0 && strstr(err, "zlib decoding failed"));
+    CHECK(mzv_step_decode(&bs, "garbage!garbage!garbage!", 24, 100, &out, err, sizeof err) != 0);
 }
 
 /* ---------------------------------------------------------------------------------------------------- */
 /* Filters                                                                                                */
 
-static mzv_filter filter(const char *json) {
-    mzv_filter f;
+static mzv_step filter(const char *json) {
+    mzv_step f;
     mzj_value *v;
     char err[200];
     CHECK(mzj_parse(json, strlen(json), &v, err, sizeof err) == 0);
-    int rc = mzv_filter_parse(v, &f, err, sizeof err);
+    int rc = mzv_v2_filter_parse(v, &f, err, sizeof err);
     if (rc) fprintf(stderr, "%s: %s\n", json, err);
     CHECK(rc == 0);
     mzj_free(v);
@@ -168,20 +187,20 @@ static mzv_filter filter(const char *json) {
 }
 
 static int refused(const char *json) {
-    mzv_filter f;
+    mzv_step f;
     mzj_value *v;
     char err[200];
     CHECK(mzj_parse(json, strlen(json), &v, err, sizeof err) == 0);
-    int rc = mzv_filter_parse(v, &f, err, sizeof err);
+    int rc = mzv_v2_filter_parse(v, &f, err, sizeof err);
     mzj_free(v);
     return rc != 0 && err[0];
 }
 
 static mzv_bytes run_filter(const char *json, const void *in, size_t len) {
-    mzv_filter f = filter(json);
-    mzv_bytes b = {(unsigned char *)in, len}, out;
+    mzv_step f = filter(json);
+    mzv_bytes out;
     char err[200];
-    if (mzv_filter_decode(&f, &b, 1 << 20, &out, err, sizeof err) != 0) fprintf(stderr, "%s: %s\n", json, err);
+    if (mzv_step_decode(&f, in, len, 1 << 20, &out, err, sizeof err) != 0) fprintf(stderr, "%s: %s\n", json, err);
     return out;
 }
 
@@ -223,10 +242,9 @@ static void test_filters(void) {
     CHECK(o.len == 5 && memcmp(o.data, plain, 5) == 0);
     free(o.data);
     chk[6] ^= 1;
-    mzv_filter f = filter("{\"id\": \"crc32\"}");
-    mzv_bytes in = {chk, 9};
+    mzv_step f = filter("{\"id\": \"crc32\"}");
     char err[200];
-    CHECK(mzv_filter_decode(&f, &in, 100, &o, err, sizeof err) != 0 && strstr(err, "checksum"));
+    CHECK(mzv_step_decode(&f, chk, 9, 100, &o, err, sizeof err) != 0 && strstr(err, "crc32: checksum mismatch"));
 
     /* packbits: 10 bools, 6 bits of padding */
     const unsigned char packed[] = {6, 0xA5, 0xC0};
@@ -637,16 +655,18 @@ static void test_v3(void) {
     /* CRC-32C check value (RFC 3720 / the Castagnoli polynomial's catalogue entry). */
     CHECK(mzv_crc32c(0, (const unsigned char *)"123456789", 9) == 0xE3069283u);
     CHECK(mzv_crc32c(mzv_crc32c(0, (const unsigned char *)"1234", 4), (const unsigned char *)"56789", 5) == 0xE3069283u);
-    mzv_filter f = {.kind = MZV_FILTER_CRC32C};
+    mzv_step f;
+    char err[256];
+    CHECK(mzv_codec_find_v3("crc32c") && !mzv_codec_find_v2("crc32c"));
+    CHECK(mzv_codec_configure(mzv_codec_find_v3("crc32c"), NULL, 3, &f, err, sizeof err) == 0);
     unsigned char framed[] = {'a', 'b', 'c', 0, 0, 0, 0};
     uint32_t crc = mzv_crc32c(0, framed, 3);
     for (int i = 0; i < 4; i++) framed[3 + i] = (unsigned char)(crc >> (8 * i));
-    mzv_bytes in = {framed, 7}, out;
-    char err[256];
-    CHECK(mzv_filter_decode(&f, &in, 64, &out, err, sizeof err) == 0 && out.len == 3 && memcmp(out.data, "abc", 3) == 0);
+    mzv_bytes out;
+    CHECK(mzv_step_decode(&f, framed, 7, 64, &out, err, sizeof err) == 0 && out.len == 3 && memcmp(out.data, "abc", 3) == 0);
     free(out.data);
     framed[1] ^= 1;
-    CHECK(mzv_filter_decode(&f, &in, 64, &out, err, sizeof err) != 0 && strstr(err, "crc32c"));
+    CHECK(mzv_step_decode(&f, framed, 7, 64, &out, err, sizeof err) != 0 && strstr(err, "crc32c: checksum mismatch"));
 
     /* transpose order [2, 0, 1] of a 2x3x4 chunk: stored as the C array of shape (4, 2, 3). */
     unsigned char stored[24], laid[24];
@@ -702,6 +722,17 @@ static void test_v3(void) {
     shard[16] = 69; /* now past the end, and the index checksum no longer matches */
     CHECK(mzv_shard_locate(&z, shard, sizeof shard, inner, &chunk, &chunk_len, err, sizeof err) == -1 &&
           strstr(err, "crc32c"));
+    shard[16] = 68;
+    /* Chunk location (v3_chunks.c): grid index (3, 1) is inner chunk (1, 1) of the shard "c/1/0"; (2, 3) is
+     * inner chunk (0, 1) of the shard "c/1/1". */
+    char key[MZV_MAX_RANK * 21 + 4];
+    mzv_v3_chunk_key(&z, (const uint64_t[]){3, 1}, key, sizeof key);
+    CHECK(strcmp(key, "c/1/0") == 0);
+    CHECK(mzv_v3_chunk_in_object(&z, shard, sizeof shard, (const uint64_t[]){3, 1}, &chunk, &chunk_len, err,
+                                 sizeof err) == 1);
+    CHECK(mzv_v3_chunk_in_object(&z, shard, sizeof shard, (const uint64_t[]){2, 3}, &chunk, &chunk_len, err,
+                                 sizeof err) == 0 && chunk == shard + 68 && chunk_len == 16);
+    CHECK(!mzv_v3_chunks_stored_as_v2(&z));
     mzv_chain_free(&chain);
     mzv_zarray_free(&z);
     mzj_free(doc);
@@ -724,12 +755,158 @@ static void test_v3(void) {
     CHECK(mzj_parse(odd, strlen(odd), &doc, err, sizeof err) == 0);
     CHECK(mzv_v3_array_parse(doc, &z, &chain, err, sizeof err) == 0 && chain.unsupported &&
           strstr(chain.unsupported, "\"lz4\"") && !z.key_prefix_c && z.separator == '.');
+    /* The v2 chunk key encoding without shards: stored as v2 stores them, the object is the chunk. */
+    mzv_v3_chunk_key(&z, (const uint64_t[]){1}, key, sizeof key);
+    CHECK(strcmp(key, "1") == 0 && mzv_v3_chunks_stored_as_v2(&z));
+    CHECK(mzv_v3_chunk_in_object(&z, shard, 5, (const uint64_t[]){1}, &chunk, &chunk_len, err, sizeof err) == 0 &&
+          chunk == shard && chunk_len == 5);
     mzv_chain_free(&chain);
     mzv_zarray_free(&z);
     mzj_free(doc);
 }
 
+/* ---------------------------------------------------------------------------------------------------- */
+/* The codec table                                                                                        */
+
+/* The table: names unique per format, every codec reachable by its full name only, and a name that is
+ * not a codec's (or is another role's) never taken for another codec: the array's chunks fail naming the
+ * array and the codec. */
+static void test_codec_table(void) {
+    size_t n = mzv_codec_count();
+    CHECK(n >= 19);
+    for (size_t i = 0; i < n; i++) {
+        const mzv_codec *c = mzv_codec_at(i);
+        CHECK(c->v2_id || c->v3_name);
+        CHECK(c->role == MZV_CODEC_OBJECT ? c->object != MZV_OBJECT_NONE && !c->decode
+                                           : c->object == MZV_OBJECT_NONE && c->decode != NULL);
+        CHECK(!c->v2_id || mzv_codec_find_v2(c->v2_id) == c);
+        CHECK(!c->v3_name || mzv_codec_find_v3(c->v3_name) == c);
+    }
+    CHECK(mzv_codec_at(n) == NULL);
+    const char *not_v2[] = {"z", "zli", "zlib2", "ZLIB", "gzip ", "crc32c", "bytes", "", NULL};
+    for (size_t i = 0; i < sizeof not_v2 / sizeof not_v2[0]; i++) CHECK(mzv_codec_find_v2(not_v2[i]) == NULL);
+    const char *not_v3[] = {"g", "gz", "gzipx", "zlib", "zstd2", "blosc2", "b", "crc32", "numcodecs.zstd", "", NULL};
+    for (size_t i = 0; i < sizeof not_v3 / sizeof not_v3[0]; i++) CHECK(mzv_codec_find_v3(not_v3[i]) == NULL);
+    CHECK(mzv_codec_find_v2("gzip") == mzv_codec_find_v3("gzip") && mzv_codec_find_v2("zstd") != mzv_codec_find_v2("zlib"));
+
+    /* A v3 bytes-to-bytes codec unknown by its full name is recorded, never decoded as another one. */
+    const char *names[] = {"gzipx", "zstd2", "blosc2", "zlib", "g", "numcodecs.gzip"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char doc_text[600], err[256], want[64];
+        snprintf(doc_text, sizeof doc_text,
+                 "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[2],\"data_type\":\"int8\",\"chunk_grid\":{\"name\":"
+                 "\"regular\",\"configuration\":{\"chunk_shape\":[2]}},\"chunk_key_encoding\":{\"name\":\"default\"},"
+                 "\"fill_value\":0,\"codecs\":[\"bytes\",{\"name\":\"%s\",\"configuration\":{\"level\":1}}]}", names[i]);
+        mzj_value *doc;
+        mzv_zarray z;
+        mzv_codec_chain chain;
+        CHECK(mzj_parse(doc_text, strlen(doc_text), &doc, err, sizeof err) == 0);
+        CHECK(mzv_v3_array_parse(doc, &z, &chain, err, sizeof err) == 0);
+        snprintf(want, sizeof want, "codec \"%s\" cannot be decoded by the view", names[i]);
+        CHECK(chain.unsupported && strcmp(chain.unsupported, want) == 0 && chain.step_count == 0);
+        mzv_chain_free(&chain);
+        mzv_zarray_free(&z);
+        mzj_free(doc);
+    }
+
+    /* Through the view: a v2 compressor named as a filter, a filter named as the compressor, a v3 codec
+     * known only to v2 - each chunk read fails naming the chunk's entry and the codec; the good arrays read. */
+    snprintf(archive_path, sizeof archive_path, "/tmp/mmzip-view-units-codecs-%d.zarr.zip", (int)getpid());
+    unlink(archive_path);
+    mmzip_t *h;
+    CHECK(mmzip_open(archive_path, "w", NULL, &h) == MMZIP_OK);
+    put_text(h, ".zgroup", "{\"zarr_format\": 2}");
+    const unsigned char data[] = {1, 0, 0, 0, 2, 0, 0, 0};
+    unsigned char gz[64];
+    uLongf gz_len = sizeof gz;
+    CHECK(compress2(gz, &gz_len, data, sizeof data, 6) == Z_OK); /* a zlib stream */
+    put_text(h, "good/.zarray", "{\"zarr_format\": 2, \"shape\": [2], \"chunks\": [2], \"dtype\": \"<i4\", "
+                                "\"compressor\": {\"id\": \"zlib\", \"level\": 6}, \"fill_value\": 0, \"filters\": null, "
+                                "\"order\": \"C\"}");
+    put(h, "good/0", gz, gz_len);
+    put_text(h, "as_filter/.zarray", "{\"zarr_format\": 2, \"shape\": [2], \"chunks\": [2], \"dtype\": \"<i4\", "
+                                     "\"compressor\": null, \"fill_value\": 0, \"filters\": [{\"id\": \"zlib\"}], "
+                                     "\"order\": \"C\"}");
+    put(h, "as_filter/0", gz, gz_len);
+    put_text(h, "as_comp/.zarray", "{\"zarr_format\": 2, \"shape\": [2], \"chunks\": [2], \"dtype\": \"<i4\", "
+                                   "\"compressor\": {\"id\": \"shuffle\"}, \"fill_value\": 0, \"filters\": null, "
+                                   "\"order\": \"C\"}");
+    put(h, "as_comp/0", data, sizeof data);
+    put_text(h, "near/.zarray", "{\"zarr_format\": 2, \"shape\": [2], \"chunks\": [2], \"dtype\": \"<i4\", "
+                                "\"compressor\": {\"id\": \"zlibx\"}, \"fill_value\": 0, \"filters\": null, "
+                                "\"order\": \"C\"}");
+    put(h, "near/0", gz, gz_len);
+    CHECK(mmzip_close(h) == MMZIP_OK);
+    CHECK(mmzip_open(archive_path, "r", NULL, &h) == MMZIP_OK);
+    mzv_view *v;
+    CHECK(mzv_open(h, "", 1, &v) == NC_NOERR);
+    const void *d;
+    size_t len;
+    CHECK(get(v, "/good/0", &d, &len) == 1 && len == sizeof data && memcmp(d, data, sizeof data) == 0);
+    CHECK(get(v, "/as_filter/0", &d, &len) == NC_EFILTER &&
+          strstr(mzv_last_error(v), "as_filter/0: cannot present this chunk: filter \"zlib\" cannot be decoded"));
+    CHECK(get(v, "/as_comp/0", &d, &len) == NC_EFILTER &&
+          strstr(mzv_last_error(v), "as_comp/0: cannot present this chunk: compressor \"shuffle\" cannot be decoded"));
+    CHECK(get(v, "/near/0", &d, &len) == NC_EFILTER &&
+          strstr(mzv_last_error(v), "near/0: cannot present this chunk: compressor \"zlibx\" cannot be decoded"));
+    mzv_close(v);
+    CHECK(mmzip_close(h) == MMZIP_OK);
+    unlink(archive_path);
+}
+
+/* A Zarr v3 chunk whose first decoding step is a compressor is bounded by what it decodes to, not by its
+ * stored size (which numcodecs' padding or an incompressible chunk's overhead may make larger); without a
+ * compressor the stored size is bounded too. */
+static void test_v3_stored_size(void) {
+    snprintf(archive_path, sizeof archive_path, "/tmp/mmzip-view-units-v3size-%d.zarr.zip", (int)getpid());
+    unlink(archive_path);
+    mmzip_t *h;
+    CHECK(mmzip_open(archive_path, "w", NULL, &h) == MMZIP_OK);
+    put_text(h, "zarr.json", "{\"zarr_format\": 3, \"node_type\": \"group\", \"attributes\": {}}");
+    const char *array = "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [8], \"data_type\": \"int8\", "
+                        "\"chunk_grid\": {\"name\": \"regular\", \"configuration\": {\"chunk_shape\": [8]}}, "
+                        "\"chunk_key_encoding\": {\"name\": \"default\"}, \"fill_value\": 0, \"codecs\": "
+                        "[{\"name\": \"bytes\"}, {\"name\": \"%s\"}], \"attributes\": {}}";
+    char doc[600];
+    snprintf(doc, sizeof doc, array, "gzip");
+    put_text(h, "padded/zarr.json", doc);
+    snprintf(doc, sizeof doc, array, "crc32c");
+    put_text(h, "checked/zarr.json", doc);
+    const unsigned char data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    static unsigned char stored[8192];
+    z_stream zs = {0};
+    CHECK(deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+    zs.next_in = (unsigned char *)data;
+    zs.avail_in = sizeof data;
+    zs.next_out = stored;
+    zs.avail_out = sizeof stored;
+    CHECK(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+    size_t member = zs.total_out;
+    deflateEnd(&zs);
+    put(h, "padded/c/0", stored, member + 6000); /* a gzip member, then zero padding (Python's gzip skips it) */
+    memset(stored, 0, sizeof stored);
+    memcpy(stored, data, sizeof data);
+    uint32_t crc = mzv_crc32c(0, stored, 6000);
+    for (int i = 0; i < 4; i++) stored[6000 + i] = (unsigned char)(crc >> (8 * i));
+    put(h, "checked/c/0", stored, 6004); /* a valid crc32c suffix, but 6000 bytes for 8 */
+    CHECK(mmzip_close(h) == MMZIP_OK);
+
+    CHECK(mmzip_open(archive_path, "r", NULL, &h) == MMZIP_OK);
+    mzv_view *v;
+    CHECK(mzv_open(h, "", 1, &v) == NC_NOERR);
+    const void *d;
+    size_t len;
+    CHECK(get(v, "/padded/0", &d, &len) == 1 && len == sizeof data && memcmp(d, data, sizeof data) == 0);
+    CHECK(get(v, "/checked/0", &d, &len) == NC_EFILTER &&
+          strstr(mzv_last_error(v), "checked/c/0: stored chunk larger than the limit"));
+    mzv_close(v);
+    CHECK(mmzip_close(h) == MMZIP_OK);
+    unlink(archive_path);
+}
+
 int main(void) {
+    RUN(test_v3_stored_size);
+    RUN(test_codec_table);
     RUN(test_v3);
     RUN(test_dtypes);
     RUN(test_compressors);

@@ -5,6 +5,8 @@ import re
 import struct
 import subprocess
 import time
+import zipfile
+import zlib
 
 from mmzip_testlib import MMZIP, TempDir, check_equal, ls_entries, main, mmzip, run, zip_tools_ok
 
@@ -146,6 +148,51 @@ def test_pack_and_info():
         zip_tools_ok(out_path)
 
 
+def test_pack_refuses_a_damaged_entry():
+    """pack copies no stored entry whose bytes disagree with their CRC-32: it fails naming the entry and both
+    CRCs, and the archive stays byte-identical (the damage stays where check and every reader find it)."""
+    with TempDir() as d:
+        a = os.path.join(d, "p.zip")
+        mmzip("put", a, "good", "-", input="g" * 5000)
+        mmzip("put", a, "bad", "-", input="b" * 5000)
+        mmzip("put", a, "good", "-", input="G" * 5000)  # a dead version: pack has something to do
+        with zipfile.ZipFile(a) as z:
+            info = z.getinfo("bad")
+        with open(a, "r+b") as f:
+            f.seek(info.header_offset + 26)
+            nlen, xlen = struct.unpack("<HH", f.read(4))
+            f.seek(info.header_offset + 30 + nlen + xlen + 1234)
+            f.write(b"X")
+        with open(a, "rb") as f:
+            before = f.read()
+        r = mmzip("pack", a, check=False)
+        check_equal(r.returncode != 0, True, "pack of a damaged archive fails (%s)" % r.stdout)
+        want = "entry 'bad': CRC-32 mismatch (directory says %08x, data gives %08x)" % (
+            info.CRC, zlib.crc32(b"b" * 1234 + b"X" + b"b" * 3765))
+        assert want in r.stderr, r.stderr
+        assert "the archive was not changed" in r.stderr, r.stderr
+        with open(a, "rb") as f:
+            check_equal(f.read() == before, True, "the archive after the refused pack is byte-identical")
+        check_equal(sorted(os.listdir(d)), ["p.zip"], "files beside it (no temporary left)")
+        out_path = os.path.join(d, "copy.zip")
+        r = mmzip("pack", a, out_path, check=False)
+        assert r.returncode != 0 and want in r.stderr, r.stderr
+        check_equal(os.path.exists(out_path), False, "a pack to another file leaves no file")
+        with open(out_path, "wb") as f:
+            f.write(b"the user's file")
+        r = mmzip("pack", a, out_path, check=False)
+        assert r.returncode != 0 and want in r.stderr, r.stderr
+        with open(out_path, "rb") as f:
+            check_equal(f.read(), b"the user's file", "an existing output after a refused pack")
+        check_equal(sorted(os.listdir(d)), ["copy.zip", "p.zip"], "files beside it (no temporary left)")
+        # Undamaged, the output is written and replaces what was there.
+        b = os.path.join(d, "fine.zip")
+        mmzip("put", b, "k", "-", input="v" * 3000)
+        mmzip("pack", b, out_path)
+        with zipfile.ZipFile(out_path) as z:
+            check_equal(z.read("k"), b"v" * 3000, "the packed copy over an existing file")
+
+
 def test_busy_exit_code():
     """A second writer gets exit status 3 at once, while the first holds the archive."""
     with TempDir() as d:
@@ -265,6 +312,6 @@ def test_run_without_command():
 
 if __name__ == "__main__":
     main([test_help_and_usage, test_put_cat_ls, test_put_dir_is_one_commit, test_check_finds_corruption,
-          test_recover_reports, test_pack_and_info, test_busy_exit_code, test_put_leaves_the_slack_a_hole,
+          test_recover_reports, test_pack_and_info, test_pack_refuses_a_damaged_entry, test_busy_exit_code, test_put_leaves_the_slack_a_hole,
           test_stale_temporary_files_removed_by_recover_and_pack,
           test_run_without_command])

@@ -316,7 +316,7 @@ static int grow_reservation(mmzip_t *h, const action *a) {
         uint8_t *aside = malloc(old);
         memcpy(aside, open_views[v].view, old);
         st = mmzip_unreserve(h, a->key);
-        if (st == MMZIP_OK) st = mmzip_reserve(h, a->key, a->capacity, 4096, &view);
+        if (st == MMZIP_OK) st = mmzip_reserve(h, a->key, a->capacity, 4096, 0, &view);
         if (st == MMZIP_OK) memcpy(view, aside, old);
         free(aside);
     }
@@ -328,19 +328,25 @@ static int grow_reservation(mmzip_t *h, const action *a) {
 
 /* Writes the version's bytes over the entry in 7000-byte pieces (HDF5 writes metadata in such pieces). */
 static int edit_entry(mmzip_t *h, const action *a) {
-    static const void *view; /* of the edit an ACT_EDIT_OPEN left open */
+    static mmzip_edit_t *ed;  /* the edit an ACT_EDIT_OPEN left open */
+    static void *view;        /* its view */
     uint64_t room;
     mmzip_entry_info before;
     int st = mmzip_stat(h, a->key, &before);
     if (st) return st;
     if (a->kind != ACT_EDIT_MORE) {
-        st = mmzip_edit_begin(h, a->key, &view, &room);
+        st = mmzip_edit_begin(h, a->key, 0, &ed);
         if (st) return st;
+        st = mmzip_edit_map(ed, &view, NULL, &room);
+        if (st) {
+            mmzip_edit_end(ed);
+            return st;
+        }
         /* Room after an entry that is not the last reads as zeros, whatever an abandoned or killed edit wrote. */
         if (room != UINT64_MAX)
             for (uint64_t i = before.size; i < room; i++)
                 if (((const uint8_t *)view)[i] != 0) {
-                    mmzip_edit_end(h, a->key);
+                    mmzip_edit_end(ed);
                     return MMZIP_ECORRUPT;
                 }
     }
@@ -348,13 +354,14 @@ static int edit_entry(mmzip_t *h, const action *a) {
     scenario_content(a->key, a->version, buf, a->len);
     for (uint32_t off = 0; off < a->len && st == MMZIP_OK; off += 7000) {
         uint32_t n = a->len - off < 7000 ? a->len - off : 7000;
-        st = mmzip_edit_write(h, a->key, off, buf + off, n);
+        st = mmzip_edit_write(ed, off, buf + off, n);
     }
     if (st == MMZIP_OK && memcmp(view, buf, a->len) != 0) st = MMZIP_ECORRUPT; /* the view shows the edit */
     free(buf);
-    if (st == MMZIP_OK && a->kind != ACT_EDIT_ABANDON) st = mmzip_edit_publish(h, a->key, a->len);
+    if (st == MMZIP_OK && a->kind != ACT_EDIT_ABANDON) st = mmzip_edit_publish(ed, a->len);
     if (st == MMZIP_OK && a->kind == ACT_EDIT_OPEN) return MMZIP_OK;
-    int st2 = mmzip_edit_end(h, a->key);
+    int st2 = mmzip_edit_end(ed);
+    ed = NULL;
     return st ? st : st2;
 }
 
@@ -375,7 +382,7 @@ int scenario_apply(mmzip_t *h, const char *name, int k) {
             free(buf);
         } else if (a->kind == ACT_RESERVE_OPEN) {
             void *view;
-            st = mmzip_reserve(h, a->key, a->capacity, 4096, &view);
+            st = mmzip_reserve(h, a->key, a->capacity, 4096, 0, &view);
             if (st == MMZIP_OK) {
                 fill_view(a, view);
                 remember_view(a->key, view, a->capacity);
@@ -395,8 +402,8 @@ int scenario_apply(mmzip_t *h, const char *name, int k) {
             if (v >= 0) open_views[v].view = NULL;
         } else {
             void *view;
-            st = a->kind == ACT_RESERVE_ROOM ? mmzip_reserve_room(h, a->key, a->capacity, 4096, &view)
-                                             : mmzip_reserve(h, a->key, a->capacity, 4096, &view);
+            st = a->kind == ACT_RESERVE_ROOM ? mmzip_reserve(h, a->key, a->capacity, 4096, MMZIP_RESERVE_ROOM, &view)
+                                             : mmzip_reserve(h, a->key, a->capacity, 4096, 0, &view);
             if (st == MMZIP_OK) {
                 fill_view(a, view); /* with junk past the final size */
                 st = mmzip_patch(h, a->key, a->len);
@@ -435,7 +442,7 @@ static int check_entry(const mmzip_entry_info *info, void *p) {
 
 int scenario_matches(mmzip_t *h, const state *st, int verbose) {
     match_ctx m = {st, 0, 0, verbose};
-    if (mmzip_list(h, NULL, check_entry, &m) != 0 || m.bad) return 0;
+    if (mmzip_list_ex(h, NULL, 0, check_entry, &m) != 0 || m.bad) return 0;
     if (m.seen != st->n) {
         if (verbose) fprintf(stderr, "%d entries, want %d\n", m.seen, st->n);
         return 0;
@@ -475,7 +482,7 @@ int scenario_room_clear(mmzip_t *h, const char *path, int verbose) {
     mmzip_entry_info r;
     if (mmzip_stat(h, "r", &r) != MMZIP_OK) return 1;
     next_ctx c = {r.data_offset + r.size, UINT64_MAX};
-    if (mmzip_list(h, NULL, find_next, &c) != 0) return 0;
+    if (mmzip_list_ex(h, NULL, 0, find_next, &c) != 0) return 0;
     if (c.next == UINT64_MAX) return 1;
     int fd = open(path, O_RDONLY);
     if (fd < 0) return 0;

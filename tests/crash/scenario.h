@@ -20,7 +20,7 @@
 /* ACT_EDIT_OPEN is ACT_EDIT that leaves the edit open after its publish; ACT_EDIT_MORE writes the next version
  * in that same edit, publishes it and ends it: the HDF5 driver publishes at every flush of one session, and
  * a second publish must journal the local header as the first one left it. */
-/* ACT_RESERVE_ROOM is ACT_RESERVE through mmzip_reserve_room: what the patch leaves of the capacity stays the
+/* ACT_RESERVE_ROOM is ACT_RESERVE with MMZIP_RESERVE_ROOM: what the patch leaves of the capacity stays the
  * entry's room (the HDF5 driver's move of a member that outgrew its place); edits grow into it. */
 typedef enum { ACT_PUT, ACT_REMOVE, ACT_RESERVE, ACT_RESERVE_OPEN, ACT_PATCH, ACT_GROW, ACT_UNRESERVE, ACT_EDIT,
                ACT_EDIT_ABANDON, ACT_RESERVE_ROOM, ACT_EDIT_OPEN, ACT_EDIT_MORE } act_kind;

@@ -72,7 +72,7 @@ static void read_everything(mmzip_t *h) {
     mmzip_info info;
     mmzip_get_info(h, &info);
     name_list l = {0};
-    mmzip_list(h, NULL, collect_name, &l);
+    mmzip_list_ex(h, NULL, 0, collect_name, &l);
     for (size_t i = 0; i < l.n; i++) {
         const char *key = l.names[i];
         mmzip_entry_info st;
@@ -93,7 +93,7 @@ static void read_everything(mmzip_t *h) {
     /* Prefix listing walks the sorted index from a binary-searched start. */
     if (l.n) {
         name_list sub = {0};
-        mmzip_list(h, l.names[l.n / 2], collect_name, &sub);
+        mmzip_list_ex(h, l.names[l.n / 2], 0, collect_name, &sub);
         free_names(&sub);
     }
     free_names(&l);
@@ -116,7 +116,7 @@ static uint64_t fnv(const void *p, uint64_t n) {
 
 static void collect_readable(mmzip_t *h, readable_set *r) {
     name_list l = {0};
-    mmzip_list(h, NULL, collect_name, &l);
+    mmzip_list_ex(h, NULL, 0, collect_name, &l);
     r->size = calloc(l.n ? l.n : 1, sizeof *r->size);
     r->hash = calloc(l.n ? l.n : 1, sizeof *r->hash);
     for (size_t i = 0; i < l.n && r->size && r->hash; i++) {

@@ -28,7 +28,7 @@
 #include "mmzip.h"
 #include "view.h"
 #include "view_internal.h"
-#include "view_json.h"
+#include "json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

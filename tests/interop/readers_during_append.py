@@ -580,6 +580,10 @@ def main():
             os.rename(tools["large"] + ".tmp", tools["large"])
             print("made the large archive: %.1f MiB in %.1f s" % (os.path.getsize(tools["large"]) / 2**20,
                                                                   now() - t0))
+    probe = os.path.join(bdir, "growth_probe")
+    if os.path.exists(probe) and not a.assert_exact:
+        # What a relocation's aligned block gets from this kernel (protocol.md §3.2), printed, not judged.
+        print(subprocess.run([probe, work, "200"], capture_output=True, text=True).stdout.rstrip())
     print("load average at the start: %.2f %.2f %.2f" % os.getloadavg())
     results, ok, summary = [], True, []
     for start in starts:

@@ -35,9 +35,10 @@ def lib():
     h.mmzip_close.argtypes = [ctypes.c_void_p]
     h.mmzip_put.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint32]
     h.mmzip_remove.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-    h.mmzip_inplace.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
-                                ctypes.POINTER(ctypes.c_uint64)]
-    h.mmzip_inplace_end.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    h.mmzip_edit_begin.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint, ctypes.POINTER(ctypes.c_void_p)]
+    h.mmzip_edit_map.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_uint64),
+                                 ctypes.POINTER(ctypes.c_uint64)]
+    h.mmzip_edit_end.argtypes = [ctypes.c_void_p]
     h.mmzip_last_error.restype = ctypes.c_char_p
     return h
 
@@ -57,10 +58,11 @@ def mm(path, mode, *ops):
         elif op[0] == "remove":
             ok(L.mmzip_remove(h, op[1].encode()), "remove")
         elif op[0] == "inplace":
-            p, n = ctypes.c_void_p(), ctypes.c_uint64()
-            ok(L.mmzip_inplace(h, op[1].encode(), ctypes.byref(p), ctypes.byref(n)), "inplace")
+            e, p, n = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_uint64()
+            ok(L.mmzip_edit_begin(h, op[1].encode(), 1, ctypes.byref(e)), "edit_begin (MMZIP_EDIT_MAP)")
+            ok(L.mmzip_edit_map(e, ctypes.byref(p), ctypes.byref(n), None), "edit_map")
             ctypes.memmove(p.value + op[2], op[3], len(op[3]))
-            ok(L.mmzip_inplace_end(h, op[1].encode()), "inplace_end")
+            ok(L.mmzip_edit_end(e), "edit_end")
     ok(L.mmzip_close(h), "close")
 
 

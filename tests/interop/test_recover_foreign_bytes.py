@@ -90,7 +90,7 @@ def variants(d, plain):
         z.writestr("outer.txt", b"the outer archive's entry\n")
     outer_bytes = read_bytes(outer)
     assert outer_bytes[-2:] == b"\0\0"
-    if len(data) > 65535:  # mmzip's archives keep 64 KiB of slack below the directory: too long for a comment
+    if len(data) > 65535:  # too long for a comment (none of this test's archives is)
         return out
     carrier = outer_bytes[:-2] + len(data).to_bytes(2, "little") + data
     incomment = plain + ".incomment.zip"
@@ -175,7 +175,9 @@ def test_recover_keeps_foreign_bytes():
             write(d, plain)
             for vlabel, path, prefix in variants(d, plain):
                 done.append(one(lib, "%s, %s" % (wname, vlabel), path, prefix))
-    check_equal(len(done), len(WRITERS) * 4 - 2, "archives checked")
+    # Every writer's archive in every variant, but mmzip's adjusted by zip -A: Info-ZIP zip 3.0 adjusts no
+    # archive with ZIP64 end records.
+    check_equal(len(done), len(WRITERS) * 4 - 1, "archives checked")
     print("%d archives kept byte for byte by recover, read-only and writable opens" % len(done))
 
 

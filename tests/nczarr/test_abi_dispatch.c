@@ -155,7 +155,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     fake_version = argv[1];
-    zc_abi = mzn_abi_from_string(fake_version, NULL, NULL, NULL);
+    zc_abi = zc_abi_of(fake_version);
     char url[600];
     snprintf(url, sizeof url, "file://%s/abi.zip#mode=nczarr,zip", argv[2]);
     char path[512];

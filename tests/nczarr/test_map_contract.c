@@ -71,7 +71,7 @@ typedef struct list_v410 {
 
 static void search_names(mzn_zmap *map, const char *prefix, char *out, size_t cap) {
     int major = 0, minor = 0;
-    mzn_abi_from_string(nc_inq_libvers(), &major, &minor, NULL);
+    mzn_release_from_string(nc_inq_libvers(), &major, &minor, NULL);
     list_v49 l49 = {0, 0, NULL};
     list_v410 l410 = {NULL, 0, 0, 1};
     int v410 = major > 4 || (major == 4 && minor >= 10);
@@ -233,7 +233,7 @@ int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s", argv[1]);
     static const char *const used[] = {"reads.zip", "exists.zip", "aborted.zip", "attrs.zip", "own.zip"};
     for (size_t i = 0; i < sizeof used / sizeof used[0]; i++) unlink(path_of(used[i]));
-    zc_abi = mzn_abi_from_string(nc_inq_libvers(), NULL, NULL, NULL);
+    zc_abi = zc_abi_of(nc_inq_libvers());
     RUN(test_reads);
     RUN(test_create_rules);
     RUN(test_blind_attribute_rewrite);

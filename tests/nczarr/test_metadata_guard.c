@@ -10,7 +10,7 @@
 
 #include "metadata_guard.h"
 #include "nczarr_ctest.h"
-#include "view_json.h"
+#include "json.h"
 
 static mzj_value *parse(const char *text, size_t len) {
     mzj_value *v;

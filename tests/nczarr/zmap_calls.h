@@ -17,6 +17,12 @@ mzn_size64 nczmap_features(int impl);
 /* The ABI the calls below use (set by the test before calling them). */
 static mzn_abi zc_abi = MZN_ABI_V490;
 
+/* The ABI of a netCDF-C version string (its row of the release table), MZN_ABI_UNKNOWN without a row. */
+static inline mzn_abi zc_abi_of(const char *version) {
+    const mzn_release *r = mzn_release_from_string(version, NULL, NULL, NULL);
+    return r ? r->abi : MZN_ABI_UNKNOWN;
+}
+
 static inline const mzn_zmap_api_v490 *zc_v490(mzn_zmap *m) { return (const mzn_zmap_api_v490 *)m->api; }
 static inline const mzn_zmap_api_v493 *zc_v493(mzn_zmap *m) { return (const mzn_zmap_api_v493 *)m->api; }
 

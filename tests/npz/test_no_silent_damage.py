@@ -6,7 +6,7 @@ import asan_preload  # noqa: E402,F401
 - Damage laundered by an edit. A byte flipped in an .npz member, then `mmzip.open(p, "r+").edit(name)` and a
   close with nothing written: the close's commit recomputed the member's CRC over the damaged bytes, so
   `mmzip check`, numpy.load and zipfile all accepted the wrong value from then on. An edit now checks the CRC
-  before the first view (the core's mmzip_inplace), whatever `verify` says, and the damage stays visible.
+  before the first view (the core's mapped mmzip_edit_begin), whatever `verify` says, and the damage stays visible.
 - Names holding a NUL byte. The library takes C strings, so `a["a\\0zzz"] = ...` wrote (replaced!) entry
   "a", and savez of "x\\0y" and "x" gave two members numpy listed as ['x', 'x']. Every Python route now
   refuses such a name before anything is written."""

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec_table.h"
 #include "v3_read.h"
 #include "view_convert.h"
 
@@ -66,7 +67,7 @@ static int parse_data_type(const mzj_value *dt, mzv_dtype *out, char *err, size_
     if (strcmp(name, "fixed_length_utf32") == 0 || strcmp(name, "null_terminated_bytes") == 0) {
         if (!mzj_as_uint64(mzj_get(config, "length_bytes"), &n) || n > (1u << 24))
             return failf(err, err_len, "data_type %s: no valid configuration.length_bytes", name);
-        if (name[0] == 'f') {
+        if (strcmp(name, "fixed_length_utf32") == 0) {
             if (n % 4) return failf(err, err_len, "data_type %s: length_bytes is not a multiple of 4", name);
             out->cls = MZV_DT_UNICODE, out->width = (size_t)n / 4;
         } else {
@@ -89,7 +90,7 @@ static int parse_data_type(const mzj_value *dt, mzv_dtype *out, char *err, size_
         const mzj_value *s = mzj_get(config, "scale_factor");
         if (!unit || strlen(unit) > 4 || (s && (!mzj_as_uint64(s, &scale) || scale == 0 || scale > 1000000)))
             return failf(err, err_len, "data_type %s: no valid unit / scale_factor", name);
-        out->cls = name[6] == 'd' ? MZV_DT_DATETIME : MZV_DT_TIMEDELTA;
+        out->cls = strcmp(name, "numpy.datetime64") == 0 ? MZV_DT_DATETIME : MZV_DT_TIMEDELTA;
         out->itemsize = 8;
         if (scale == 1) snprintf(out->unit, sizeof out->unit, "%s", unit);
         else snprintf(out->unit, sizeof out->unit, "%" PRIu64 "%s", scale, unit);
@@ -189,14 +190,6 @@ static int set_unsupported(mzv_codec_chain *c, const char *fmt, const char *a) {
     return c->unsupported ? 0 : -1;
 }
 
-static int push_step(mzv_codec_chain *c, mzv_filter step) {
-    mzv_filter *f = realloc(c->filters, (c->filter_count + 1) * sizeof *f);
-    if (!f) return -1;
-    c->filters = f;
-    c->filters[c->filter_count++] = step;
-    return 0;
-}
-
 /* The bytes codec's byte order into *big_endian. 0, or -1 with err. */
 static int parse_endian(const mzj_value *config, int *big_endian, char *err, size_t err_len) {
     const mzj_value *e = mzj_get(config, "endian");
@@ -277,7 +270,7 @@ static int build_chain(const mzj_value *codecs, mzv_zarray *z, mzv_codec_chain *
     for (int k = 0; k < MZV_MAX_RANK; k++) order[k] = k;
     int stage = 0; /* 0: array-to-array, 1: after the array-to-bytes codec */
     size_t n = codecs->u.array.count;
-    mzv_filter *bytes_steps = calloc(n ? n : 1, sizeof *bytes_steps);
+    mzv_step *bytes_steps = calloc(n ? n : 1, sizeof *bytes_steps);
     size_t nsteps = 0;
     if (!bytes_steps) return failf(err, err_len, "out of memory");
     int rc = 0;
@@ -288,20 +281,23 @@ static int build_chain(const mzj_value *codecs, mzv_zarray *z, mzv_codec_chain *
             rc = failf(err, err_len, "a codec is neither a name nor an object with a \"name\"");
             break;
         }
-        if (stage == 0 && strcmp(name, "transpose") == 0) {
+        /* The codecs that lay chunks out are this reader's; the others are rows of the codec table. */
+        int layout = strcmp(name, "transpose") == 0 || strcmp(name, "bytes") == 0 ||
+                     strcmp(name, "sharding_indexed") == 0;
+        const mzv_codec *codec = layout ? NULL : mzv_codec_find_v3(name);
+        int to_bytes = layout ? strcmp(name, "transpose") != 0 : codec && codec->role == MZV_CODEC_OBJECT;
+        if (stage == 1 && (layout || to_bytes)) {
+            rc = failf(err, err_len, "codecs: \"%s\" after the array-to-bytes codec", name);
+        } else if (strcmp(name, "transpose") == 0) {
             int t[MZV_MAX_RANK], next[MZV_MAX_RANK];
             if ((rc = parse_transpose(config, z->rank, t, err, err_len)) != 0) break;
             for (int k = 0; k < z->rank; k++) next[k] = order[t[k]];
             memcpy(order, next, sizeof order);
-        } else if (stage == 0 && strcmp(name, "bytes") == 0) {
+        } else if (strcmp(name, "bytes") == 0) {
             rc = parse_endian(config, &z->dtype.big_endian, err, err_len);
             if (z->dtype.cls == MZV_DT_OBJECT) rc = set_unsupported(chain, "the bytes codec cannot store a variable-length data type%s", NULL);
             stage = 1;
-        } else if (stage == 0 && (strcmp(name, "vlen-utf8") == 0 || strcmp(name, "vlen-bytes") == 0)) {
-            if (z->dtype.cls != MZV_DT_OBJECT) rc = set_unsupported(chain, "codec \"%s\" on a fixed-size data type", name);
-            chain->object_codec = name[5] == 'u' ? MZV_OBJECT_VLEN_UTF8 : MZV_OBJECT_VLEN_BYTES;
-            stage = 1;
-        } else if (stage == 0 && strcmp(name, "sharding_indexed") == 0) {
+        } else if (strcmp(name, "sharding_indexed") == 0) {
             if (inner) rc = set_unsupported(chain, "sharding_indexed inside sharding_indexed cannot be decoded by the view%s", NULL);
             else if (i > 0) rc = set_unsupported(chain, "array-to-array codecs before sharding_indexed cannot be decoded by the view%s", NULL);
             else if (i + 1 < n) rc = set_unsupported(chain, "bytes-to-bytes codecs after sharding_indexed cannot be decoded by the view%s", NULL);
@@ -311,28 +307,25 @@ static int build_chain(const mzj_value *codecs, mzv_zarray *z, mzv_codec_chain *
                 free(bytes_steps);
                 return 0; /* the inner pipeline is the array's */
             }
-        } else if (stage == 1 && (strcmp(name, "gzip") == 0 || strcmp(name, "zstd") == 0 || strcmp(name, "blosc") == 0)) {
-            mzv_filter f = {.kind = MZV_FILTER_DECOMPRESS};
-            f.compressor = name[0] == 'g' ? MZV_COMP_GZIP : name[0] == 'z' ? MZV_COMP_ZSTD : MZV_COMP_BLOSC;
-            bytes_steps[nsteps++] = f;
-        } else if (stage == 1 && strcmp(name, "crc32c") == 0) {
-            bytes_steps[nsteps++] = (mzv_filter){.kind = MZV_FILTER_CRC32C};
-        } else if (stage == 0 && (strcmp(name, "gzip") == 0 || strcmp(name, "zstd") == 0 ||
-                                  strcmp(name, "blosc") == 0 || strcmp(name, "crc32c") == 0)) {
-            rc = failf(err, err_len, "codecs: \"%s\" before the array-to-bytes codec", name);
-        } else if (stage == 1 && (strcmp(name, "transpose") == 0 || strcmp(name, "bytes") == 0 ||
-                                  strcmp(name, "vlen-utf8") == 0 || strcmp(name, "vlen-bytes") == 0 ||
-                                  strcmp(name, "sharding_indexed") == 0)) {
-            rc = failf(err, err_len, "codecs: \"%s\" after the array-to-bytes codec", name);
-        } else {
+        } else if (!codec) {
             rc = set_unsupported(chain, "codec \"%s\" cannot be decoded by the view", name);
+        } else if (to_bytes) {
+            if (z->dtype.cls != MZV_DT_OBJECT) rc = set_unsupported(chain, "codec \"%s\" on a fixed-size data type", name);
+            chain->object_codec = codec->object;
+            stage = 1;
+        } else if (stage == 0) {
+            rc = failf(err, err_len, "codecs: \"%s\" before the array-to-bytes codec", name);
+        } else if (mzv_codec_configure(codec, config, 3, &bytes_steps[nsteps], err, err_len) != 0) {
+            rc = set_unsupported(chain, "%s", err);
+        } else {
+            nsteps++;
         }
     }
     if (rc == 0 && !chain->unsupported && stage == 0)
         rc = failf(err, err_len, "codecs: no array-to-bytes codec (bytes, vlen-utf8, vlen-bytes, sharding_indexed)");
     /* Decoding runs the bytes-to-bytes codecs backwards. */
     for (size_t i = nsteps; rc == 0 && i-- > 0;)
-        if (push_step(chain, bytes_steps[i]) != 0) rc = failf(err, err_len, "out of memory");
+        if (mzv_chain_push(chain, &bytes_steps[i]) != 0) rc = failf(err, err_len, "out of memory");
     free(bytes_steps);
     if (rc != 0) return -1;
     int identity = 1, reversed = 1;

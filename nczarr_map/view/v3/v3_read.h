@@ -1,7 +1,8 @@
 /*
  * v3_read.h - the Zarr v3 reader of the compatibility view: zarr.json documents (groups and arrays, or the
  * inline consolidated metadata of the root) parsed into the view's array model (view_zarr.h) and codec
- * pipeline (view_codecs.h), and the shard index of the sharding_indexed codec.
+ * pipeline (view_codecs.h), and where the chunks of a v3 array are stored: its chunk key encoding and the
+ * shards of the sharding_indexed codec (v3_chunks.c). Nothing outside v3/ knows sharding.
  *
  * What is translated, and how, is listed in docs/compat-view.md (section "Zarr v3"). In short: the data
  * types that map onto a numpy dtype the view already presents (bool, int*, uint*, float16/32/64,
@@ -34,6 +35,16 @@ typedef struct mzv_view mzv_view;
  */
 int mzv_v3_array_parse(const mzj_value *doc, mzv_zarray *out, mzv_codec_chain *chain, char *err, size_t err_len);
 
+/* Zarr v3's sharding_indexed codec: each stored object (shard) holds a grid of inner chunks and an index
+ * of (offset, nbytes) little- or big-endian u64 pairs, 2^64-1 twice for an empty inner chunk. The array's
+ * chunks (mzv_zarray.chunks) are the inner chunks; the shard's shape is here. */
+typedef struct mzv_sharding {
+    uint64_t shard_shape[MZV_MAX_RANK]; /* elements per shard */
+    int index_at_start;                 /* index_location "start" (default "end") */
+    int index_big_endian;               /* the index's bytes codec */
+    int index_crc32c;                   /* the index ends with a CRC-32C of its pairs */
+} mzv_sharding;
+
 /*
  * Finds inner chunk `inner` (indices within the shard) in a shard of len bytes. Returns 0 with *chunk and
  * *chunk_len pointing into shard, 1 if the inner chunk is empty (fill value), or -1 with a message in err
@@ -42,8 +53,20 @@ int mzv_v3_array_parse(const mzj_value *doc, mzv_zarray *out, mzv_codec_chain *c
 int mzv_shard_locate(const mzv_zarray *z, const unsigned char *shard, size_t len, const uint64_t *inner,
                      const unsigned char **chunk, size_t *chunk_len, char *err, size_t err_len);
 
-/* Inner chunks per shard along each dimension (shard_shape / chunks). */
-void mzv_shard_grid(const mzv_zarray *z, uint64_t *per_shard);
+/* Where a chunk of a v3 array is stored (v3_chunks.c). index is the chunk's position in the grid of the
+ * chunks netCDF reads (the inner chunks, for a sharded array). */
+/* The key, relative to the array, of the object holding the chunk: "c/0/1" ("c" for 0-d) with the default
+ * encoding, "0.1" ("0") with the v2 one, each with its separator; for a sharded array, the key of its shard.
+ * out has room for MZV_MAX_RANK * 21 + 4 bytes. */
+void mzv_v3_chunk_key(const mzv_zarray *z, const uint64_t *index, char *out, size_t size);
+/* The stored bytes of the chunk within the object (len bytes) that holds it: the object itself, or the
+ * inner chunk's range of the shard. 0 with *chunk and *chunk_len pointing into object, 1 if the inner
+ * chunk is empty (fill value), or -1 with a message in err. */
+int mzv_v3_chunk_in_object(const mzv_zarray *z, const unsigned char *object, size_t len, const uint64_t *index,
+                           const unsigned char **chunk, size_t *chunk_len, char *err, size_t err_len);
+/* 1 if the chunks are stored as Zarr v2 stores them: one object per chunk under the v2 key ("0.1", the v2
+ * chunk key encoding), no shards. */
+int mzv_v3_chunks_stored_as_v2(const mzv_zarray *z);
 
 /* 1 if the dataset under the view's prefix is Zarr v3 (it has a root zarr.json). */
 int mzv_v3_detect(mzv_view *v);

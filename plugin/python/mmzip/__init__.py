@@ -316,16 +316,17 @@ class Archive:
         if mode != "r":
             info = _core.Info()
             _check(_lib().mmzip_get_info(self._h, ctypes.byref(info)))
-            if info.journal_restored or info.edits_recovered:
+            kept = info.edits_recovered - info.edits_restored  # mapped edits: kept as left, CRC recomputed
+            if info.journal_restored or kept:
                 import warnings
-                self.recovered = [info.journal_restored, info.edits_recovered]
+                self.recovered = [info.journal_restored, kept]
                 warnings.warn("%s: the open repaired what a killed writer left unfinished: %s%s%s" % (
                     self.path,
                     "%d bytes of a member written back from its undo journal (it is at its last commit again)"
                     % info.journal_restored if info.journal_restored else "",
-                    "; " if info.journal_restored and info.edits_recovered else "",
-                    "%d member(s) modified in place kept as left, their CRCs recomputed" % info.edits_recovered
-                    if info.edits_recovered else ""), RuntimeWarning, stacklevel=2)
+                    "; " if info.journal_restored and kept else "",
+                    "%d member(s) modified in place kept as left, their CRCs recomputed" % kept
+                    if kept else ""), RuntimeWarning, stacklevel=2)
 
     def verify(self, key):
         """Checks the CRC-32 of entry ``key`` (mmzip_verify); raises CRCError (code -8) on a mismatch."""

@@ -178,7 +178,8 @@ class Info(ctypes.Structure):  # mmzip_info
                                                   "unnamed", "edits_recovered", "edits_open", "free_bytes")]
                 + [("end_follows_directory", ctypes.c_int)]
                 + [("reserved_bytes", ctypes.c_uint64), ("journal_restored", ctypes.c_uint64),
-                   ("edits_unfinished", ctypes.c_uint64), ("spare", ctypes.c_uint64 * 5)])
+                   ("edits_unfinished", ctypes.c_uint64), ("edits_restored", ctypes.c_uint64),
+                   ("spare", ctypes.c_uint64 * 4)])
 
 
 class UnfinishedEdit(ctypes.Structure):  # mmzip_unfinished_edit
@@ -193,6 +194,7 @@ STRUCTS = {"mmzip_options": Options, "mmzip_entry_info": EntryInfo, "mmzip_iovec
 LIST_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(EntryInfo), ctypes.c_void_p)  # mmzip_list_fn
 UNFINISHED_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(UnfinishedEdit), ctypes.c_void_p)
 UNFINISHED_UNDO, UNFINISHED_INPLACE = 1, 2
+EDIT_MAP = 1  # MMZIP_EDIT_MAP
 REPORT_FN = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p)  # mmzip_report_fn
 
 # -- function prototypes -----------------------------------------------------------------------------------
@@ -214,17 +216,15 @@ PROTOTYPES = {
     "mmzip_get": (_int, [_vp, _cp, _P(_vp), _P(_u64)]),
     "mmzip_verify": (_int, [_vp, _cp]),
     "mmzip_read": (_int, [_vp, _cp, _u64, _vp, _sz, _P(_sz)]),
-    "mmzip_list": (_int, [_vp, _cp, LIST_FN, _vp]),
     "mmzip_list_ex": (_int, [_vp, _cp, _uint, LIST_FN, _vp]),
     "mmzip_list_names": (_int, [_vp, _cp, _uint, _vp, _sz, _P(_sz), _P(_sz)]),
     "mmzip_refresh": (_int, [_vp]),
     "mmzip_generation": (_P(_u64), [_vp]),
     "mmzip_put": (_int, [_vp, _cp, _vp, _u64, _u32]),
-    "mmzip_putv": (_int, [_vp, _cp, _P(IoVec), _int, _u32]),
+    "mmzip_putv": (_int, [_vp, _cp, _P(IoVec), _int, _u32, _vp]),  # attr: NULL, the defaults
     "mmzip_remove": (_int, [_vp, _cp]),
-    "mmzip_inplace": (_int, [_vp, _cp, _P(_vp), _P(_u64)]),
-    "mmzip_inplace_end": (_int, [_vp, _cp]),
-    "mmzip_inplace_marked": (_int, [_vp, _cp]),
+    "mmzip_edit_begin": (_int, [_vp, _cp, _uint, _P(_vp)]),
+    "mmzip_edit_map": (_int, [_vp, _P(_vp), _P(_u64), _P(_u64)]),
     "mmzip_begin": (_int, [_vp]),
     "mmzip_commit": (_int, [_vp]),
     "mmzip_rollback": (_int, [_vp]),

@@ -148,7 +148,7 @@ def _put_array(h, member, arr, alignment):
     if data.nbytes:
         iov[1].base, iov[1].len = data.ctypes.data, data.nbytes
         count = 2
-    _check(_core().mmzip_putv(h, _c.entry_name(member), iov, count, alignment))
+    _check(_core().mmzip_putv(h, _c.entry_name(member), iov, count, alignment, None))
 
 
 class NpzArchive:
@@ -196,6 +196,7 @@ class NpzArchive:
         self._cache = {}        # name as asked and member name -> array (views are made once, like mmnpz)
         self._files = None      # cached listing
         self._edited = {}       # member name -> weakref of the writable view handed out
+        self._edits = {}        # member name -> its mapped edit (mmzip_edit_t), open until close
         self._mapping = None    # uint8 ndarray over the whole mapped file
         self._batch_open = False
         self.recovered_edits = 0
@@ -206,11 +207,11 @@ class NpzArchive:
         if self._writable:
             info = _Info()
             _check(_core().mmzip_get_info(self._h.h, ctypes.byref(info)))
-            self.recovered_edits = info.edits_recovered
-            if info.edits_recovered:
+            self.recovered_edits = info.edits_recovered - info.edits_restored  # kept as left, CRC recomputed
+            if self.recovered_edits:
                 warnings.warn("%s: %d array(s) were being modified in place by a writer that died before "
                               "committing; their CRCs now match their bytes as they were left, which may hold "
-                              "only part of that writer's changes" % (self.path, info.edits_recovered),
+                              "only part of that writer's changes" % (self.path, self.recovered_edits),
                               RuntimeWarning, stacklevel=3)
             _check(_core().mmzip_begin(self._h.h))
             self._batch_open = True
@@ -330,7 +331,7 @@ class NpzArchive:
             info = self._stat(member)
         if info.method == 0:
             rc = _core().mmzip_verify(self._live(), _c.entry_name(member))
-            if rc == _c.ECRC and self._marked(member):
+            if rc == _c.ECRC and member in self._marked():
                 # Being modified in place by a writer (or left so by one that died): its CRC is stale until
                 # that writer's commit (or recovery) by design, and readers see the bytes as written.
                 return
@@ -391,13 +392,17 @@ class NpzArchive:
         a = ref() if ref else None
         if a is not None:
             return a
-        if self._batch_open:  # mmzip_inplace commits what is pending; the batch resumes after it
+        if self._batch_open:  # a mapped edit commits what is pending first; the batch resumes after it
             _check(_core().mmzip_commit(self._live()))
             self._batch_open = False
             self._committed()
         p, n = ctypes.c_void_p(), ctypes.c_uint64()
-        _check(_core().mmzip_inplace(self._live(), _c.entry_name(member), ctypes.byref(p),
-                                  ctypes.byref(n)))
+        e = self._edits.get(member)
+        if e is None:
+            e = ctypes.c_void_p()
+            _check(_core().mmzip_edit_begin(self._live(), _c.entry_name(member), _c.EDIT_MAP, ctypes.byref(e)))
+            self._edits[member] = e
+        _check(_core().mmzip_edit_map(e, ctypes.byref(p), ctypes.byref(n), None))
         _check(_core().mmzip_begin(self._live()))
         self._batch_open = True
         raw = (ctypes.c_char * max(n.value, 1)).from_address(p.value)
@@ -466,6 +471,7 @@ class NpzArchive:
             if a is not None:
                 a.flags.writeable = False
         self._edited.clear()
+        self._edits.clear()  # ended by the close of the handle
         self._batch_open = False
         if self._keeper is None and self._writable:
             # A new archive: published by this commit, and given the keeper its views hand on to.
@@ -491,6 +497,7 @@ class NpzArchive:
                 if a is not None:
                     a.flags.writeable = False
             self._edited.clear()
+            self._edits.clear()
             self._cache.clear()
             self._mapping = None
             self._batch_open = False
@@ -513,6 +520,7 @@ class NpzArchive:
         decoded (a compressed member, read as a decoded copy), in-place (a writable view handed out here), raw
         (not a .npy); ", being modified in place" when another writer's marker is present."""
         rows = []
+        marked = self._marked()
         for name, size, method, crc, pending in self._infos():
             info = self._stat(name)
             row = {"name": name[:-4] if name.endswith(".npy") else name, "dtype": "-", "shape": "-",
@@ -538,19 +546,19 @@ class NpzArchive:
                     row["status"] = "unreadable: %s" % str(e).split(": ")[-1][:40]
             if name in self._edited and self._edited[name]() is not None:
                 row["status"] = "in-place"
-            elif self._marked(name):
+            elif name in marked:
                 row["status"] += ", being modified in place"
             if pending:
                 row["status"] += " (pending)"
             rows.append(row)
         return rows
 
-    def _marked(self, member):
-        """Another writer is modifying member in place, or was when it died (the core's marker file)."""
-        rc = _core().mmzip_inplace_marked(self._live(), _c.entry_name(member))
-        if rc < 0:
-            _check(rc)
-        return rc == 1
+    def _marked(self):
+        """The members being modified in place through a view: by this archive's own edits, or (read-only) by a
+        writer now or one that died before recovery (mmzip_unfinished_edits). Their CRCs are stale by design."""
+        if self._writable:  # the writer: the open recovered what killed writers left, the rest is its own
+            return set(self._edits)
+        return {name for name, kind, _, _ in _c.unfinished_edits(self._live()) if kind == _c.UNFINISHED_INPLACE}
 
     def __repr__(self):
         if not self._h.h:
