@@ -7,8 +7,8 @@ Bounds printed beside them:
   zero-time store  the same zarr calls on a store that costs nothing: writes are dropped (only the
                    metadata is kept), reads come from bytes already in memory (a dict). What zarr itself
                    costs; no store can beat it.
-  copy floor       one copy of the whole array into a new one (numpy), the least a read that returns a new
-                   array must do.
+  copy floor       one copy of the whole array into the output array (numpy), the least a read that fills
+                   an array must do.
   mapping floor    every chunk copied, in zarr's order, into a new array straight from Python's own fresh
                    mmap of the same archive (offsets found beforehand, no zarr, no store): the least any
                    reader that copies out of a mapping of the file can do. On a machine where page faults
@@ -22,6 +22,8 @@ Bounds printed beside them:
                    option of the store), to show in the same run what the check costs. Each read opens the
                    archive afresh, so every chunk is checked each time (the first-read cost).
 
+Every read fills one output array allocated and touched once (zarr's get_basic_selection(out=)), so that the
+cost of fresh memory, which on a VM varies more than the stores differ, is left out of every way alike.
 Uncompressed chunks (compressor=None), so that the stores, not a codec, are measured. Warm page cache (each
 way reads what it has just written). Every time is the median of --repeat runs, the ways interleaved so
 that a change in the machine's load hits all alike. Writes include close() (ZipStore writes its directory
@@ -88,11 +90,13 @@ class Times(dict):
     cpu = None
 
 
-def timed_interleaved(ways, repeat, check=None):
+def timed_interleaved(ways, repeat, check=None, before=None):
     """Median time of each way, the ways taking turns. A way may return a result: check(name, result) sees it
     outside the timed region, and it is dropped at once (keeping six 1 GiB results alive would push the
-    archives out of the page cache)."""
+    archives out of the page cache). before(), if given, runs before each way, outside the timed region."""
     for name, fn in ways.items():
+        if before:
+            before()
         r = fn()
         if check:
             check(name, r)
@@ -101,6 +105,8 @@ def timed_interleaved(ways, repeat, check=None):
     cpu = {name: [] for name in ways}
     for _ in range(repeat):
         for name, fn in ways.items():
+            if before:
+                before()
             c0, t0 = time.process_time(), time.perf_counter()
             r = fn()
             times[name].append(time.perf_counter() - t0)
@@ -145,12 +151,23 @@ def bench_chunks(work, data, chunk_elems, repeat):
 
     mem = zarr.KVStore({})
     zarr.create(shape=(n,), chunks=(chunk_elems,), dtype=data.dtype, compressor=None, store=mem)[:] = data
+    # Every read fills one output array, allocated and touched once here: what fresh memory costs is the
+    # machine's, not the store's, and on this VM it varies by more than the stores differ (first touches of
+    # 512 MiB took 0.1 s to 1.2 s of kernel time, zeroing huge pages the host had taken back), falling at
+    # random on one way or another. Before each way a value of every chunk is spoiled (untimed), so that a
+    # way that wrote nothing fails the check.
+    out = np.zeros(n, dtype=data.dtype)
+    out_bytes = out.view("u1")
+
+    def spoil():
+        out[::chunk_elems] = -1
+
     def reader(name):
         def run():
             s = opened[name]("r")
-            r = zarr.open_array(s, mode="r")[:]
+            zarr.open_array(s, mode="r").get_basic_selection(Ellipsis, out=out)
             s.close()
-            return r
+            return out
         return run
 
     def reader_no_crc():
@@ -160,15 +177,17 @@ def bench_chunks(work, data, chunk_elems, repeat):
             s = opened["mmzip"]("r")
         finally:
             mmzip._core.VERIFY_CRC = saved
-        r = zarr.open_array(s, mode="r")[:]
+        zarr.open_array(s, mode="r").get_basic_selection(Ellipsis, out=out)
         s.close()
-        return r
+        return out
 
     def read_mem():
-        return zarr.open_array(mem, mode="r")[:]
+        zarr.open_array(mem, mode="r").get_basic_selection(Ellipsis, out=out)
+        return out
 
     def copy_floor():
-        return data.copy()
+        np.copyto(out, data)
+        return out
 
     with zipfile.ZipFile(paths["mmzip"]) as zf, open(paths["mmzip"], "rb") as f:
         spans = []
@@ -183,8 +202,7 @@ def bench_chunks(work, data, chunk_elems, repeat):
         with open(paths["mmzip"], "rb") as f:
             m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
             src = np.frombuffer(m, dtype="u1")
-            out = np.empty(n, dtype=data.dtype)
-            o = out.view("u1")
+            o = out_bytes
             for i, off in enumerate(spans):
                 o[i * chunk_bytes:(i + 1) * chunk_bytes] = src[off:off + chunk_bytes]
             del src
@@ -202,8 +220,7 @@ def bench_chunks(work, data, chunk_elems, repeat):
             m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
             src = np.frombuffer(m, dtype="u1")
             base = src.ctypes.data
-            out = np.empty(n, dtype=data.dtype)
-            o = out.view("u1")
+            o = out_bytes
             for i, off in enumerate(spans):
                 crc32(0, base + off, chunk_bytes)
                 o[i * chunk_bytes:(i + 1) * chunk_bytes] = src[off:off + chunk_bytes]
@@ -212,8 +229,7 @@ def bench_chunks(work, data, chunk_elems, repeat):
         return out
 
     def checked_read_floor():
-        out = np.empty(n, dtype=data.dtype)
-        o = out.view("u1")
+        o = out_bytes
         base = out.ctypes.data
         fd = os.open(paths["mmzip"], os.O_RDONLY)
         try:
@@ -232,7 +248,7 @@ def bench_chunks(work, data, chunk_elems, repeat):
                                "directory": reader("directory"), "zero-time": read_mem,
                                "copy floor": copy_floor, "mapping floor": mapping_floor,
                                "checked mapping floor": checked_mapping_floor,
-                               "checked read floor": checked_read_floor}, repeat, check)
+                               "checked read floor": checked_read_floor}, repeat, check, before=spoil)
     del mem
     with zarr.ZipStore(paths["mmzip"], mode="r") as z:  # our archive, as zarr's ZipStore sees it
         assert len(z.keylist()) == n // chunk_elems + 1
