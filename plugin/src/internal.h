@@ -382,6 +382,10 @@ void mz_crashpoint(const char *name);
 
 /* 0 on success, MMZIP_EBUSY if another open file description holds it, 1 if locks are unsupported. */
 int mz_lock_writer(int fd);
+/* The writer lock, waiting in turn behind the writers already waiting (a turnstile byte taken first, let go
+ * once the writer lock is held), for at most wait_ms (MMZIP_WAIT_FOREVER: no limit). 0, MMZIP_EBUSY when the
+ * wait ran out, 1 if the file system has no OFD locks, or -errno. */
+int mz_lock_writer_in_turn(int fd, uint32_t wait_ms);
 void mz_unlock_writer(int fd);
 int mz_writer_lock_held(int fd);  /* 1 held by someone else, 0 free, -1 unknown */
 void mz_lock_commit(int fd, int exclusive); /* blocking; silently skipped if unsupported */

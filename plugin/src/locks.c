@@ -1,6 +1,7 @@
 /*
  * locks.c - cross-process exclusion with open-file-description (OFD) locks on bytes far past any real data:
- * one for "a writer has this archive open", one for "a commit is rewriting the end of the file", and one per
+ * one for "a writer has this archive open", one for "a commit is rewriting the end of the file", one that
+ * writers waiting for the first in turn pass through (shared appending, shared_writer.c), and one per
  * entry for "this entry is being edited in place" (taken exclusive by an edit, shared by a reader's hold).
  *
  * OFD locks, unlike classic POSIX record locks, belong to the open file, not the process: closing some
@@ -13,10 +14,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MZ_WRITER_LOCK_BYTE ((off_t)1 << 62)
 #define MZ_COMMIT_LOCK_BYTE (((off_t)1 << 62) + 1)
+#define MZ_TURN_LOCK_BYTE (((off_t)1 << 62) + 2) /* the turnstile of writers waiting in turn */
 #define MZ_ENTRY_LOCK_BASE ((off_t)1 << 61) /* + the entry's local-header offset */
 
 #ifndef F_OFD_SETLK
@@ -48,6 +51,49 @@ int mz_lock_writer(int fd) {
     if (r == -EAGAIN || r == -EACCES) return MMZIP_EBUSY;
     if (unsupported(r)) return 1;
     return MMZIP_EIO;
+}
+
+static uint64_t now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+/* Takes the lock on `byte` exclusively, waiting until deadline (microseconds, CLOCK_MONOTONIC; UINT64_MAX:
+ * no limit). 0, MMZIP_EBUSY at the deadline, 1 if the file system has no OFD locks, or -errno. The kernel
+ * offers no timed wait on a record lock, so a bounded wait polls, with a sleep that starts at 20 us and
+ * doubles up to 1 ms; an unbounded one blocks in the kernel. */
+static int wait_for(int fd, off_t byte, uint64_t deadline) {
+    int r = ofd(fd, F_OFD_SETLK, F_WRLCK, byte);
+    if (r == 0) return 0;
+    if (unsupported(r)) return 1;
+    if (r != -EAGAIN && r != -EACCES) return r;
+    if (deadline == UINT64_MAX) {
+        r = ofd(fd, F_OFD_SETLKW, F_WRLCK, byte);
+        return r == -EDEADLK ? MMZIP_EBUSY : r;
+    }
+    uint64_t nap = 20;
+    for (;;) {
+        uint64_t t = now_us();
+        if (t >= deadline) return MMZIP_EBUSY;
+        uint64_t left = deadline - t, d = nap < left ? nap : left;
+        struct timespec ts = {(time_t)(d / 1000000u), (long)(d % 1000000u) * 1000};
+        nanosleep(&ts, NULL);
+        r = ofd(fd, F_OFD_SETLK, F_WRLCK, byte);
+        if (r == 0) return 0;
+        if (r != -EAGAIN && r != -EACCES) return r;
+        if (nap < 1000) nap *= 2;
+    }
+}
+
+int mz_lock_writer_in_turn(int fd, uint32_t wait_ms) {
+    uint64_t deadline = wait_ms == MMZIP_WAIT_FOREVER ? UINT64_MAX : now_us() + (uint64_t)wait_ms * 1000u;
+    int r = wait_for(fd, MZ_TURN_LOCK_BYTE, deadline);
+    if (r == 0) {
+        r = wait_for(fd, MZ_WRITER_LOCK_BYTE, deadline);
+        (void)ofd(fd, F_OFD_SETLK, F_UNLCK, MZ_TURN_LOCK_BYTE);
+    }
+    return r;
 }
 
 void mz_unlock_writer(int fd) { (void)ofd(fd, F_OFD_SETLK, F_UNLCK, MZ_WRITER_LOCK_BYTE); }

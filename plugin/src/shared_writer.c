@@ -14,10 +14,9 @@
  * The lock is the writer lock of locks.c (an OFD lock, dropped by the kernel when its holder dies). Waiting is
  * in turn: a writer first takes a turnstile lock (another byte), then the writer lock, then lets the turnstile
  * go. A writer that commits and comes straight back must pass the turnstile, which the longest-waiting writer
- * holds while it waits for the writer lock, so nobody is passed over again and again. Waits are bounded by
- * mmzip_options.lock_wait_ms: the kernel offers no timed wait on a record lock, so a bounded wait polls, with
- * a sleep that starts at 20 us and doubles up to 1 ms; an unbounded one (MMZIP_WAIT_FOREVER) blocks in the
- * kernel.
+ * holds while it waits for the writer lock, so nobody is passed over again and again (locks.c:
+ * mz_lock_writer_in_turn). Waits are bounded by mmzip_options.lock_wait_ms; an unbounded one
+ * (MMZIP_WAIT_FOREVER) blocks in the kernel.
  *
  * The hooks called from the rest of the core are declared in internal.h (mz_shared_*); each is a no-op for a
  * store opened without MMZIP_SHARED. This file is a layer below write.c, which calls it (internal.h's map):
@@ -34,15 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The writer lock's byte (locks.c) and the turnstile's, next to the commit lock's, far past any data. */
-#define MZ_SHARED_WRITER_BYTE ((off_t)1 << 62)
-#define MZ_SHARED_TURN_BYTE (((off_t)1 << 62) + 2)
 #define MZ_SHARED_DEFAULT_WAIT_MS 60000u
-
-#ifndef F_OFD_SETLK
-#define F_OFD_SETLK 37
-#define F_OFD_SETLKW 38
-#endif
 
 struct mz_shared {
     uint32_t wait_ms;
@@ -60,60 +51,10 @@ struct mz_shared {
 
 #define SEEN(sh) ((sh)->buf + (sh)->off)
 
-static int ofd_lock(int fd, int cmd, short type, off_t byte) {
-    struct flock fl;
-    memset(&fl, 0, sizeof fl);
-    fl.l_type = type;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = byte;
-    fl.l_len = 1;
-    for (;;) {
-        if (fcntl(fd, cmd, &fl) == 0) return 0;
-        if (errno == EINTR) continue;
-        return -errno;
-    }
-}
-
-static uint64_t now_us(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
-}
-
-/* Takes the lock on `byte` exclusively, waiting until deadline (microseconds, CLOCK_MONOTONIC; UINT64_MAX:
- * no limit). 0, MMZIP_EBUSY at the deadline, 1 if the file system has no OFD locks, or -errno. */
-static int wait_for(int fd, off_t byte, uint64_t deadline) {
-    int r = ofd_lock(fd, F_OFD_SETLK, F_WRLCK, byte);
-    if (r == 0) return 0;
-    if (r == -EINVAL || r == -ENOLCK || r == -EOPNOTSUPP || r == -ENOSYS) return 1;
-    if (r != -EAGAIN && r != -EACCES) return r;
-    if (deadline == UINT64_MAX) {
-        r = ofd_lock(fd, F_OFD_SETLKW, F_WRLCK, byte);
-        return r == -EDEADLK ? MMZIP_EBUSY : r;
-    }
-    uint64_t nap = 20;
-    for (;;) {
-        uint64_t t = now_us();
-        if (t >= deadline) return MMZIP_EBUSY;
-        uint64_t left = deadline - t, d = nap < left ? nap : left;
-        struct timespec ts = {(time_t)(d / 1000000u), (long)(d % 1000000u) * 1000};
-        nanosleep(&ts, NULL);
-        r = ofd_lock(fd, F_OFD_SETLK, F_WRLCK, byte);
-        if (r == 0) return 0;
-        if (r != -EAGAIN && r != -EACCES) return r;
-        if (nap < 1000) nap *= 2;
-    }
-}
-
 /* The writer lock, in turn (see the top of the file). Messages name the archive and the wait. */
 static int acquire(mz_store *s, int fd) {
     uint32_t ms = s->shared->wait_ms;
-    uint64_t deadline = ms == MMZIP_WAIT_FOREVER ? UINT64_MAX : now_us() + (uint64_t)ms * 1000u;
-    int r = wait_for(fd, MZ_SHARED_TURN_BYTE, deadline);
-    if (r == 0) {
-        r = wait_for(fd, MZ_SHARED_WRITER_BYTE, deadline);
-        (void)ofd_lock(fd, F_OFD_SETLK, F_UNLCK, MZ_SHARED_TURN_BYTE);
-    }
+    int r = mz_lock_writer_in_turn(fd, ms);
     if (r == 0 || r == 1) return r;
     if (r == MMZIP_EBUSY)
         return mz_fail(MMZIP_EBUSY, "%s: waited %u ms for the writer lock in vain (other writers of the archive "
