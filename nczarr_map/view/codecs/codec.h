@@ -90,6 +90,12 @@ int mzv_codec_failf(char *err, size_t err_len, const char *fmt, ...)
 int mzv_codec_alloc(mzv_bytes *out, size_t len, size_t limit, char *err, size_t err_len);
 /* A numeric numpy dtype string parameter of a filter (e.g. delta's "dtype") into *out. 0, or -1 with err. */
 int mzv_codec_dtype_param(const mzj_value *config, const char *key, mzv_dtype *out, char *err, size_t err_len);
+/* The "dtype" parameter into s->decoded and "astype" into s->encoded, or the dtype again without one (delta,
+ * quantize, fixedscaleoffset). 0, or -1 with err. */
+int mzv_codec_dtype_and_astype(const mzj_value *config, mzv_step *s, char *err, size_t err_len);
+/* For an elementwise filter from s->encoded to s->decoded items: *n items of len bytes, and out allocated for
+ * their decoded size (within limit). 0, or -1 with err. */
+int mzv_codec_items(const mzv_step *s, size_t len, size_t limit, mzv_bytes *out, size_t *n, char *err, size_t err_len);
 
 /* An output buffer that grows geometrically up to a hard limit, for the streaming formats whose decoded
  * size is not in a header. */

@@ -1,6 +1,7 @@
 /* codec_util.c - what the codec files share: messages, bounded output buffers, dtype parameters (see
  * codec.h). */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -42,6 +43,23 @@ int mzv_codec_dtype_param(const mzj_value *config, const char *key, mzv_dtype *o
     if (mzv_dtype_parse_string(s, out, sub, sizeof sub) != 0 || !mzv_dtype_is_numeric(out))
         return mzv_codec_failf(err, err_len, "filter parameter has an unsupported dtype: %s", s);
     return 0;
+}
+
+int mzv_codec_dtype_and_astype(const mzj_value *config, mzv_step *s, char *err, size_t err_len) {
+    if (mzv_codec_dtype_param(config, "dtype", &s->decoded, err, err_len) != 0) return -1;
+    if (!mzj_get(config, "astype")) {
+        s->encoded = s->decoded;
+        return 0;
+    }
+    return mzv_codec_dtype_param(config, "astype", &s->encoded, err, err_len);
+}
+
+int mzv_codec_items(const mzv_step *s, size_t len, size_t limit, mzv_bytes *out, size_t *n, char *err, size_t err_len) {
+    size_t esz = s->encoded.itemsize, dsz = s->decoded.itemsize;
+    if (len % esz) return mzv_step_fail(s, err, err_len, "chunk length is not a multiple of the encoded item size");
+    *n = len / esz;
+    if (*n > SIZE_MAX / dsz) return mzv_codec_failf(err, err_len, "decoded size exceeds the limit");
+    return mzv_codec_alloc(out, *n * dsz, limit, err, err_len);
 }
 
 int mzv_grow(mzv_grow_buf *g) {

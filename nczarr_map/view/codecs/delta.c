@@ -10,12 +10,7 @@ MZV_CODEC_DECODER(mzv_delta_decode);
 
 int mzv_delta_configure(const mzj_value *config, int format, mzv_step *s, char *err, size_t err_len) {
     (void)format;
-    if (mzv_codec_dtype_param(config, "dtype", &s->decoded, err, err_len) != 0) return -1;
-    if (mzj_get(config, "astype")) {
-        if (mzv_codec_dtype_param(config, "astype", &s->encoded, err, err_len) != 0) return -1;
-    } else {
-        s->encoded = s->decoded;
-    }
+    if (mzv_codec_dtype_and_astype(config, s, err, err_len) != 0) return -1;
     int floats = s->decoded.cls == MZV_DT_FLOAT || s->encoded.cls == MZV_DT_FLOAT;
     if (floats && (s->decoded.itemsize != s->encoded.itemsize || s->decoded.cls != s->encoded.cls ||
                    s->decoded.itemsize == 2))
@@ -25,10 +20,8 @@ int mzv_delta_configure(const mzj_value *config, int format, mzv_step *s, char *
 
 int mzv_delta_decode(const mzv_step *s, const unsigned char *in, size_t len, size_t limit, mzv_bytes *out, char *err,
                      size_t err_len) {
-    size_t esz = s->encoded.itemsize, dsz = s->decoded.itemsize;
-    if (len % esz) return mzv_step_fail(s, err, err_len, "chunk length is not a multiple of the encoded item size");
-    size_t n = len / esz;
-    if (n > SIZE_MAX / dsz || mzv_codec_alloc(out, n * dsz, limit, err, err_len) != 0) return -1;
+    size_t esz = s->encoded.itemsize, dsz = s->decoded.itemsize, n;
+    if (mzv_codec_items(s, len, limit, out, &n, err, err_len) != 0) return -1;
     if (s->decoded.cls == MZV_DT_FLOAT) {
         /* numpy's cumsum accumulates floats sequentially in their own precision. */
         float accf = 0;
