@@ -38,7 +38,8 @@
  *      crc32_combine.c CRC-32 algebra: the CRC of a whole from its parts (an edit's new CRC at the cost of the change)
  *   0  crc32.c        the CRC-32 of ZIP
  *      zip_format.c   byte layouts of the ZIP records we read and write
- *      locks.c        the cross-process writer lock, commit lock and entry edit locks (OFD locks), the owning process
+ *      locks.c        the cross-process writer lock (and its wait in turn), commit lock and entry edit locks (OFD
+ *                     locks), the owning process
  *      errors.c       status codes and the per-thread error message
  */
 #ifndef MMZIP_INTERNAL_H
