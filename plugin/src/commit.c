@@ -361,11 +361,12 @@ static int commit_additions(mz_store *s, uint64_t x, int *done) {
         !in_one_sector(tpos, tlen))
         return MMZIP_OK;
     /* Only new names: a record of a replaced entry left behind the new one would win in readers that take
-     * the last record of a name (zipfile, zarr-python). Whatever path marked the replacement, look. */
+     * the last record of a name (zipfile, zarr-python). Whatever path marked the replacement, look at the
+     * pending entries. A committed entry a pending one shadows is counted in n_shadowed, checked above, by
+     * every path that marks it (write.c), so the committed ones are not scanned: that scan made every commit
+     * O(entries), and a run of commits O(entries^2). */
     for (uint32_t i = s->n_committed; i < s->n; i++)
         if (s->e[i].replaces != MZ_NONE || (s->e[i].mark & (MZ_MARK_DEAD | MZ_MARK_RESERVED))) return MMZIP_OK;
-    for (uint32_t i = 0; i < s->n_committed; i++)
-        if (s->e[i].mark & MZ_MARK_SHADOWED) return MMZIP_OK;
     int st = mz_ensure_room(s, x + r);
     if (st) return st;
     tpos = s->cd_pos + s->cd_size; /* a relocation moved them */
