@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -372,6 +374,67 @@ static void test_refused(void) {
     mmzip_close(h);
 }
 
+/* Offset of the flags field of key's central directory record in the file at path (0 if not found). */
+static off_t record_flags_at(const char *path, const char *key) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    static uint8_t img[1 << 20];
+    size_t n = fread(img, 1, sizeof img, f);
+    fclose(f);
+    size_t kl = strlen(key);
+    off_t found = 0;
+    for (size_t i = 0; i + 46 + kl <= n; i++)
+        if (memcmp(img + i, "PK\1\2", 4) == 0 && img[i + 28] == kl && img[i + 29] == 0 &&
+            memcmp(img + i + 46, key, kl) == 0)
+            found = (off_t)(i + 8);
+    return found;
+}
+
+static uint16_t flags_of(mmzip_t *h, const char *key) {
+    mmzip_entry_info info;
+    return mmzip_stat(h, key, &info) == MMZIP_OK ? info.flags : 0xFFFF;
+}
+
+/* How a shared handle learns that the file changed between its transactions: on a local file system an
+ * inotify watch (every write, truncate and punch makes an event; none means nothing changed, and the
+ * comparison of the directory is skipped), elsewhere, or with MMZIP_SHARED_NO_WATCH set, the comparison.
+ * A foreign program changes one byte of a directory record in place with pwrite, the file's size and every
+ * end record staying the same (what no mmzip writer does, and the hardest change to see): the next
+ * transaction sees it either way. That the watch is what decides where it is on: the crash point
+ * shared.quiet, reached only then (tests/crash/test_shared_kill.py). */
+static void test_foreign_byte(int watch) {
+    const char *path = ctest_path_in(dir, watch ? "foreign_watch.zip" : "foreign_nowatch.zip");
+    if (watch) unsetenv("MMZIP_SHARED_NO_WATCH");
+    else setenv("MMZIP_SHARED_NO_WATCH", "1", 1);
+    mmzip_options o = shared_opts(MMZIP_WAIT_FOREVER);
+    mmzip_t *h;
+    OK(mmzip_open(path, "w+", &o, &h));
+    OK(mmzip_put(h, "k1", "one", 3, 0));
+    OK(mmzip_put(h, "k2", "two", 3, 0));
+    uint16_t f1 = flags_of(h, "k1"), f2 = flags_of(h, "k2");
+    CHECK(f1 != 0xFFFF && f2 != 0xFFFF);
+    /* pwrite: bit 11 (UTF-8 names, harmless for ASCII ones) set in k2's record. */
+    off_t at = record_flags_at(path, "k2");
+    CHECK(at > 0);
+    int fd = open(path, O_RDWR);
+    CHECK(fd >= 0);
+    uint16_t nf = (uint16_t)(f2 ^ 0x0800);
+    uint8_t le[2] = {(uint8_t)nf, (uint8_t)(nf >> 8)};
+    CHECK(pwrite(fd, le, 2, at) == 2);
+    OK(mmzip_put(h, "k3", "three", 5, 0));
+    CHECK_EQ_U64(flags_of(h, "k2"), nf);
+    close(fd);
+    OK(mmzip_put(h, "k4", "four", 4, 0));
+    CHECK_EQ_U64(flags_of(h, "k2"), nf);
+    CHECK_EQ_U64(flags_of(h, "k1"), f1);
+    CHECK_EQ_U64(mmzip_count(h), 4);
+    OK(mmzip_close(h));
+    unsetenv("MMZIP_SHARED_NO_WATCH");
+}
+
+static void test_watch(void) { test_foreign_byte(1); }
+static void test_no_watch(void) { test_foreign_byte(0); }
+
 /* Runs the tests named on the command line, or all of them (valgrind runs skip test_turns, whose writer A
  * loops while valgrind's one-thread-at-a-time scheduler keeps B from its turn). */
 int main(int argc, char **argv) {
@@ -381,7 +444,8 @@ int main(int argc, char **argv) {
     static const struct { const char *name; void (*fn)(void); } tests[] = {
         {"test_wait_and_timeout", test_wait_and_timeout}, {"test_same_name", test_same_name},
         {"test_refused", test_refused}, {"test_durable", test_durable}, {"test_turns", test_turns},
-        {"test_threads", test_threads}, {"test_processes", test_processes}};
+        {"test_threads", test_threads}, {"test_processes", test_processes}, {"test_watch", test_watch},
+        {"test_no_watch", test_no_watch}};
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         int want = argc < 2;
         for (int a = 1; a < argc; a++) want |= strcmp(argv[a], tests[i].name) == 0;
