@@ -3,7 +3,9 @@
 64 KiB and in 4 MiB chunks, through mmzip.ZarrStore(path, "a", shared=True) (each chunk one commit, the
 writer lock taken per chunk) and through zarr.storage.DirectoryStore (each chunk a file, written to a
 temporary name and renamed, as zarr does), by the same worker script; and one mmzip process writing the same
-chunks as a single writer (mode "w", one commit at the end). All in one run, the configurations one after the
+chunks as a single writer (mode "w", one commit at the end); and the copy floor: the same processes writing
+the same chunks with os.pwrite into one file at fixed offsets (no store, no lock, no directory: what any store
+that writes one file must at least do, and how far P processes can scale doing only that). All in one run, the configurations one after the
 other on the same machine, so that their ratios mean something even when the machine is loaded (it prints the
 load average before and after).
 
@@ -14,11 +16,16 @@ configuration; nothing is fsynced while timed (neither store does by default). E
 afterwards: the number of chunks, and with --smoke the bytes of every chunk. --smoke (the CTest bench_shared_
 smoke) runs tiny sizes to test the script; it asserts nothing about speed.
 
-Usage: shared_bench.py [--total MIB] [--chunks 64K,4M] [--procs 1,2,4] [--dir DIR] [--smoke]
+The configurations run in rounds (--repeat, 3 by default), each round all of them in the same order, and the
+medians are compared: a single run is at the mercy of the page cache's writeback of the previous gigabytes (the
+first configuration of a chunk size has taken ten times as long as the same one a round later).
+
+Usage: shared_bench.py [--total MIB] [--chunks 64K,4M] [--procs 1,2,4] [--repeat N] [--dir DIR] [--smoke]
 """
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,6 +38,9 @@ import numpy as np
 if kind == "directory":
     import zarr
     store = zarr.storage.DirectoryStore(path)
+elif kind == "floor":
+    store = None
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
 else:
     import mmzip
     store = mmzip.ZarrStore(path, "a", shared=True, lock_timeout=None) if kind == "shared" else mmzip.ZarrStore(path, "w")
@@ -39,10 +49,19 @@ print("ready", flush=True)
 sys.stdin.readline()
 for i in range(idx, total // chunk, nproc):
     buf[:8] = np.frombuffer(i.to_bytes(8, "little"), "u1")
-    store["data/%d" % i] = buf
-if kind != "directory":
+    if store is None:
+        os.pwrite(fd, buf, i * chunk)
+    else:
+        store["data/%d" % i] = buf
+if kind == "floor":
+    os.close(fd)
+elif kind != "directory":
     store.close()
 """
+
+
+def size_name(chunk):
+    return "%dK" % (chunk >> 10) if chunk < (1 << 20) else "%dM" % (chunk >> 20)
 
 
 def parse_size(s):
@@ -80,6 +99,16 @@ def run_config(kind, path, nproc, chunk, total):
 def check(kind, path, chunk, total, full):
     """The chunk count, and with full=True every chunk's index and length."""
     n = total // chunk
+    if kind == "floor":
+        if os.path.getsize(path) != total:
+            raise SystemExit("floor at %s: %d bytes, want %d" % (path, os.path.getsize(path), total))
+        if full:
+            with open(path, "rb") as f:
+                for i in range(n):
+                    f.seek(i * chunk)
+                    if int.from_bytes(f.read(8), "little") != i:
+                        raise SystemExit("floor: chunk %d is wrong" % i)
+        return
     if kind == "directory":
         import zarr
         store = zarr.storage.DirectoryStore(path)
@@ -104,6 +133,7 @@ def main():
     ap.add_argument("--chunks", default="64K,4M")
     ap.add_argument("--procs", default="1,2,4")
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of every configuration; medians are compared")
     ap.add_argument("--smoke", action="store_true")
     a = ap.parse_args()
     total = (2 if a.smoke else a.total) << 20
@@ -112,33 +142,42 @@ def main():
     base = tempfile.mkdtemp(prefix="shared-bench-", dir=a.dir)
     print("load average before: %.2f %.2f %.2f; %d CPUs" % (os.getloadavg() + (os.cpu_count(),)), flush=True)
     results = {}
+    runs = {}
     try:
-        for chunk in chunks:
-            configs = [("single", 1)]
-            for p in procs:
-                configs += [("directory", p), ("shared", p)]
-            for kind, p in configs:
-                path = os.path.join(base, "out.zarr" if kind == "directory" else "out.zarr.zip")
-                t = run_config(kind, path, p, chunk, total)
-                check(kind, path, chunk, total, a.smoke)
-                results[(chunk, kind, p)] = t
-                print("%-6s chunks  %-9s  %d process(es): %7.2f s  %7.1f MiB/s" % (
-                    "%dK" % (chunk >> 10) if chunk < (1 << 20) else "%dM" % (chunk >> 20), kind, p, t,
-                    total / t / (1 << 20)), flush=True)
+        for rnd in range(1 if a.smoke else a.repeat):
+            for chunk in chunks:
+                configs = [("single", 1)]
+                for p in procs:
+                    configs += [("floor", p), ("directory", p), ("shared", p)]
+                for kind, p in configs:
+                    path = os.path.join(base, {"directory": "out.zarr", "floor": "out.bin"}.get(kind, "out.zarr.zip"))
+                    t = run_config(kind, path, p, chunk, total)
+                    check(kind, path, chunk, total, a.smoke)
+                    runs.setdefault((chunk, kind, p), []).append(t)
+                    print("round %d  %-6s chunks  %-9s  %d process(es): %7.2f s  %7.1f MiB/s" % (
+                        rnd + 1, size_name(chunk), kind, p, t, total / t / (1 << 20)), flush=True)
+        print("\nmedian (min - max) of %d rounds:" % len(next(iter(runs.values()))))
+        for (chunk, kind, p), ts in runs.items():
+            results[(chunk, kind, p)] = statistics.median(ts)
+            print("  %-6s %-9s %d process(es): %6.2f s  (%.2f - %.2f)" % (
+                size_name(chunk), kind, p, statistics.median(ts), min(ts), max(ts)))
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print("load average after: %.2f %.2f %.2f" % os.getloadavg())
-    print("\nratios (time of mmzip shared / time of the other; < 1: mmzip shared is faster)")
+    print("\nratios (time of mmzip shared / time of the other; < 1: mmzip shared is faster; the floor is the "
+          "copy floor above, the bound of any one-file store)")
     for chunk in chunks:
-        name = "%dK" % (chunk >> 10) if chunk < (1 << 20) else "%dM" % (chunk >> 20)
+        name = size_name(chunk)
         for p in procs:
-            print("  %-5s %d proc: shared/DirectoryStore %.2f   shared/one mmzip process %.2f" % (
+            print("  %-5s %d proc: shared/DirectoryStore %.2f   shared/one mmzip process %.2f   shared/floor %.2f" % (
                 name, p, results[(chunk, "shared", p)] / results[(chunk, "directory", p)],
-                results[(chunk, "shared", p)] / results[(chunk, "single", 1)]))
+                results[(chunk, "shared", p)] / results[(chunk, "single", 1)],
+                results[(chunk, "shared", p)] / results[(chunk, "floor", p)]))
         if 1 in procs and 2 in procs:
-            print("  %-5s 2 procs / 1 proc: shared %.2f   DirectoryStore %.2f" % (
+            print("  %-5s 2 procs / 1 proc: shared %.2f   DirectoryStore %.2f   floor %.2f" % (
                 name, results[(chunk, "shared", 2)] / results[(chunk, "shared", 1)],
-                results[(chunk, "directory", 2)] / results[(chunk, "directory", 1)]))
+                results[(chunk, "directory", 2)] / results[(chunk, "directory", 1)],
+                results[(chunk, "floor", 2)] / results[(chunk, "floor", 1)]))
 
 
 if __name__ == "__main__":
