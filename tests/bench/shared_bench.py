@@ -5,7 +5,9 @@ writer lock taken per chunk) and through zarr.storage.DirectoryStore (each chunk
 temporary name and renamed, as zarr does), by the same worker script; and one mmzip process writing the same
 chunks as a single writer (mode "w", one commit at the end); and the copy floor: the same processes writing
 the same chunks with os.pwrite into one file at fixed offsets (no store, no lock, no directory: what any store
-that writes one file must at least do, and how far P processes can scale doing only that). All in one run, the configurations one after the
+that writes one file must at least do, and how far P processes can scale doing only that), and the same with
+each process writing a file of its own (floor-own: what the machine gives P processes that share no file). All
+in one run, the configurations one after the
 other on the same machine, so that their ratios mean something even when the machine is loaded (it prints the
 load average before and after).
 
@@ -38,9 +40,9 @@ import numpy as np
 if kind == "directory":
     import zarr
     store = zarr.storage.DirectoryStore(path)
-elif kind == "floor":
+elif kind in ("floor", "floor-own"):
     store = None
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    fd = os.open(path if kind == "floor" else "%s.%d" % (path, idx), os.O_WRONLY | os.O_CREAT, 0o644)
 else:
     import mmzip
     store = mmzip.ZarrStore(path, "a", shared=True, lock_timeout=None) if kind == "shared" else mmzip.ZarrStore(path, "w")
@@ -53,7 +55,7 @@ for i in range(idx, total // chunk, nproc):
         os.pwrite(fd, buf, i * chunk)
     else:
         store["data/%d" % i] = buf
-if kind == "floor":
+if store is None:
     os.close(fd)
 elif kind != "directory":
     store.close()
@@ -71,6 +73,9 @@ def parse_size(s):
 
 
 def run_config(kind, path, nproc, chunk, total):
+    for i in range(8):
+        if os.path.exists("%s.%d" % (path, i)):
+            os.unlink("%s.%d" % (path, i))
     if os.path.isdir(path):
         shutil.rmtree(path)
     elif os.path.exists(path):
@@ -99,6 +104,8 @@ def run_config(kind, path, nproc, chunk, total):
 def check(kind, path, chunk, total, full):
     """The chunk count, and with full=True every chunk's index and length."""
     n = total // chunk
+    if kind == "floor-own":
+        return
     if kind == "floor":
         if os.path.getsize(path) != total:
             raise SystemExit("floor at %s: %d bytes, want %d" % (path, os.path.getsize(path), total))
@@ -153,22 +160,23 @@ def main():
                 run_config("floor", os.path.join(base, "out.bin"), 1, chunk, total)
                 configs = [("single", 1)]
                 for p in procs:
-                    configs += [("floor", p), ("directory", p), ("shared", p)]
+                    configs += [("floor", p), ("floor-own", p), ("directory", p), ("shared", p)]
                 # Each round starts the list at another configuration: the first ones after a change of chunk size
                 # ran slow in every round on this machine (up to ten times, unexplained), which must not fall on
                 # the same configuration each time.
                 k = rnd % len(configs)
                 for kind, p in configs[k:] + configs[:k]:
-                    path = os.path.join(base, {"directory": "out.zarr", "floor": "out.bin"}.get(kind, "out.zarr.zip"))
+                    path = os.path.join(base, {"directory": "out.zarr", "floor": "out.bin",
+                                               "floor-own": "own.bin"}.get(kind, "out.zarr.zip"))
                     t = run_config(kind, path, p, chunk, total)
                     check(kind, path, chunk, total, a.smoke)
                     runs.setdefault((chunk, kind, p), []).append(t)
-                    print("round %d  %-6s chunks  %-9s  %d process(es): %7.2f s  %7.1f MiB/s" % (
+                    print("round %d  %-6s chunks  %-10s  %d process(es): %7.2f s  %7.1f MiB/s" % (
                         rnd + 1, size_name(chunk), kind, p, t, total / t / (1 << 20)), flush=True)
         print("\nmedian (min - max) of %d rounds:" % len(next(iter(runs.values()))))
         for (chunk, kind, p), ts in runs.items():
             results[(chunk, kind, p)] = statistics.median(ts)
-            print("  %-6s %-9s %d process(es): %6.2f s  (%.2f - %.2f)" % (
+            print("  %-6s %-10s %d process(es): %6.2f s  (%.2f - %.2f)" % (
                 size_name(chunk), kind, p, statistics.median(ts), min(ts), max(ts)))
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -183,10 +191,12 @@ def main():
                 results[(chunk, "shared", p)] / results[(chunk, "single", 1)],
                 results[(chunk, "shared", p)] / results[(chunk, "floor", p)]))
         if 1 in procs and 2 in procs:
-            print("  %-5s 2 procs / 1 proc: shared %.2f   DirectoryStore %.2f   floor %.2f" % (
-                name, results[(chunk, "shared", 2)] / results[(chunk, "shared", 1)],
-                results[(chunk, "directory", 2)] / results[(chunk, "directory", 1)],
-                results[(chunk, "floor", 2)] / results[(chunk, "floor", 1)]))
+            print("  %-5s 2 procs / 1 proc: shared %.2f   DirectoryStore %.2f   floor (one file) %.2f   "
+                  "floor-own (a file each) %.2f" % (
+                      name, results[(chunk, "shared", 2)] / results[(chunk, "shared", 1)],
+                      results[(chunk, "directory", 2)] / results[(chunk, "directory", 1)],
+                      results[(chunk, "floor", 2)] / results[(chunk, "floor", 1)],
+                      results[(chunk, "floor-own", 2)] / results[(chunk, "floor-own", 1)]))
 
 
 if __name__ == "__main__":
