@@ -73,13 +73,15 @@ def parse_size(s):
 
 
 def run_config(kind, path, nproc, chunk, total):
-    for i in range(8):
-        if os.path.exists("%s.%d" % (path, i)):
-            os.unlink("%s.%d" % (path, i))
-    if os.path.isdir(path):
-        shutil.rmtree(path)
-    elif os.path.exists(path):
-        os.unlink(path)
+    # Every earlier output goes first, whichever configuration wrote it: one gigabyte at a time in the page
+    # cache and on disk.
+    base = os.path.dirname(path)
+    for name in os.listdir(base):
+        old = os.path.join(base, name)
+        if os.path.isdir(old):
+            shutil.rmtree(old)
+        else:
+            os.unlink(old)
     if kind == "shared":
         import mmzip
         mmzip.ZarrStore(path, "w", shared=True).close()
