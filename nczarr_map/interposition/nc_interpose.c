@@ -35,20 +35,26 @@ static void after_open(mzn_open_call *call, int status, const int *ncidp, int mo
                  s->archive_path, mzn_nc_strerror(rc));
 }
 
-static void trace_route(const char *path, const char *routed) {
-    if (routed) mzn_trace("'%s' opened as '%s'", path, routed);
+/* What every opening and creating call does before netCDF-C's own: the route of path (NULL: not one of
+ * ours; the refusal, if the map refuses the path, is returned and nothing else is done), traced, and the
+ * registry told that a call begins. The caller frees *routed. */
+static int begin_call(const char *path, int kind, char **routed, mzn_open_call *call) {
+    int refusal;
+    *routed = mzn_route_path(path, kind, &refusal);
+    if (refusal != NC_NOERR) return refusal;
+    if (*routed) mzn_trace("'%s' opened as '%s'", path, *routed);
+    mzn_registry_begin_call(call);
+    return NC_NOERR;
 }
 
 EXPORT int nc_open(const char *path, int mode, int *ncidp) {
     MZN_NEXT(int (*)(const char *, int, int *), next, "nc_open");
     if (!next) return NC_EINTERNAL;
-    int refusal;
-    char *routed = mzn_route_path(path, MZN_ROUTE_OPEN, &refusal);
-    if (refusal != NC_NOERR) return refusal;
-    trace_route(path, routed);
+    char *routed;
     mzn_open_call call;
-    mzn_registry_begin_call(&call);
-    int rc = next(routed ? routed : path, mode, ncidp);
+    int rc = begin_call(path, MZN_ROUTE_OPEN, &routed, &call);
+    if (rc != NC_NOERR) return rc;
+    rc = next(routed ? routed : path, mode, ncidp);
     after_open(&call, rc, ncidp, mode);
     free(routed);
     return rc;
@@ -57,13 +63,11 @@ EXPORT int nc_open(const char *path, int mode, int *ncidp) {
 EXPORT int nc__open(const char *path, int mode, size_t *chunksizehintp, int *ncidp) {
     MZN_NEXT(int (*)(const char *, int, size_t *, int *), next, "nc__open");
     if (!next) return NC_EINTERNAL;
-    int refusal;
-    char *routed = mzn_route_path(path, MZN_ROUTE_OPEN, &refusal);
-    if (refusal != NC_NOERR) return refusal;
-    trace_route(path, routed);
+    char *routed;
     mzn_open_call call;
-    mzn_registry_begin_call(&call);
-    int rc = next(routed ? routed : path, mode, chunksizehintp, ncidp);
+    int rc = begin_call(path, MZN_ROUTE_OPEN, &routed, &call);
+    if (rc != NC_NOERR) return rc;
+    rc = next(routed ? routed : path, mode, chunksizehintp, ncidp);
     after_open(&call, rc, ncidp, mode);
     free(routed);
     return rc;
@@ -72,13 +76,11 @@ EXPORT int nc__open(const char *path, int mode, size_t *chunksizehintp, int *nci
 EXPORT int nc_create(const char *path, int cmode, int *ncidp) {
     MZN_NEXT(int (*)(const char *, int, int *), next, "nc_create");
     if (!next) return NC_EINTERNAL;
-    int refusal;
-    char *routed = mzn_route_path(path, MZN_ROUTE_CREATE, &refusal);
-    if (refusal != NC_NOERR) return refusal;
-    trace_route(path, routed);
+    char *routed;
     mzn_open_call call;
-    mzn_registry_begin_call(&call);
-    int rc = next(routed ? routed : path, cmode, ncidp);
+    int rc = begin_call(path, MZN_ROUTE_CREATE, &routed, &call);
+    if (rc != NC_NOERR) return rc;
+    rc = next(routed ? routed : path, cmode, ncidp);
     mzn_registry_end_call(&call, rc, rc == NC_NOERR && ncidp ? *ncidp : -1);
     free(routed);
     return rc;
@@ -87,13 +89,11 @@ EXPORT int nc_create(const char *path, int cmode, int *ncidp) {
 EXPORT int nc__create(const char *path, int cmode, size_t initialsz, size_t *chunksizehintp, int *ncidp) {
     MZN_NEXT(int (*)(const char *, int, size_t, size_t *, int *), next, "nc__create");
     if (!next) return NC_EINTERNAL;
-    int refusal;
-    char *routed = mzn_route_path(path, MZN_ROUTE_CREATE, &refusal);
-    if (refusal != NC_NOERR) return refusal;
-    trace_route(path, routed);
+    char *routed;
     mzn_open_call call;
-    mzn_registry_begin_call(&call);
-    int rc = next(routed ? routed : path, cmode, initialsz, chunksizehintp, ncidp);
+    int rc = begin_call(path, MZN_ROUTE_CREATE, &routed, &call);
+    if (rc != NC_NOERR) return rc;
+    rc = next(routed ? routed : path, cmode, initialsz, chunksizehintp, ncidp);
     mzn_registry_end_call(&call, rc, rc == NC_NOERR && ncidp ? *ncidp : -1);
     free(routed);
     return rc;
