@@ -218,6 +218,15 @@ static int remember(mz_store *s) {
     return MMZIP_OK;
 }
 
+/* Remembers the file as it is now and reads the watch empty of this store's own writes, last: from here only
+ * writers after this one can queue events, so an empty queue at the next transaction means the file is as
+ * remembered. For the moment the lock goes (the end of a transaction, of the open). */
+static int remember_quiet(mz_store *s) {
+    int r = remember(s);
+    s->shared->quiet = r == MMZIP_OK && watch_drain(s->shared) == 1;
+    return r;
+}
+
 /* 1 if [lo, hi) of the file reads as zeros. Holes are skipped with SEEK_DATA; what holds data is read. */
 static int reads_as_zeros(int fd, uint64_t lo, uint64_t hi) {
     static const uint8_t zero[65536];
@@ -368,9 +377,9 @@ static int take_additions(mz_store *s, uint64_t size) {
 static int bring_up_to_date(mz_store *s) {
     struct mz_shared *sh = s->shared;
     /* Nobody wrote to the file since this store left it as it remembers it (see "The watch"). */
-    int quiet = sh->quiet && watch_drain(sh) == 1;
+    /* Read empty either way: the writes behind any events are done, their holder let the lock go. */
+    int quiet = watch_drain(sh) == 1 && sh->quiet;
     sh->quiet = 0;
-    if (!quiet) (void)watch_drain(sh); /* the writes behind these events are done: their holder let the lock go */
     if (quiet) mz_crashpoint("shared.quiet");
     struct stat st;
     if (fstat(s->fd, &st) != 0) return mz_fail_errno(MMZIP_EIO, errno, "%s: cannot stat", s->path);
@@ -428,9 +437,8 @@ void mz_shared_leave(mz_store *s) {
         s->wbuf_len)
         return; /* the transaction goes on: it holds the lock until its commit or rollback */
     /* If the directory cannot be read back now, the next transaction reloads it (no memory of it: not
-     * "unchanged"). The lock goes either way. The watch is read empty of this transaction's own writes last:
-     * the file is now as remembered, and only writers after this one can queue events. */
-    sh->quiet = remember(s) == MMZIP_OK && watch_drain(sh) == 1;
+     * "unchanged"). The lock goes either way. */
+    (void)remember_quiet(s);
     mz_clear_error();
     mz_crashpoint("shared.release");
     mz_unlock_writer(s->fd);
@@ -447,8 +455,7 @@ int mz_shared_opened(mz_store *s) {
      * file of a creation), and has recovered the file. */
     pthread_mutex_lock(&s->wmu);
     watch_start(s);
-    int r = remember(s);
-    sh->quiet = r == MMZIP_OK && watch_drain(sh) == 1;
+    int r = remember_quiet(s);
     mz_unlock_writer(s->fd);
     sh->held = 0;
     pthread_mutex_unlock(&s->wmu);
