@@ -52,6 +52,17 @@ def thin(points, keep_every):
     return [(n, h) for n, h in points if h == 1 or h == last[n] or h % keep_every == 0]
 
 
+def repaired(archive, j, k, what):
+    """The archive after the repairing writer's transaction: it holds the killed writer's last commit (k) or
+    the one in flight (k + 1), and every reader accepts it."""
+    assert j in (k, k + 1), (what, j, k)
+    try:
+        zip_tools_ok(archive)
+        mmzip("check", "-q", archive)
+    except AssertionError as e:
+        raise AssertionError("%s: %s" % (what, e))
+
+
 def test_killed_holder_is_repaired_by_the_next():
     exercised = set()
     for scenario, extra, pre in (("basic", ["shared"], True), ("reservations", ["shared"], False)):
@@ -81,12 +92,7 @@ def test_killed_holder_is_repaired_by_the_next():
                     finally:
                         if nxt.poll() is None:
                             nxt.kill()
-                    assert j in (k, k + 1), (what, j, k)
-                    try:
-                        zip_tools_ok(archive)
-                        mmzip("check", "-q", archive)
-                    except AssertionError as e:
-                        raise AssertionError("%s: after the next writer: %s" % (what, e))
+                    repaired(archive, j, k, "%s: after the next writer" % what)
                     exercised.add(name + mode)
                     runs += 1
             print("%s shared: %d crash points, %d kills repaired by the next writer" % (scenario, len(points), runs),
@@ -144,12 +150,7 @@ def test_killed_during_the_repair():
                         for p in (second, third):
                             if p.poll() is None:
                                 p.kill()
-                    assert j in (k, k + 1), (what, j, k)
-                    try:
-                        zip_tools_ok(archive)
-                        mmzip("check", "-q", archive)
-                    except AssertionError as e:
-                        raise AssertionError("%s: after the third writer: %s" % (what, e))
+                    repaired(archive, j, k, "%s: after the third writer" % what)
                     if second.returncode == -signal.SIGKILL:
                         exercised.add(name + mode)
         print("repairs killed at %d different points, each completed by the next writer" % len(exercised),
