@@ -406,7 +406,8 @@ MMZIP_API int mmzip_list_names(mmzip_t *h, const char *prefix, unsigned flags, c
  * earlier stay valid. Returns MMZIP_ESTALE if the file was replaced (pack); then reopen. A no-op for the
  * writer's own store, except in shared mode (MMZIP_SHARED) outside a transaction: then it takes the writer
  * lock (waiting as a write does, MMZIP_EBUSY after lock_wait_ms), reloads the directory as the next
- * transaction would, and lets the lock go.
+ * transaction would, and lets the lock go; MMZIP_EBUSY at once for a shared handle inherited across fork()
+ * (it shares the parent's lock), as for its writes.
  */
 MMZIP_API int mmzip_refresh(mmzip_t *h);
 

@@ -68,8 +68,8 @@ struct mz_shared {
  * changed a byte meanwhile. Only where the kernel sees every write: local file systems. On NFS, Lustre, CIFS
  * or FUSE another node's writes make no event here, so there the comparison stays. Any event (ours, another
  * writer's, a killed writer's debris, a queue overflow), a failed read, or no watch at all means: compare.
- * A handle inherited across fork() shares the watch's queue, but writes through it are refused (write.c),
- * so it never reads the queue.
+ * A handle inherited across fork() shares the watch's queue, but its writes and refreshes are refused
+ * (write.c, mz_shared_refresh), so it never reads the queue.
  */
 static int local_file_system(int fd) {
     struct statfs f;
@@ -464,6 +464,13 @@ int mz_shared_opened(mz_store *s) {
 
 int mz_shared_refresh(mz_store *s) {
     if (!s->shared) return MMZIP_OK;
+    /* A forked child shares the parent's open file, hence its OFD writer lock (taking it would succeed while
+     * the parent holds it) and its watch's queue (reading it would take events the parent needs): a
+     * transaction here could repair the file under the parent's feet, or make the parent skip a comparison
+     * it needs. Writes are refused the same way (write.c). */
+    if (s->owner != mz_current_pid())
+        return mz_fail(MMZIP_EBUSY, "%s: this shared handle was opened by another process and inherited across "
+                       "fork(); open the archive again in this process", s->path);
     pthread_mutex_lock(&s->wmu);
     int r = mz_shared_enter(s);
     mz_shared_leave(s);

@@ -361,6 +361,18 @@ static void test_refused(void) {
     FAILS_WITH(mmzip_edit_begin(h, "e", 0, &ed), MMZIP_EUNSUPPORTED, "shared writer");
     FAILS_WITH(mmzip_edit_begin(h, "e", MMZIP_EDIT_MAP, &ed), MMZIP_EUNSUPPORTED, "shared writer");
     CHECK(ed == NULL);
+    /* A child that inherited the handle neither writes nor refreshes through it: it shares the parent's OFD
+     * lock and inotify queue (shared_writer.c, mz_shared_refresh). */
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        int r1 = mmzip_refresh(h), r2 = mmzip_put(h, "g", "x", 1, 0);
+        _exit(r1 == MMZIP_EBUSY && r2 == MMZIP_EBUSY ? 0 : 1);
+    }
+    int wst = 0;
+    CHECK(child > 0 && waitpid(child, &wst, 0) == child);
+    CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+    OK(mmzip_refresh(h)); /* the parent still can */
     /* The archive replaced under the name (a pack): the next transaction says so instead of writing into a
      * file nobody will read. */
     OK(mmzip_pack(path, NULL, &o));
