@@ -16,7 +16,7 @@ add_custom_target(readers_bench
           --writers put-loop,c-put-loop,py-put-loop,c-commit-each,py-commit-each,c-batch10,py-batch10,zipfile-append
           --starts none,empty,large --large-size 1073741824 --assert-targets
           --json ${CMAKE_CURRENT_BINARY_DIR}/readers_bench.json
-  DEPENDS libzip_poll c_writer growth_probe
+  DEPENDS libzip_poll c_writer growth_probe tail_probe
   USES_TERMINAL
   COMMENT "Third-party readers during appends (about 15 minutes; up to 2 GiB of disk)")
 add_dependencies(bench readers_bench)

@@ -18,6 +18,9 @@ Each *cell* is one writer from one starting state, with four pollers on the same
             zarr            zarr-python 2.13's zarr.storage.ZipStore: open, list, read the newest entry
             unzip           Info-ZIP `unzip -tqq` (tests the CRC-32 of every entry)
             libzip          libzip's zip_open(ZIP_CHECKCONS), then the newest entry (libzip_poll.c)
+  probe     tail_probe.c, the fastest reader there can be (a few system calls, about 0.1 ms a poll), strict
+            as the strictest reader: its failed polls measure the windows of the file itself, apart from the
+            readers' own (see "Windows" below). It is reported beside the readers, not counted with them.
 
 Entry k/NNNNNNN.SIZE holds "k/NNNNNNN.SIZE|" repeated and cut to SIZE bytes, so a poller checks every byte
 it is given against the name alone. Sizes are log-uniform from 1 byte to --max-size (2 MiB). A round writes
@@ -34,6 +37,16 @@ step the library names (relocate.directory_copy, commit.truncate, close.truncate
 Python writers and the put loop each commit or put with the file size before and after it (grew: a
 relocation happened in it; shrank: a truncate). Each burst is attributed to the writer steps that ran while
 it lasted.
+
+Windows. A reader fails for one of two reasons: the file had no tail that reader accepts while it looked (the
+file's window: a relocation's write, an entry written over the directory a reader had just found), or the
+file's size changed between two of the reader's own reads (the reader's window: a reader is not atomic, and a
+poll of libzip with ZIP_CHECKCONS takes 10-90 ms). The probe measures the first: a burst of its failed polls
+lasts, to within one of its 0.1 ms polls, as long as the file had no valid tail. For the second the report
+prints, per reader, its mean poll time and the share of its polls that a size change of the writer falls into
+if the changes come at random ("straddled": 1 - exp(-changes per second * mean poll time)), the failure rate a
+reader that fails at every size change during its poll would have; a burst of one failed poll of a reader
+lasts as long as that reader's poll, whatever the file did.
 
 Used by the CTest test interop_readers_during_append (bounded: asserts what holds on any machine, prints the
 rates) and by the benchmark readers_bench (judges the rates against the issue's targets); see --help.
@@ -59,6 +72,8 @@ BURST_TARGET = 0.001  # seconds
 WRITERS = ["put-loop", "c-put-loop", "py-put-loop", "c-commit-each", "py-commit-each", "c-batch10", "py-batch10"]
 STARTS = ["none", "empty", "large"]
 READERS = ["zipfile", "zarr", "unzip", "libzip"]
+PROBE = "probe"  # tail_probe.c: measured and reported beside the readers, not one of them
+PER_SESSION = ("put-loop", "c-put-loop", "py-put-loop", "zipfile-append")
 
 
 def kind_of(writer):
@@ -312,6 +327,28 @@ def writer_steps(ops):
     return c
 
 
+def size_changes(writer, ops):
+    """How many times the writer changed the file's size. The C writers log each step that does (a relocation's
+    write, a truncate); the others log each commit (or put) with the size before and after it, and a session
+    that grew relocated and then, at its close, trimmed the slack back: two changes."""
+    if writer.startswith("c-"):
+        return sum(1 for _, _, what, _, _ in ops if what == "relocate.directory_copy" or what.endswith(".truncate"))
+    n = 0
+    for _, _, what, _, _ in ops:
+        if what.endswith(".grew"):
+            n += 2 if writer in PER_SESSION else 1
+        elif what.endswith(".shrank"):
+            n += 1
+    return n
+
+
+def straddled(changes, seconds, mean_poll):
+    """The share of polls of mean_poll seconds that one of `changes` size changes in `seconds`, coming at random,
+    falls into: what a reader that fails at every size change during its poll would fail."""
+    import math
+    return 1.0 - math.exp(-changes / max(seconds, 1e-9) * mean_poll) if changes else 0.0
+
+
 def attribute(b0, b1, ops, starts):
     """The writer steps that may have caused a burst from b0 to b1: those that ran (or ended) within it, or
     ended at most 1 ms before it started (a reader that read the old end records a moment before)."""
@@ -330,7 +367,7 @@ def attribute(b0, b1, ops, starts):
 
 def tally(lines, ops):
     t = {"polls": 0, "ok": 0, "fail": 0, "crc": 0, "wrong": 0, "messages": collections.Counter(), "examples": [],
-         "bursts": [], "burst_causes": collections.Counter()}
+         "bursts": [], "burst_causes": collections.Counter(), "poll_seconds": 0.0, "longest_poll": 0.0}
     starts = [o[0] for o in ops]
     run = None  # [t_first_start, t_last_end, polls]
 
@@ -347,6 +384,8 @@ def tally(lines, ops):
         t0, t1, line = float(p[0]), float(p[1]), p[2]
         kind, _, rest = line.partition(" ")
         t["polls"] += 1
+        t["poll_seconds"] += t1 - t0
+        t["longest_poll"] = max(t["longest_poll"], t1 - t0)
         if kind == "ok":
             t["ok"] += 1
             close_run()
@@ -399,12 +438,13 @@ def run_one(writer, start, work, entries, seed, max_size, tools):
     # Each poller writes its lines to a file (a pipe that nobody reads while the writer runs would fill and
     # stop the poller).
     procs, outs = {}, {}
-    for kind in READERS:
+    for kind in READERS + [PROBE]:
         outs[kind] = open(archive + ".polls-" + kind, "w+")
         cmd = [tools["libzip_poll"], archive, stop] if kind == "libzip" else \
+            [tools["tail_probe"], archive, stop] if kind == PROBE else \
             [PYTHON, me, "--role", "poll-" + kind, archive, stop]
         procs[kind] = subprocess.Popen(cmd, stdout=outs[kind], text=True, errors="replace")
-    # The writer starts once every poller polls (libzip_poll is ready at once).
+    # The writer starts once every poller polls (libzip_poll and tail_probe are ready at once).
     deadline = time.monotonic() + 300
     while not all(os.path.exists(stop + ".ready-" + k) for k in POLLERS):
         if time.monotonic() > deadline:
@@ -431,12 +471,17 @@ def run_one(writer, start, work, entries, seed, max_size, tools):
         raise SystemExit("writer %s from %s failed (exit %s)" % (writer, start, wproc.returncode))
     ops = read_log(log)
     result = {"writer": writer, "start": start, "writer_stats": json.loads(wout.strip().splitlines()[-1]),
-              "readers": {}, "load": [load0, os.getloadavg()[0]], "steps": writer_steps(ops)}
+              "readers": {}, "load": [load0, os.getloadavg()[0]], "steps": writer_steps(ops),
+              "size_change_count": size_changes(writer, ops)}
     for kind, p in procs.items():
         if p.wait(timeout=600) != 0:  # a poll of a large archive by unzip takes seconds; 600 s is a hang
             raise SystemExit("poller %s failed (exit %s)" % (kind, p.returncode))
         outs[kind].seek(0)
-        result["readers"][kind] = tally(outs[kind].read().splitlines(), ops)
+        t = tally(outs[kind].read().splitlines(), ops)
+        if kind == PROBE:
+            result["probe"] = t
+        else:
+            result["readers"][kind] = t
         outs[kind].close()
         if not tools.get("keep"):
             os.unlink(archive + ".polls-" + kind)
@@ -468,12 +513,13 @@ def merge(merged, res):
         m[1] = max(m[1], longest)
         m[2] += total
     merged["load"] += res["load"]
-    for k in ("final_wrong", "final_entries", "final_written"):
+    for k in ("final_wrong", "final_entries", "final_written", "size_change_count"):
         merged[k] += res[k]
-    for kind, t in res["readers"].items():
-        m = merged["readers"][kind]
-        for k in ("polls", "ok", "fail", "crc", "wrong"):
+    for kind, t in list(res["readers"].items()) + [(PROBE, res["probe"])]:
+        m = merged["probe"] if kind == PROBE else merged["readers"][kind]
+        for k in ("polls", "ok", "fail", "crc", "wrong", "poll_seconds"):
             m[k] += t[k]
+        m["longest_poll"] = max(m["longest_poll"], t["longest_poll"])
         m["messages"].update(t["messages"])
         m["burst_causes"].update(t["burst_causes"])
         m["bursts"] += t["bursts"]
@@ -495,23 +541,29 @@ def report(result, out=sys.stdout):
     for what, (n, longest, total) in sorted(result["steps"].items()):
         print("  writer step %-24s %6d, longest %8.3f ms, total %9.3f ms" % (what, n, 1000 * longest, 1000 * total),
               file=out)
-    print("  %-8s %7s %7s %8s %5s %6s %7s %12s %s" % ("reader", "polls", "failed", "rate", "crc", "wrong",
-                                                       "bursts", "longest", "(failed polls)"), file=out)
+    changes = result["size_change_count"]
+    print("  size changes: %d (%.1f a second)" % (changes, changes / max(w["seconds"], 1e-9)), file=out)
+    print("  %-8s %7s %7s %8s %5s %6s %7s %12s %-6s %9s %10s" % (
+        "reader", "polls", "failed", "rate", "crc", "wrong", "bursts", "longest", "(polls)", "mean poll",
+        "straddled"), file=out)
     total = collections.Counter()
     longest_all = 0.0
-    for rk, t in result["readers"].items():
+    for rk, t in list(result["readers"].items()) + [(PROBE, result["probe"])]:
         rate = t["fail"] / t["polls"] if t["polls"] else 0.0
         longest = max(t["bursts"], key=lambda b: b["seconds"], default=None)
-        if longest:
+        if longest and rk != PROBE:
             longest_all = max(longest_all, longest["seconds"])
-        print("  %-8s %7d %7d %7.3f%% %5d %6d %7d %9.3f ms %s" % (
+        mean_poll = t["poll_seconds"] / t["polls"] if t["polls"] else 0.0
+        print("  %-8s %7d %7d %7.3f%% %5d %6d %7d %9.3f ms %-6s %6.2f ms %9.3f%%" % (
             rk, t["polls"], t["fail"], 100 * rate, t["crc"], t["wrong"], len(t["bursts"]),
-            1000 * longest["seconds"] if longest else 0.0, "(%d)" % longest["polls"] if longest else ""),
-            file=out)
+            1000 * longest["seconds"] if longest else 0.0, "(%d)" % longest["polls"] if longest else "",
+            1000 * mean_poll, 100 * straddled(changes, w["seconds"], mean_poll)), file=out)
         for (k, msg), n in t["messages"].most_common(4):
             print("           %6d  %s %s" % (n, k, msg), file=out)
         for cause, n in t["burst_causes"].most_common(4):
             print("           %6d  bursts during: %s" % (n, cause), file=out)
+        if rk == PROBE:
+            continue
         for key in ("polls", "fail", "crc", "wrong"):
             total[key] += t[key]
     rate = total["fail"] / total["polls"] if total["polls"] else 0.0
@@ -519,7 +571,10 @@ def report(result, out=sys.stdout):
           "no CRC error, no wrong byte)" % (
               "all", total["polls"], total["fail"], 100 * rate, total["crc"], total["wrong"], "",
               1000 * longest_all, 100 * TARGETS[kind], 1000 * BURST_TARGET), file=out)
-    return total, longest_all
+    window = max((b["seconds"] for b in result["probe"]["bursts"]), default=0.0)
+    print("  the file's window (the probe's longest burst): %.3f ms; 'all' counts the four readers" % (1000 * window),
+          file=out)
+    return total, longest_all, window
 
 
 def main():
@@ -568,7 +623,8 @@ def main():
         raise SystemExit("unzip is not installed")
     bdir = os.path.join(os.environ.get("MMZIP_BUILD_DIR", ""), "tests", "interop")
     tools = {"libzip_poll": a.libzip_poll or os.path.join(bdir, "libzip_poll"),
-             "c_writer": a.c_writer or os.path.join(bdir, "c_writer"), "keep": a.keep}
+             "c_writer": a.c_writer or os.path.join(bdir, "c_writer"), "keep": a.keep,
+             "tail_probe": os.path.join(bdir, "tail_probe")}
     work = a.work or tempfile.mkdtemp(prefix="mmzip-readers-")
     os.makedirs(work, exist_ok=True)
     starts = a.starts.split(",")
@@ -602,11 +658,12 @@ def main():
                 merged = merge(merged, run_one(writer, start, work, a.entries, a.seed + r, a.max_size, tools))
                 r += 1
             merged["rounds"] = r
-            total, longest = report(merged)
+            total, longest, window = report(merged)
             kind = kind_of(writer)
             rate = total["fail"] / total["polls"] if total["polls"] else 1.0
             exact, targets = [], []
-            if total["crc"] or total["wrong"] or merged["final_wrong"]:
+            if total["crc"] or total["wrong"] or merged["final_wrong"] or merged["probe"]["crc"] or \
+                    merged["probe"]["wrong"]:
                 exact.append("bytes that differ from what was written")
             if merged["final_entries"] != merged["final_written"]:
                 exact.append("the final archives hold %d entries of the %d written" % (
@@ -621,21 +678,23 @@ def main():
                 targets.append("a burst of %.2f ms, above %.0f ms" % (1000 * longest, 1000 * BURST_TARGET))
             judged = writer != "zipfile-append"  # the peer is measured, not judged
             print("  verdict: %s" % ("; ".join(exact + targets) if exact + targets else "meets the targets"))
-            summary.append((writer, start, total, rate, longest, not targets, not exact))
+            summary.append((writer, start, total, rate, longest, window, not targets, not exact))
             if judged and exact:
                 ok = False
             if judged and a.assert_targets and targets:
                 ok = False
-            for t in merged["readers"].values():
+            for t in list(merged["readers"].values()) + [merged["probe"]]:
                 t["messages"] = [[k, m, n] for (k, m), n in t["messages"].most_common()]
                 t["burst_causes"] = dict(t["burst_causes"])
                 t["bursts"] = sorted(t["bursts"], key=lambda b: -b["seconds"])[:20]
             results.append(merged)
-    print("\nsummary (failed polls of all four readers; longest burst of any reader)")
-    print("  %-15s %-6s %8s %7s %8s %10s  %s" % ("writer", "start", "polls", "failed", "rate", "longest", "targets"))
-    for writer, start, total, rate, longest, met, exact in summary:
-        print("  %-15s %-6s %8d %7d %7.3f%% %7.2f ms  %s%s" % (
-            writer, start, total["polls"], total["fail"], 100 * rate, 1000 * longest,
+    print("\nsummary (failed polls of all four readers; longest burst of any reader; the file's window: the "
+          "probe's longest burst)")
+    print("  %-15s %-6s %8s %7s %8s %10s %10s  %s" % ("writer", "start", "polls", "failed", "rate", "longest",
+                                                    "window", "targets"))
+    for writer, start, total, rate, longest, window, met, exact in summary:
+        print("  %-15s %-6s %8d %7d %7.3f%% %7.2f ms %7.3f ms  %s%s" % (
+            writer, start, total["polls"], total["fail"], 100 * rate, 1000 * longest, 1000 * window,
             "met" if met else "missed", "" if exact else "; BYTES OR COUNTS WRONG"))
     print("load average at the end: %.2f %.2f %.2f" % os.getloadavg())
     if a.json:
