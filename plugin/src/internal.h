@@ -854,6 +854,9 @@ typedef void (*mmzip_io_trace_fn)(void *ctx, int op, uint64_t off, const void *d
 enum { MZ_OP_WRITE = 1, MZ_OP_TRUNCATE = 2, MZ_OP_DATASYNC = 3, MZ_OP_FULLSYNC = 4,
        /* the undo journal beside the archive (journal.c): a write, its emptying, a data sync, its removal
         * (durable: with the directory synced), and its creation (durable: ditto) */
-       MZ_OP_JWRITE = 5, MZ_OP_JTRUNCATE = 6, MZ_OP_JSYNC = 7, MZ_OP_JREMOVE = 8, MZ_OP_JCREATE = 9 };
+       MZ_OP_JWRITE = 5, MZ_OP_JTRUNCATE = 6, MZ_OP_JSYNC = 7, MZ_OP_JREMOVE = 8, MZ_OP_JCREATE = 9,
+       /* reported before a write whose source has pages not in memory (len: how many); the kernel's first copy
+        * of such a write comes up short (see relocation_buffer in commit.c) */
+       MZ_OP_SOURCE_NOT_RESIDENT = 10 };
 
 #endif

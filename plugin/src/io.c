@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -112,6 +113,23 @@ void mmzip__set_io_trace(mmzip_io_trace_fn fn, void *ctx) {
         if (trace_fn) trace_fn(trace_ctx, op, off, data, len, what);                                      \
     } while (0)
 
+/* How many pages of [p, p+len) are not in memory (mincore), for the trace: a write from such a source is
+ * copied into the page cache in pieces, each moving the size of a file it extends. */
+static uint64_t pages_not_resident(const void *p, uint64_t len) {
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)p / (uintptr_t)page * (uintptr_t)page, hi = (uintptr_t)p + len;
+    size_t n = (size_t)((hi - lo + (uintptr_t)page - 1) / (uintptr_t)page);
+    unsigned char vec[512];
+    uint64_t missing = 0;
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done < sizeof vec ? n - done : sizeof vec;
+        if (mincore((void *)(lo + done * (uintptr_t)page), k * (size_t)page, vec) != 0) return 0;
+        for (size_t j = 0; j < k; j++) missing += !(vec[j] & 1);
+        done += k;
+    }
+    return missing;
+}
+
 typedef struct { char name[96]; unsigned hits; } hit_count;
 static hit_count counts[256];
 static int n_counts;
@@ -193,6 +211,13 @@ int mz_io_writev(mz_store *s, const mmzip_iovec *iov, int n, uint64_t off, const
         die();
     }
     if (mode == 2) total = total > 1 ? total / 2 : total;
+#endif
+#ifdef MMZIP_TESTING
+    if (trace_fn)
+        for (int j = 0; j < n; j++) {
+            uint64_t missing = iov[j].len ? pages_not_resident(iov[j].base, iov[j].len) : 0;
+            if (missing) TRACE(MZ_OP_SOURCE_NOT_RESIDENT, off, iov[j].base, missing, what);
+        }
 #endif
     /* One pwritev for a header and its data; the list is rebuilt as partial writes advance. */
     struct iovec v[16];

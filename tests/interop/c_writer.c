@@ -59,9 +59,15 @@ static void note(const char *what, uint64_t off, uint64_t len) {
 static void trace(void *ctx, int op, uint64_t off, const void *data, uint64_t len, const char *what) {
     (void)ctx;
     (void)data;
-    (void)op;
     if (strcmp(what, "put.entry") == 0) {
         last_t = now();
+        return;
+    }
+    if (op == 10) { /* MZ_OP_SOURCE_NOT_RESIDENT, before the write: len pages of its source not in memory */
+        char name[128];
+        snprintf(name, sizeof name, "%s.source_not_resident", what);
+        double t = now();
+        fprintf(logf_, "%.6f %.6f %s %llu %llu\n", t, t, name, (unsigned long long)off, (unsigned long long)len);
         return;
     }
     note(what, off, len);
