@@ -42,7 +42,9 @@ Windows. A reader fails for one of two reasons: the file had no tail that reader
 file's window: a relocation's write, an entry written over the directory a reader had just found), or the
 file's size changed between two of the reader's own reads (the reader's window: a reader is not atomic, and a
 poll of libzip with ZIP_CHECKCONS takes 10-90 ms). The probe measures the first: a burst of its failed polls
-lasts, to within one of its 0.1 ms polls, as long as the file had no valid tail. For the second the report
+lasts, to within one of its 0.1 ms polls, as long as the file had no valid tail; a single failed probe poll
+(the next one succeeds) is a change during the probe's own reads, or a window shorter than one poll and
+pause, so the file's window is the probe's longest run of two or more failed polls. For the second the report
 prints, per reader, its mean poll time and the share of its polls that a size change of the writer falls into
 if the changes come at random ("straddled": 1 - exp(-changes per second * mean poll time)), the failure rate a
 reader that fails at every size change during its poll would have; a burst of one failed poll of a reader
@@ -571,9 +573,12 @@ def report(result, out=sys.stdout):
           "no CRC error, no wrong byte)" % (
               "all", total["polls"], total["fail"], 100 * rate, total["crc"], total["wrong"], "",
               1000 * longest_all, 100 * TARGETS[kind], 1000 * BURST_TARGET), file=out)
-    window = max((b["seconds"] for b in result["probe"]["bursts"]), default=0.0)
-    print("  the file's window (the probe's longest burst): %.3f ms; 'all' counts the four readers" % (1000 * window),
-          file=out)
+    # A single failed probe poll is a change of the file during the probe's own reads (or a window shorter than
+    # the pause between two polls); two or more in a row are a time the file had no valid tail.
+    window = max((b["seconds"] for b in result["probe"]["bursts"] if b["polls"] > 1), default=0.0)
+    singles = sum(1 for b in result["probe"]["bursts"] if b["polls"] == 1)
+    print("  the file's window (the probe's longest run of failed polls, two or more): %.3f ms; %d single failed "
+          "probe polls; 'all' counts the four readers" % (1000 * window, singles), file=out)
     return total, longest_all, window
 
 
@@ -689,7 +694,7 @@ def main():
                 t["bursts"] = sorted(t["bursts"], key=lambda b: -b["seconds"])[:20]
             results.append(merged)
     print("\nsummary (failed polls of all four readers; longest burst of any reader; the file's window: the "
-          "probe's longest burst)")
+          "probe's longest run of two or more failed polls)")
     print("  %-15s %-6s %8s %7s %8s %10s %10s  %s" % ("writer", "start", "polls", "failed", "rate", "longest",
                                                     "window", "targets"))
     for writer, start, total, rate, longest, window, met, exact in summary:
