@@ -120,6 +120,25 @@ int mz_ensure_room(mz_store *s, uint64_t end) {
     if (gap < MZ_MIN_GAP) gap = MZ_MIN_GAP;
     if (gap < s->file_size / 4) gap = s->file_size / 4; /* relocations logarithmic in the file's growth */
     uint64_t len = cdl + tlen, b, s1, w0, wlen;
+    /* A session's first relocation leaves only the slack its close would keep (§3.6), so that the close has
+     * nothing to cut: a session of a few puts then changes the file's size once, not twice (a relocation
+     * that grows it by a quarter, then a close that trims it back), and each size change fails the polls of
+     * third-party readers in flight. A session that goes on writing relocates again, with the full gap. */
+    uint64_t block = 4096;
+    while (block < len) block <<= 1;
+    if (!s->relocated && !s->created && !s->shared && block <= MZ_TAIL_BLOCK_MAX) {
+        /* end already counts a whole directory above the entry (room_for), and the copy lands up to one block
+         * higher (place_tail): the slack the close finds is at most gap + len + block. The close keeps 16 times
+         * the bytes this store added, its entries without that directory. */
+        uint64_t size_after = end + len;
+        uint64_t allow = mz_at_rest_allowance(size_after);
+        uint64_t keep = mz_at_rest_keep(size_after, s->session_added + (used > len ? used - len : 0));
+        uint64_t room = allow > 2 * len + block ? allow - 2 * len - block : 0;
+        if (keep > room) keep = room;
+        /* A small append (keep 0: less than 4 KiB would be kept) leaves the file its data to the byte: it
+         * relocates as before and its close compacts the file. */
+        if (keep >= 4096 && keep < gap) gap = keep;
+    }
     place_tail(s->file_size, end, gap, cdl, tlen, &w0, &wlen);
     if (w0 + wlen > s->map.reserved) {
         /* Retry without the slack, then unaligned, before giving up. */
@@ -164,6 +183,7 @@ int mz_ensure_room(mz_store *s, uint64_t end) {
     s->trailer_len = tlen;
     s->zip64 = 1;
     s->free_limit = b;
+    s->relocated = 1;
     s->zero_from = old_size > s->pending_end ? old_size : s->pending_end;
     s->compact = s->clean = s->slack_hole = 0; /* the old directory lies in the slack now */
     s->end_follows_cd = 1;

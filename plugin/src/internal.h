@@ -460,6 +460,7 @@ typedef struct mz_store {
                                     * the close keeps 16 times that much slack, within 1 % (mz_at_rest_keep),
                                     * unless this store created the archive (created) */
     int created;                   /* this store wrote the archive's first end record (mz_write_empty) */
+    int relocated;                 /* this store has relocated the directory (mz_ensure_room) */
     uint64_t pending_end;          /* end of the last pending entry's bytes */
     uint64_t free_limit;           /* [pending_end, free_limit) is ours to write */
     uint64_t zero_from;            /* [zero_from, free_limit) is known to read as zeros */
