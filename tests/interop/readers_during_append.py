@@ -75,7 +75,6 @@ WRITERS = ["put-loop", "c-put-loop", "py-put-loop", "c-commit-each", "py-commit-
 STARTS = ["none", "empty", "large"]
 READERS = ["zipfile", "zarr", "unzip", "libzip"]
 PROBE = "probe"  # tail_probe.c: measured and reported beside the readers, not one of them
-PER_SESSION = ("put-loop", "c-put-loop", "py-put-loop", "zipfile-append")
 
 
 def kind_of(writer):
@@ -331,17 +330,12 @@ def writer_steps(ops):
 
 def size_changes(writer, ops):
     """How many times the writer changed the file's size. The C writers log each step that does (a relocation's
-    write, a truncate); the others log each commit (or put) with the size before and after it, and a session
-    that grew relocated and then, at its close, trimmed the slack back: two changes."""
+    write, a truncate); the others log each commit (or put) with the size before and after it: one change for
+    each that grew or shrank, at least (a session whose first relocation was small keeps its slack, and its
+    close cuts nothing, protocol.md §3.2; after a put under 256 bytes it does cut, a change not counted)."""
     if writer.startswith("c-"):
         return sum(1 for _, _, what, _, _ in ops if what == "relocate.directory_copy" or what.endswith(".truncate"))
-    n = 0
-    for _, _, what, _, _ in ops:
-        if what.endswith(".grew"):
-            n += 2 if writer in PER_SESSION else 1
-        elif what.endswith(".shrank"):
-            n += 1
-    return n
+    return sum(1 for _, _, what, _, _ in ops if what.endswith((".grew", ".shrank")))
 
 
 def straddled(changes, seconds, mean_poll):
