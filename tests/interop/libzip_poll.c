@@ -18,6 +18,8 @@
  */
 #include <zip.h>
 
+#include "entry_content.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,25 +30,6 @@ static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* The size an entry name "k/NNNNNNN.SIZE" ends with, or -1. */
-static long long name_size(const char *name) {
-    const char *dot = strrchr(name, '.');
-    if (!dot || !dot[1]) return -1;
-    char *end;
-    long long v = strtoll(dot + 1, &end, 10);
-    return *end ? -1 : v;
-}
-
-static int content_ok(const char *name, const unsigned char *data, zip_uint64_t size) {
-    size_t plen = strlen(name) + 1;
-    for (zip_uint64_t i = 0; i < size; i++) {
-        size_t k = (size_t)(i % plen);
-        unsigned char want = k + 1 == plen ? '|' : (unsigned char)name[k];
-        if (data[i] != want) return 0;
-    }
-    return 1;
 }
 
 static void poll_once(const char *path, FILE *out) {
@@ -82,7 +65,7 @@ static void poll_once(const char *path, FILE *out) {
     char name[512];
     snprintf(name, sizeof name, "%s", newest);
     zip_stat_t zs;
-    long long want = name_size(name);
+    long long want = entry_name_size(name);
     if (zip_stat_index(za, newest_i, 0, &zs) != 0 || want < 0 || (zs.valid & ZIP_STAT_SIZE) == 0 ||
         zs.size != (zip_uint64_t)want) {
         fprintf(out, "wrong %s (size %llu, expected %lld)\n", name, (unsigned long long)zs.size, want);
@@ -114,7 +97,7 @@ static void poll_once(const char *path, FILE *out) {
         if (got > zs.size) break;
     }
     zip_fclose(zf);
-    if (got != zs.size || !content_ok(name, buf, got)) fprintf(out, "wrong %s\n", name);
+    if (got != zs.size || !entry_content_ok(name, buf, got)) fprintf(out, "wrong %s\n", name);
     else fprintf(out, "ok\n");
     free(buf);
     zip_discard(za);

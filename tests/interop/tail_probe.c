@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "entry_content.h"
+
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -57,25 +59,6 @@ static uint32_t crc32_of(const unsigned char *p, uint64_t n) {
 static uint16_t u16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static uint32_t u32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 static uint64_t u64(const unsigned char *p) { return (uint64_t)u32(p) | (uint64_t)u32(p + 4) << 32; }
-
-/* The size an entry name "k/NNNNNNN.SIZE" ends with, or -1. */
-static long long name_size(const char *name) {
-    const char *dot = strrchr(name, '.');
-    if (!dot || !dot[1]) return -1;
-    char *end;
-    long long v = strtoll(dot + 1, &end, 10);
-    return *end ? -1 : v;
-}
-
-static int content_ok(const char *name, const unsigned char *data, uint64_t size) {
-    size_t plen = strlen(name) + 1;
-    for (uint64_t i = 0; i < size; i++) {
-        size_t k = (size_t)(i % plen);
-        unsigned char want = k + 1 == plen ? '|' : (unsigned char)name[k];
-        if (data[i] != want) return 0;
-    }
-    return 1;
-}
 
 static int read_at(int fd, void *buf, uint64_t len, uint64_t off) {
     uint64_t got = 0;
@@ -169,7 +152,7 @@ static void poll_once(int fd, FILE *out) {
         fprintf(out, "ok\n");
         goto done;
     }
-    if ((long long)nw_size != name_size(newest)) {
+    if ((long long)nw_size != entry_name_size(newest)) {
         fprintf(out, "wrong %s (size %llu)\n", newest, (unsigned long long)nw_size);
         goto done;
     }
@@ -181,7 +164,7 @@ static void poll_once(int fd, FILE *out) {
     if (nl != strlen(newest) || memcmp(data, newest, nl) != 0) FAIL("local header names another entry");
     if (read_at(fd, data, nw_size, data_off)) FAIL("read of the newest entry's bytes");
     if (crc32_of(data, nw_size) != nw_crc) fprintf(out, "crc %s\n", newest);
-    else if (!content_ok(newest, data, nw_size)) fprintf(out, "wrong %s\n", newest);
+    else if (!entry_content_ok(newest, data, nw_size)) fprintf(out, "wrong %s\n", newest);
     else fprintf(out, "ok\n");
 done:
     free(tail);
