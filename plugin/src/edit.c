@@ -254,10 +254,7 @@ static int journal_fresh(mz_store *s, struct mmzip_edit *ed) {
 static int check_editor(mmzip_t *h, const char *key, const char *fn) {
     if (!h || !key) return mz_fail(MMZIP_EINVAL, "%s: NULL argument", fn);
     if (!h->writable) return mz_fail(MMZIP_EREADONLY, "%s: opened read-only; cannot edit '%s'", h->s->path, key);
-    if (h->s->owner != mz_current_pid())
-        return mz_fail(MMZIP_EBUSY, "%s: this handle was inherited across fork(); open the archive again",
-                       h->s->path);
-    return MMZIP_OK;
+    return mz_refuse_inherited(h->s);
 }
 
 /* 1 if ed is an edit of s that has not ended. */

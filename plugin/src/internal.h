@@ -667,6 +667,11 @@ int mz_anomaly_why(mz_store *s, const mz_entry *e, char *why, size_t len);
 int mz_settle_at_rest(mz_store *s);
 /* The slack mz_settle_at_rest would remove (0: none, or within the allowance). */
 uint64_t mz_settle_would_remove(const mz_store *s);
+/* MMZIP_OK if this process opened s; MMZIP_EBUSY with a message for a store inherited across fork(), whose
+ * writer lock (an OFD lock) and shared watch are the parent's: a child writing, editing or refreshing through
+ * it would act under the parent's feet (locks.c). */
+int mz_refuse_inherited(const mz_store *s);
+
 /* The slack a file of `size` bytes may keep once its last writer has closed: max(64 KiB, 1 %). */
 uint64_t mz_at_rest_allowance(uint64_t size);
 /* The slack the close leaves below the directory of a file whose data, directory and end records are `size`

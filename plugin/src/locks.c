@@ -140,3 +140,9 @@ pid_t mz_current_pid(void) {
     }
     return p;
 }
+
+int mz_refuse_inherited(const mz_store *s) {
+    if (s->owner == mz_current_pid()) return MMZIP_OK;
+    return mz_fail(MMZIP_EBUSY, "%s: this handle was opened by another process and inherited across fork(); "
+                   "open the archive again in this process", s->path);
+}

@@ -467,10 +467,9 @@ int mz_shared_refresh(mz_store *s) {
     /* A forked child shares the parent's open file, hence its OFD writer lock (taking it would succeed while
      * the parent holds it) and its watch's queue (reading it would take events the parent needs): a
      * transaction here could repair the file under the parent's feet, or make the parent skip a comparison
-     * it needs. Writes are refused the same way (write.c). */
-    if (s->owner != mz_current_pid())
-        return mz_fail(MMZIP_EBUSY, "%s: this shared handle was opened by another process and inherited across "
-                       "fork(); open the archive again in this process", s->path);
+     * it needs. Writes and edits are refused the same way (write.c, edit.c). */
+    int st = mz_refuse_inherited(s);
+    if (st) return st;
     pthread_mutex_lock(&s->wmu);
     int r = mz_shared_enter(s);
     mz_shared_leave(s);

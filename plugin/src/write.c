@@ -17,9 +17,8 @@
 static int check_writer(mmzip_t *h, const char *key, const char *fn) {
     if (!h) return mz_fail(MMZIP_EINVAL, "%s: NULL handle", fn);
     if (!h->writable) return mz_fail(MMZIP_EREADONLY, "%s: opened read-only; cannot %s", h->s->path, fn + 6);
-    if (h->s->owner != mz_current_pid())
-        return mz_fail(MMZIP_EBUSY, "%s: this handle was opened by another process and inherited across fork(); "
-                       "open the archive again in this process", h->s->path);
+    int st = mz_refuse_inherited(h->s);
+    if (st) return st;
     if (key && !mz_name_ok(key, strlen(key)))
         return mz_fail(MMZIP_EINVAL, "%s: invalid entry name '%s' (empty, too long, absolute, or with '..')",
                        h->s->path, key);
