@@ -60,6 +60,13 @@ static uint64_t sector_end_below(uint64_t end, uint64_t tlen) {
  * moves, once. Larger directories are written as one block anyway, and the file grows by parts. */
 #define MZ_TAIL_BLOCK_MAX ((uint64_t)2 << 20)
 
+/* The power-of-two block, of at least 4 KiB, that a relocation's copy and end records of len bytes end. */
+static uint64_t tail_block(uint64_t len) {
+    uint64_t p = 4096;
+    while (p < len) p <<= 1;
+    return p;
+}
+
 /*
  * Where a relocation writes the directory's copy and its end records (len bytes, to end the file): ideally
  * as the end of one naturally aligned power-of-two block of at least 4 KiB, zeros first, that lies wholly
@@ -75,8 +82,7 @@ static uint64_t sector_end_below(uint64_t end, uint64_t tlen) {
  */
 static void place_tail(uint64_t size, uint64_t end, uint64_t gap, uint64_t cdl, uint64_t tlen, uint64_t *w0,
                        uint64_t *wlen) {
-    uint64_t len = cdl + tlen, p = 4096;
-    while (p < len) p <<= 1;
+    uint64_t len = cdl + tlen, p = tail_block(len);
     if (p > MZ_TAIL_BLOCK_MAX) {
         uint64_t b = end + gap > size ? end + gap : size;
         /* The end records within one sector, so that the commits that follow can rewrite them in place. */
@@ -124,8 +130,7 @@ int mz_ensure_room(mz_store *s, uint64_t end) {
      * nothing to cut: a session of a few puts then changes the file's size once, not twice (a relocation
      * that grows it by a quarter, then a close that trims it back), and each size change fails the polls of
      * third-party readers in flight. A session that goes on writing relocates again, with the full gap. */
-    uint64_t block = 4096;
-    while (block < len) block <<= 1;
+    uint64_t block = tail_block(len);
     if (!s->relocated && !s->created && !s->shared && block <= MZ_TAIL_BLOCK_MAX) {
         /* end already counts a whole directory above the entry (room_for), and the copy lands up to one block
          * higher (place_tail): the slack the close finds is at most gap + len + block. The close keeps 16 times

@@ -211,8 +211,6 @@ int mz_io_writev(mz_store *s, const mmzip_iovec *iov, int n, uint64_t off, const
         die();
     }
     if (mode == 2) total = total > 1 ? total / 2 : total;
-#endif
-#ifdef MMZIP_TESTING
     if (trace_fn)
         for (int j = 0; j < n; j++) {
             uint64_t missing = iov[j].len ? pages_not_resident(iov[j].base, iov[j].len) : 0;
