@@ -19,7 +19,7 @@ static int run(int argc, char **argv) {
     printf("archive:          %s\n", argv[1]);
     printf("entries:          %llu (listed entries; 'mmzip ls' names them)\n", (unsigned long long)i.entries);
     printf("file_bytes:       %llu (%s: the file's size, what ls -l shows and a copy moves; the sum of the "
-           "five figures below and prefix_bytes)\n", (unsigned long long)i.file_size, cli_bytes(i.file_size, b, sizeof b));
+           "six figures below and prefix_bytes)\n", (unsigned long long)i.file_size, cli_bytes(i.file_size, b, sizeof b));
     printf("live_bytes:       %llu (local headers, alignment padding and data of the listed entries)\n",
            (unsigned long long)i.live_bytes);
     printf("dead_bytes:       %llu (old versions of replaced or removed entries, named by no directory record; "
@@ -29,6 +29,9 @@ static int run(int argc, char **argv) {
     printf("free_bytes:       %llu (slack between the last entry and the directory, where a writer puts its "
            "next entries; a hole on disk; the last writer's close removes it beyond max(64 KiB, 1%% of the "
            "file))\n", (unsigned long long)i.free_bytes);
+    printf("kept_bytes:       %llu (below the data, left by directory relocations: the directory the last one "
+           "moved away from, kept for readers still reading it, and holes later puts fill; with free_bytes, "
+           "within max(64 KiB, 1%% of the file) at rest)\n", (unsigned long long)i.kept_bytes);
     printf("directory_bytes:  %llu (central directory and end records)\n", (unsigned long long)i.directory_bytes);
     printf("prefix_bytes:     %llu (bytes before the archive, such as a self-extractor's stub)\n",
            (unsigned long long)i.prefix_bytes);
@@ -58,7 +61,7 @@ const command cmd_info = {
     "Prints one figure a line, each followed by what it counts:\n\n"
     "  entries          the listed entries\n"
     "  file_bytes       the file's size (ls -l, os.path.getsize): what a copy, upload or tar moves; the\n"
-    "                   sum of the six byte counts below\n"
+    "                   sum of the seven byte counts below\n"
     "  live_bytes       local headers, padding and data of the listed entries\n"
     "  dead_bytes       replaced or removed entries ('mmzip pack' reclaims them)\n"
     "  reserved_bytes   room kept after members that grow in place, such as HDF5 files (a hole on disk;\n"
@@ -66,6 +69,9 @@ const command cmd_info = {
     "  free_bytes       the slack between the last entry and the directory, where a writer puts its next\n"
     "                   entries (a hole on disk). While a writer has the archive open it may be large; the\n"
     "                   last writer's close removes it, leaving at most max(64 KiB, 1% of the file)\n"
+    "  kept_bytes       below the data, left by directory relocations: the directory the last one moved\n"
+    "                   away from, kept for readers still reading it, and holes later puts fill (within\n"
+    "                   max(64 KiB, 1% of the file) with free_bytes once the last writer has closed)\n"
     "  directory_bytes  the central directory and end records\n"
     "  prefix_bytes     bytes before the archive (a self-extractor's stub)\n"
     "  zip64            whether the end records are ZIP64 ones (mmzip writes them for every non-empty archive)\n"

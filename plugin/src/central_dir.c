@@ -168,7 +168,7 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
         int need_u = usize == 0xFFFFFFFFu, need_c = csize == 0xFFFFFFFFu, need_o = lfh == 0xFFFFFFFFu,
             need_d = disk == 0xFFFFu;
         uint64_t room = 0;
-        int has_room = 0;
+        int has_room = 0, kept = 0;
         for (uint32_t k = 0; k + 4 <= xlen;) {
             uint16_t id = mz_get16(x + k), len = mz_get16(x + k + 2);
             if (k + 4u + len > xlen) {
@@ -180,6 +180,7 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
                 room = mz_get64(x + k + 4);
                 has_room = 1;
             }
+            if (id == MZ_EXTRA_KEPT && len == 16) kept = 1;
             if (id == MZ_EXTRA_ZIP64) {
                 const uint8_t *f = x + k + 4;
                 uint32_t left = len;
@@ -238,6 +239,9 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
             e->room = room;
             e->keeps_room = 1;
         }
+        /* A kept tail is ours only in a stored entry's record: the free space it names is checked before use
+         * (kept_tail.c) whoever wrote it. */
+        e->kept_tail = kept && method == 0;
         e->cd_rec = off;
         e->cd_rec_len = (uint32_t)rec_len;
         e->name_len = nlen;

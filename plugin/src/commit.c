@@ -113,7 +113,34 @@ static uint8_t *relocation_buffer(size_t len) {
     return buf;
 }
 
-int mz_ensure_room(mz_store *s, uint64_t end) {
+/* The bytes kept tails may hold (kept_tail.c) in a file of `size` bytes: half of 1 % of it (without the 64 KiB
+ * floor of the allowance, so that a small archive at rest stays its data to the byte). What they hold is free
+ * space that only puts that fit in it use again, and it takes the slack's share of the allowance: the budget
+ * caps both, and mz_kept_tail_allowed keeps no tail where the archive's entries would not fit in it. */
+static uint64_t kept_budget(uint64_t size) { return size / 200; }
+
+/* A put that a relocation lets keep the old tail (mz_ensure_room_for_put). */
+typedef struct put_move {
+    uint64_t lfh_off;    /* where the put's entry would start; where it starts */
+    uint64_t need_moved; /* the room its commit needs if it starts past the old end of the file */
+    uint64_t from, to;   /* the range it skips, once moved */
+} put_move;
+
+static int ensure_room(mz_store *s, uint64_t end, put_move *m);
+
+int mz_ensure_room(mz_store *s, uint64_t end) { return ensure_room(s, end, NULL); }
+
+int mz_ensure_room_for_put(mz_store *s, uint64_t lfh_off, uint64_t need, uint64_t need_moved, uint64_t *lfh_out,
+                           uint64_t *kept_from, uint64_t *kept_to) {
+    put_move m = {lfh_off, need_moved, 0, 0};
+    int st = ensure_room(s, need, &m);
+    *lfh_out = st ? lfh_off : m.lfh_off;
+    *kept_from = m.from;
+    *kept_to = m.to;
+    return st;
+}
+
+static int ensure_room(mz_store *s, uint64_t end, put_move *m) {
     if (end <= s->free_limit) return MMZIP_OK;
     uint64_t tlen = mz_trailer_len(s->comment_len); /* relocations always write ZIP64 end records */
     uint64_t cdl = s->cd_committed_len;
@@ -126,11 +153,16 @@ int mz_ensure_room(mz_store *s, uint64_t end) {
     if (gap < MZ_MIN_GAP) gap = MZ_MIN_GAP;
     if (gap < s->file_size / 4) gap = s->file_size / 4; /* relocations logarithmic in the file's growth */
     uint64_t len = cdl + tlen, b, s1, w0, wlen;
+    /* A put's entry goes past the old end of the file, so that the directory and end records the relocation
+     * leaves below stay as they are for the readers reading them (kept_tail.c, §3.7). */
+    uint64_t block = tail_block(len), old_cd = s->cd_pos, old_size = s->file_size, kept = 0;
+    int keep_tail = m && mz_kept_tail_allowed(s, m->lfh_off, kept_budget(end + len), &kept);
+    if (keep_tail) kept += mz_page_up(old_size) - m->lfh_off;
     /* A session's first relocation leaves only the slack its close would keep (§3.6), so that the close has
      * nothing to cut: a session of a few puts then changes the file's size once, not twice (a relocation
      * that grows it by a quarter, then a close that trims it back), and each size change fails the polls of
-     * third-party readers in flight. A session that goes on writing relocates again, with the full gap. */
-    uint64_t block = tail_block(len);
+     * third-party readers in flight. A session that goes on writing relocates again, with the full gap. The
+     * kept tail counts against the same allowance as the slack. */
     if (!s->relocated && !s->created && !s->shared && block <= MZ_TAIL_BLOCK_MAX) {
         /* end already counts a whole directory above the entry (room_for), and the copy lands up to one block
          * higher (place_tail): the slack the close finds is at most gap + len + block. The close keeps 16 times
@@ -138,12 +170,15 @@ int mz_ensure_room(mz_store *s, uint64_t end) {
         uint64_t size_after = end + len;
         uint64_t allow = mz_at_rest_allowance(size_after);
         uint64_t keep = mz_at_rest_keep(size_after, s->session_added + (used > len ? used - len : 0));
-        uint64_t room = allow > 2 * len + block ? allow - 2 * len - block : 0;
+        uint64_t room = allow > kept + 2 * len + block ? allow - kept - 2 * len - block : 0; /* kept: §3.7 */
         if (keep > room) keep = room;
+        /* Kept tails took the slack's share: still a page, rather than the full gap that the close would cut. */
+        if (keep_tail && keep < 4096) keep = 4096;
         /* A small append (keep 0: less than 4 KiB would be kept) leaves the file its data to the byte: it
          * relocates as before and its close compacts the file. */
         if (keep >= 4096 && keep < gap) gap = keep;
     }
+    if (keep_tail) end = m->need_moved;
     place_tail(s->file_size, end, gap, cdl, tlen, &w0, &wlen);
     if (w0 + wlen > s->map.reserved) {
         /* Retry without the slack, then unaligned, before giving up. */
@@ -163,7 +198,6 @@ int mz_ensure_room(mz_store *s, uint64_t end) {
     if (!buf) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
     if (cdl) memcpy(buf + (b - w0), s->cd, cdl); /* an empty archive has no directory bytes (s->cd may be NULL) */
     mz_write_trailer(buf + (b - w0) + cdl, s->n_committed, cdl, b, b + cdl, s->comment, s->comment_len);
-    uint64_t old_size = s->file_size;
     int st;
     mz_lock_commit(s->fd, 1);
     /* The copy and its end records, in one write past the end of the file (the gap before it becomes a
@@ -193,6 +227,20 @@ int mz_ensure_room(mz_store *s, uint64_t end) {
     s->compact = s->clean = s->slack_hole = 0; /* the old directory lies in the slack now */
     s->end_follows_cd = 1;
     st = mz_map_cover(&s->map, s->fd, s->file_size, s->path);
+    /* The directories kept by earlier relocations go back to free space; this one is kept in their place. */
+    mz_kept_free_forget(s);
+    s->kept_own_to = 0;
+    if (!st) st = mz_release_kept_tails(s);
+    if (!st && keep_tail) {
+        /* The slack below the kept directory is free space from now on (a hole: it was slack). */
+        mz_crashpoint("relocate.free_below_kept_tail");
+        st = mz_io_zero(s, m->lfh_off, old_cd - m->lfh_off, "relocate.free_below_kept_tail");
+        if (!st) {
+            m->from = m->lfh_off;
+            m->to = s->kept_own_to = old_size;
+            m->lfh_off = mz_page_up(old_size);
+        }
+    }
 out:
     mz_unlock_commit(s->fd);
     free(buf);
@@ -448,11 +496,16 @@ static int commit_additions(mz_store *s, uint64_t x, int *done) {
 /* Where the close puts a directory of img_len bytes and end records of tlen bytes above data ending at x:
  * mz_at_rest_keep bytes higher, as far as the published directory allows, with the end records within one
  * sector (so that the next session's additions can rewrite them in place). */
-static uint64_t settle_position(const mz_store *s, uint64_t x, uint64_t img_len, uint64_t tlen, uint32_t count) {
+static uint64_t settle_position(mz_store *s, uint64_t x, uint64_t img_len, uint64_t tlen, uint32_t count,
+                                uint64_t kept) {
     if (!count) return x; /* an archive left empty ends with the plain end record alone, as 7-Zip wants */
     /* A writer that created the archive (mmzip put new.zip, savez) leaves it compact: a one-off, as far as
-     * it can tell. One that appended to an archive leaves room for as much again: appenders come back. */
+     * it can tell. One that appended to an archive leaves room for as much again: appenders come back. The
+     * bytes kept tails hold below the data share the allowance with that slack. */
     uint64_t keep = s->created ? 0 : mz_at_rest_keep(x + img_len + tlen, s->session_added);
+    uint64_t allow = mz_at_rest_allowance(x + img_len + tlen);
+    if (keep > (allow > kept ? allow - kept : 0)) keep = allow > kept ? allow - kept : 0;
+    if (keep < 4096) keep = 0;
     uint64_t need = x + img_len + tlen + MZ_SECTOR;
     uint64_t room = s->free_limit > need ? s->free_limit - need : 0;
     if (keep > room) keep = room;
@@ -548,7 +601,7 @@ int mz_commit_locked(mz_store *s, int force_compact) {
          * copy past the end of the file is the window in which third-party readers find no end records
          * (docs/protocol.md §3.2, §3.6). It stays a hole, and below the published directory, so the close
          * never relocates for it. */
-        xd = settle_position(s, x, img_len, tlen, count);
+        xd = settle_position(s, x, img_len, tlen, count, mz_kept_bytes(s));
     }
     uint64_t eof1 = xd + img_len + tlen;
     uint8_t *buf = malloc(img_len + tlen);
@@ -579,6 +632,11 @@ int mz_commit_locked(mz_store *s, int force_compact) {
      * so that the slack never holds anything a tool scanning the file could take for a record. */
     uint64_t junk_end = s->zero_from < xd ? s->zero_from : xd;
     if (!st && junk_end > x) st = mz_io_zero(s, x, junk_end - x, s->settling ? "close.clear_slack" : "commit.clear_slack");
+    /* A commit that replaced or removed entries has moved the file's end under the readers anyway; the
+     * directories kept before (§3.7) go now. Left, one could list an entry this commit removed to a reader
+     * that picks among end records by the span of their directories (libzip without ZIP_CHECKCONS). The
+     * range this store's own last relocation kept stays: its readers took the size a moment ago. */
+    if (!st) st = mz_release_kept_tails(s);
     if (x > s->data_end) s->session_added += x - s->data_end;
     s->data_end = s->pending_end = s->zero_from = x;
     s->free_limit = xd;
@@ -621,12 +679,18 @@ uint64_t mz_at_rest_keep(uint64_t size, uint64_t added) {
  * written into the slack, below the published one, and one truncate is the commit point; a kill at any
  * step leaves the last commit, with or without its slack. A slack within the allowance is left alone: it
  * costs at most 1 % and saves a directory write per close. */
-uint64_t mz_settle_would_remove(const mz_store *s) {
+uint64_t mz_settle_would_remove(mz_store *s) {
     if (s->unpublished || !s->end_follows_cd || !s->clean || s->foreign_hold) return 0;
     if (s->cd_pos + s->cd_size + s->trailer_len != s->file_size) return 0;
     uint64_t slack = s->cd_pos > s->data_end ? s->cd_pos - s->data_end : 0;
-    if (slack <= mz_at_rest_allowance(s->file_size - slack)) return 0;
-    uint64_t end = settle_position(s, s->data_end, s->cd_size, s->trailer_len, s->n_committed) + s->cd_size + s->trailer_len;
+    uint64_t allow = mz_at_rest_allowance(s->file_size - slack);
+    /* Kept tails hold at most their budget (§3.7): below that, no need to count them (a system call or two
+     * per range). */
+    if (slack + kept_budget(s->file_size) <= allow) return 0;
+    uint64_t kept = mz_kept_bytes(s);
+    if (slack + kept <= allow) return 0;
+    uint64_t end = settle_position(s, s->data_end, s->cd_size, s->trailer_len, s->n_committed, kept) + s->cd_size +
+                   s->trailer_len;
     return s->file_size > end ? s->file_size - end : 0;
 }
 

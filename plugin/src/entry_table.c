@@ -166,6 +166,10 @@ void mz_table_free(mz_store *s) {
     free(s->slots);
     free(s->cd);
     free(s->sorted);
+    free(s->kept_holes);
+    s->kept_holes = NULL;
+    s->n_kept_holes = 0;
+    s->kept_holes_valid = 0;
     s->e = NULL;
     s->slots = NULL;
     s->cd = NULL;

@@ -21,7 +21,9 @@
  *      shared_writer.c shared appending (MMZIP_SHARED): the writer lock per transaction, waiting in turn, and
  *                     bringing a store up to date with what other writers committed (their additions here; a
  *                     full reload through the function store.c installs)
- *   4  read.c         get, read, typed views, inflate, CRC checks; why an entry awaiting recovery is refused
+ *   4  kept_tail.c    the directory a relocation leaves, kept for the readers reading it; the free space it
+ *                     and the slack below it become, released and handed out again
+ *      read.c         get, read, typed views, inflate, CRC checks; why an entry awaiting recovery is refused
  *   3  hold.c         readers' holds on an entry against in-place edits (mmzip_hold)
  *      journal.c      what an edit leaves beside the archive for recovery: the undo journal, the marker file
  *   2  names.c        the names of a listing in one buffer, for bindings (mmzip_list_names)
@@ -79,6 +81,9 @@
 #define MZ_EXTRA_ALIGN 0xA11Eu          /* "Data Stream Alignment" (Apache Commons Compress), registered */
 #define MZ_EXTRA_ROOM 0x6D52u           /* mmzip's "room": bytes after the data kept for the entry's growth */
 #define MZ_ROOM_EXTRA 12u               /* id, size, room (8) in a central-directory record */
+#define MZ_EXTRA_KEPT 0x6D4Bu           /* mmzip's "kept tail": the range a put skipped to keep the directory a
+                                         * relocation left (kept_tail.c, docs/format.md) */
+#define MZ_KEPT_EXTRA 20u               /* id, size, from (8), to (8) in a central-directory record */
 #define MZ_LFH_ZIP64_EXTRA 20u          /* id, size, usize, csize */
 #define MZ_CDH_ZIP64_EXTRA 28u          /* id, size, usize, csize, local header offset */
 #define MZ_ALIGN_EXTRA_MIN 6u           /* id, size, alignment word */
@@ -170,6 +175,11 @@ size_t mz_our_cdh_size(size_t name_len);
 void mz_set_cdh_room(uint8_t *rec, uint64_t room, int add);
 void mz_write_cdh(uint8_t *out, const char *name, size_t name_len, uint32_t crc, uint64_t size,
                   uint64_t lfh_off, const mz_stamp *st);
+/* Appends a kept-tail field (MZ_KEPT_EXTRA more bytes) to a record made by mz_write_cdh: the entry skipped
+ * [from, to) to keep the directory and end records a relocation left there. */
+void mz_add_cdh_kept(uint8_t *rec, uint64_t from, uint64_t to);
+/* The range of a record's kept-tail field, if it has one (1), in a record of rec_len bytes. */
+int mz_cdh_kept(const uint8_t *rec, uint64_t rec_len, uint64_t *from, uint64_t *to);
 /* Rewrites the CRC, sizes (stored: csize == usize) of a record made by mz_write_cdh, in place. */
 void mz_patch_our_cdh(uint8_t *rec, uint32_t crc, uint64_t size);
 /* A ZIP64 trailer: ZIP64 end record, locator, end record with comment. Returns its length. */
@@ -231,6 +241,7 @@ typedef struct mz_entry {
     uint8_t mark;          /* MZ_MARK_* bits */
     uint32_t alignment;    /* data alignment we wrote (pending entries), 0 if unknown */
     uint8_t keeps_room;    /* its directory record carries a room field (MZ_EXTRA_ROOM) */
+    uint8_t kept_tail;     /* its directory record carries a kept-tail field (MZ_EXTRA_KEPT) */
     uint64_t room;         /* bytes after the data reserved for the entry to grow into in place (edit.c); as
                             * recorded, mz_room_of() clips it to what lies free after the entry */
     /* The name's first bytes, zero-padded: most keys fit, so a lookup compares them without touching the
@@ -476,6 +487,12 @@ typedef struct mz_store {
     uint32_t slot_mask;            /* slots has slot_mask + 1 entries */
     uint8_t *cd;                   /* directory image: committed records, then pending records */
     uint64_t cd_len, cd_cap, cd_committed_len;
+    uint64_t (*kept_holes)[2];     /* free space in kept ranges this writer may use, [start, end) each
+                                    * (kept_tail.c); built at the first put that looks, emptied by relocations */
+    uint32_t n_kept_holes;
+    int kept_holes_valid;
+    uint64_t kept_own_to;          /* the end of the range this store's last relocation kept (0: none): its
+                                    * next relocation releases it, its commits do not */
     uint32_t *sorted;              /* visible entries sorted by name (lazy), for listing */
     uint32_t n_sorted;
     int sorted_valid;
@@ -652,8 +669,38 @@ int mz_rollback_locked(mz_store *s);
 /* Drops e (visible to the writer) at the next commit, as mmzip_remove does, without committing. s->wmu held. */
 void mz_remove_locked(mz_store *s, mz_entry *e);
 
+/* kept_tail.c */
+/* off rounded up to a multiple of 4 KiB, the page a file system punches and reports holes by. */
+uint64_t mz_page_up(uint64_t off);
+/* 1 if a relocation for a put whose entry would start at lfh_off may keep the old directory and end records:
+ * the file ends in them (ours), the entry starts below them, and the range the put skips, with the bytes kept
+ * tails already hold (mz_kept_bytes, set in *kept either way), fits in `budget`. Call before relocating. */
+int mz_kept_tail_allowed(mz_store *s, uint64_t lfh_off, uint64_t budget, uint64_t *kept);
+/* Free bytes of the recorded ranges: their holes (free for later puts) and the kept directories not released
+ * yet. Counted against the allowance at rest, with the slack; the odd partial page at a range's edge that no
+ * put can use is dead space, as a replaced entry is. */
+uint64_t mz_kept_bytes(mz_store *s);
+/* Punches every kept directory of a committed record that is still intact (its end records where the record
+ * says), except the one this store's last relocation kept (kept_own_to). Called by each relocation (the
+ * readers of the commit before the previous one are done) and by each commit that replaces or removes. */
+int mz_release_kept_tails(mz_store *s);
+/* A place for a put of total bytes (header of a name_len-byte name, aligned) in free space of the recorded
+ * ranges (holes that no entry of the table covers): 1 and *lfh_out, the space then taken, or 0. The writer
+ * keeps the list from its first call until mz_kept_free_forget (a relocation punches new holes). */
+int mz_kept_free_place(mz_store *s, size_t name_len, uint64_t total, uint32_t alignment, uint64_t *lfh_out);
+void mz_kept_free_forget(mz_store *s);
+
 /* commit.c */
+/* Makes the slack reach `end` (what the next commit writes ends there), relocating the directory past the end
+ * of the file if it does not (protocol.md §3.2). s->wmu held. */
 int mz_ensure_room(mz_store *s, uint64_t end);
+/* A put's mz_ensure_room, for an entry that would start at lfh_off, where the next commit needs room up to
+ * `need`, or up to need_moved if the entry starts at mz_page_up(s->file_size) instead. If the directory must be
+ * relocated and the old tail may be kept (mz_kept_tail_allowed), the entry moves there: *lfh_out is that
+ * offset, and [*kept_from, *kept_to) the range the entry's record must name (mz_add_cdh_kept). Otherwise
+ * *lfh_out = lfh_off. */
+int mz_ensure_room_for_put(mz_store *s, uint64_t lfh_off, uint64_t need, uint64_t need_moved, uint64_t *lfh_out,
+                           uint64_t *kept_from, uint64_t *kept_to);
 /* Writes crc as the committed entry's CRC-32, in its local header and the directory image (the next commit
  * writes that). s->wmu held. */
 int mz_set_entry_crc(mz_store *s, mz_entry *e, uint32_t crc);
@@ -666,7 +713,7 @@ int mz_anomaly_why(mz_store *s, const mz_entry *e, char *why, size_t len);
  * and cuts the file there, with the crash points close.*. Call with s->wmu held, everything else committed. */
 int mz_settle_at_rest(mz_store *s);
 /* The slack mz_settle_at_rest would remove (0: none, or within the allowance). */
-uint64_t mz_settle_would_remove(const mz_store *s);
+uint64_t mz_settle_would_remove(mz_store *s);
 /* MMZIP_OK if this process opened s; MMZIP_EBUSY with a message for a store inherited across fork(), whose
  * writer lock (an OFD lock) and shared watch are the parent's: a child writing, editing or refreshing through
  * it would act under the parent's feet (locks.c). */

@@ -754,7 +754,9 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
     info->prefix_bytes = s->prefix;
     info->free_bytes = s->cd_pos > s->data_end ? s->cd_pos - s->data_end : 0;
     info->end_follows_directory = s->end_follows_cd;
-    uint64_t accounted = live + info->directory_bytes + info->prefix_bytes + info->free_bytes + info->reserved_bytes;
+    info->kept_bytes = mz_kept_bytes(s);
+    uint64_t accounted = live + info->directory_bytes + info->prefix_bytes + info->free_bytes + info->reserved_bytes +
+                         info->kept_bytes;
     info->dead_bytes = s->file_size > accounted ? s->file_size - accounted : 0;
     info->alignment = s->opts.alignment;
     info->min_alignment = min_align ? min_align : s->opts.alignment;

@@ -297,8 +297,26 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
      * need one makes room for itself (mz_commit_locked). Asking for no more before relocating lets the slack
      * a close kept (§3.6) take the next session's puts without moving the directory. */
     int adds_only = !old && !s->n_shadowed && !s->n_dead && !s->open_reservations;
-    if (!adds_only || end + (s->cd_len - s->cd_committed_len) + mz_our_cdh_size(nlen) > s->free_limit)
-        st = mz_ensure_room(s, room_for(s, end, nlen)); /* relocating: room for a whole directory, as ever */
+    uint64_t kept_from = 0, kept_to = 0, at = lfh_off;
+    /* Free space that relocations left below the data (kept_tail.c) takes the entry first, if its record fits
+     * below the directory: the slack stays for what does not fit there, and relocations, which change the
+     * file's size under third-party readers, come later. */
+    int in_free = adds_only && s->pending_end + (s->cd_len - s->cd_committed_len) + mz_our_cdh_size(nlen) <= s->free_limit &&
+                  mz_kept_free_place(s, nlen, total, alignment, &at);
+    if (!in_free && (!adds_only || end + (s->cd_len - s->cd_committed_len) + mz_our_cdh_size(nlen) > s->free_limit)) {
+        /* Relocating: room for a whole directory, as ever. If the old directory and end records may be kept for
+         * the readers reading them, the entry starts past them, on the next page. */
+        uint64_t moved = mz_page_up(s->file_size);
+        uint64_t moved_end = moved + mz_our_lfh_size(nlen, mz_align_padding(moved, nlen, alignment)) + total;
+        st = mz_ensure_room_for_put(s, lfh_off, room_for(s, end, nlen), room_for(s, moved_end, nlen) + MZ_KEPT_EXTRA,
+                                    &at, &kept_from, &kept_to);
+    }
+    if (!st && at != lfh_off) {
+        lfh_off = at;
+        pad = mz_align_padding(lfh_off, nlen, alignment);
+        hlen = mz_our_lfh_size(nlen, pad);
+        end = lfh_off + hlen + total;
+    }
     if (st) goto out;
     uint8_t *hdr = malloc(hlen);
     mmzip_iovec *v = malloc(((size_t)count + 1) * sizeof *v);
@@ -334,9 +352,14 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
     ne.gp_flags = mz_name_flags(key, nlen);
     ne.state = MZ_PENDING;
     ne.alignment = alignment;
+    if (kept_to) {
+        ne.cd_rec_len += MZ_KEPT_EXTRA;
+        ne.kept_tail = 1;
+    }
     st = mz_add_pending(s, &ne, key, head, 0, &stamp);
     if (st) goto out;
-    s->pending_end = end;
+    if (kept_to) mz_add_cdh_kept(s->cd + s->e[s->n - 1].cd_rec, kept_from, kept_to);
+    if (!in_free) s->pending_end = end;
     s->bytes_since_commit += hlen + total + ne.cd_rec_len;
     st = maybe_autocommit(s);
 out:

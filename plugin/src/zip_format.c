@@ -213,6 +213,34 @@ void mz_set_cdh_room(uint8_t *rec, uint64_t room, int add) {
     mz_put64(x + 4, room);
 }
 
+void mz_add_cdh_kept(uint8_t *rec, uint64_t from, uint64_t to) {
+    uint16_t name_len = mz_get16(rec + 28), xlen = mz_get16(rec + 30);
+    uint8_t *x = rec + 46 + name_len + xlen;
+    mz_put16(rec + 30, (uint16_t)(xlen + MZ_KEPT_EXTRA));
+    mz_put16(x + 0, MZ_EXTRA_KEPT);
+    mz_put16(x + 2, 16);
+    mz_put64(x + 4, from);
+    mz_put64(x + 12, to);
+}
+
+int mz_cdh_kept(const uint8_t *rec, uint64_t rec_len, uint64_t *from, uint64_t *to) {
+    if (rec_len < 46) return 0;
+    uint16_t name_len = mz_get16(rec + 28), xlen = mz_get16(rec + 30);
+    if (46u + name_len + xlen > rec_len) return 0;
+    const uint8_t *x = rec + 46 + name_len;
+    for (uint32_t k = 0; k + 4 <= xlen;) {
+        uint16_t id = mz_get16(x + k), len = mz_get16(x + k + 2);
+        if (k + 4u + len > xlen) return 0;
+        if (id == MZ_EXTRA_KEPT && len == 16) {
+            *from = mz_get64(x + k + 4);
+            *to = mz_get64(x + k + 12);
+            return 1;
+        }
+        k += 4u + len;
+    }
+    return 0;
+}
+
 size_t mz_trailer_len(size_t comment_len) { return MZ_TRAILER_FIXED + comment_len; }
 
 void mz_write_trailer(uint8_t *p, uint64_t entries, uint64_t cd_size, uint64_t cd_off, uint64_t z64_off,

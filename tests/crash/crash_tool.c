@@ -42,7 +42,8 @@ static int fail(const char *what) {
     return 2;
 }
 
-static int do_write(const char *name, const char *archive, const char *log, int durable, int hold, int shared) {
+static int do_write(const char *name, const char *archive, const char *log, int durable, int hold, int shared,
+                    int sessions) {
     /* A held writer must not outlive the test that was to kill it. */
     if (hold && prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return 2;
     mmzip_options o;
@@ -58,6 +59,10 @@ static int do_write(const char *name, const char *archive, const char *log, int 
     if (fd < 0) return 2;
     int n = scenario_steps(name);
     for (int k = 1; k <= n; k++) {
+        /* One session per step: what `mmzip put` in a loop does, each open finding the slack the last close
+         * left. */
+        if (sessions && k > 1 && (mmzip_close(h) != MMZIP_OK || mmzip_open(archive, "r+", &o, &h) != MMZIP_OK))
+            return fail("reopen");
         if (scenario_apply(h, name, k) != MMZIP_OK) return fail("apply");
         char line[32];
         int len = snprintf(line, sizeof line, "%d\n", k);
@@ -230,14 +235,15 @@ static int do_shared_next(const char *name, const char *archive, int pre) {
 
 int main(int argc, char **argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: crash_tool write|verify|recover|reader SCENARIO ARCHIVE ARG [durable|hold]\n");
+        fprintf(stderr, "usage: crash_tool write|verify|recover|reader SCENARIO ARCHIVE ARG [durable|hold|shared|sessions]\n");
         return 2;
     }
     const char *cmd = argv[1], *name = argv[2], *archive = argv[3];
     if (scenario_steps(name) < 0) return 2;
     if (strcmp(cmd, "write") == 0)
         return do_write(name, archive, argv[4], argc > 5 && strcmp(argv[5], "durable") == 0,
-                        argc > 5 && strcmp(argv[5], "hold") == 0, argc > 5 && strcmp(argv[5], "shared") == 0);
+                        argc > 5 && strcmp(argv[5], "hold") == 0, argc > 5 && strcmp(argv[5], "shared") == 0,
+                        argc > 5 && strcmp(argv[5], "sessions") == 0);
     if (strcmp(cmd, "shared-next") == 0) return do_shared_next(name, archive, strcmp(argv[4], "pre") == 0);
     if (strcmp(cmd, "verify") == 0) return do_verify(name, archive, atoi(argv[4]), "r");
     if (strcmp(cmd, "recover") == 0) return do_verify(name, archive, atoi(argv[4]), "r+");

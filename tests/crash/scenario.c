@@ -33,6 +33,7 @@ int scenario_steps(const char *name) {
     if (strcmp(name, "reservations") == 0) return 6;
     if (strcmp(name, "edits") == 0) return 15;
     if (strcmp(name, "emptied") == 0) return 3;
+    if (strcmp(name, "kept") == 0) return 40;
     return -1;
 }
 
@@ -230,12 +231,29 @@ static void emptied_step(int k, step *s) {
     }
 }
 
+/* "kept": a 20 MB archive, then puts of 128 bytes to 128 KiB, meant to be written one
+ * session per step (crash_tool write ... sessions): each session that finds no slack relocates the directory
+ * and keeps the old one for readers (kept_tail.c), releasing the one kept before, and a put that finds free
+ * space left by a released one goes there instead of relocating. */
+static void kept_step(int k, step *s) {
+    char key[48];
+    if (k == 1) {
+        put(s, "base", 1, 20000000);
+        return;
+    }
+    snprintf(key, sizeof key, "p/%d", k);
+    /* About log-uniform from 128 bytes to 64 KiB, so that the small ones fill the free space. */
+    uint64_t r = mix((uint64_t)k);
+    put(s, key, 1, (uint32_t)(128u << (r % 10)) + (uint32_t)((r >> 8) % (128u << (r % 10))));
+}
+
 void scenario_step(const char *name, int k, step *out) {
     memset(out, 0, sizeof *out);
     if (strcmp(name, "basic") == 0) basic_step(k, out);
     else if (strcmp(name, "reservations") == 0) reservations_step(k, out);
     else if (strcmp(name, "edits") == 0) edits_step(k, out);
     else if (strcmp(name, "emptied") == 0) emptied_step(k, out);
+    else if (strcmp(name, "kept") == 0) kept_step(k, out);
     else loop_step(k, out);
 }
 

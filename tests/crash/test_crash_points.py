@@ -56,8 +56,8 @@ def crash_points(argv, tmp):
 
 def modes_for(name):
     # Writes can be torn or preceded by zeros at EOF; truncates and barriers only happen or not, and so does
-    # the in-place rewrite of end records that lie within one sector (commit.switch).
-    if name.endswith(("truncate", "switch", "sync", "sync_copy", "sync_directory", "sync_records",
+    # the in-place rewrite of end records that lie within one sector (commit.switch), and a punched hole.
+    if "kept_tail" in name or name.endswith(("truncate", "switch", "sync", "sync_copy", "sync_directory", "sync_records",
                       "sync_truncate", "sync_switch", "link")):
         return [""]
     return ["", ":torn", ":grow"]
@@ -86,19 +86,24 @@ def run_killed(argv, crash_at, hit, what):
 
 def test_every_crash_point():
     exercised = set()
+    # "kept": one session per put on a 20 MB archive, whose relocations keep the old directory, release the one
+    # kept before and punch the slack below it, and whose puts go into that free space (protocol.md §3.7); of
+    # its points reached many times, the first, middle and last hit (thin).
     for scenario, extra in (("basic", []), ("basic", ["durable"]), ("reservations", []), ("emptied", []),
-                            ("emptied", ["durable"])):
+                            ("emptied", ["durable"]), ("kept", ["sessions"])):
         with TempDir() as tmp:
             archive, log = os.path.join(tmp, "a.zip"), os.path.join(tmp, "log")
             points = crash_points([TOOL, "write", scenario, archive, log] + extra, tmp)
-            assert len(points) > (10 if scenario == "emptied" else 30), "too few crash points: %r" % points
+            if scenario == "kept":
+                points = thin(points)
+            assert len(points) > (10 if scenario in ("emptied", "kept") else 30), "too few crash points: %r" % points
             runs = 0
             for name, hit in points:
                 for mode in modes_for(name):
                     for f in (archive, log):
                         if os.path.exists(f):
                             os.unlink(f)
-                    what = "%s %s%s #%d" % (scenario + (" durable" if extra else ""), name, mode, hit)
+                    what = "%s %s%s #%d" % (" ".join([scenario] + extra), name, mode, hit)
                     run_killed([TOOL, "write", scenario, archive, log] + extra, name + mode, hit, what)
                     k = last_commit(log)
                     if not os.path.exists(archive):
@@ -116,8 +121,8 @@ def test_every_crash_point():
                         check_equal(os.path.getsize(archive), 22, "%s: size of the emptied archive" % what)
                     exercised.add(name + mode)
                     runs += 1
-            print("%s%s: %d crash points, %d kills verified" % (scenario, " durable" if extra else "",
-                                                                len(points), runs), flush=True)
+            print("%s: %d crash points, %d kills verified" % (" ".join([scenario] + extra), len(points), runs),
+                  flush=True)
     # The cases the protocol must survive by name: a torn local header, a torn directory, a torn relocated
     # directory with its end records missing, zeros at the end of the file (a write whose size change reached
     # the disk but not its bytes).
@@ -129,7 +134,9 @@ def test_every_crash_point():
                  "close.directory", "close.directory:torn", "close.directory:grow", "close.sync_directory",
                  "close.truncate", "close.sync_truncate",
                  # the last writer's close of an archive whose every entry was removed (protocol.md §3.6)
-                 "close.emptied", "publish.link"):
+                 "close.emptied", "publish.link",
+                 # kept tails (protocol.md §3.7)
+                 "relocate.free_below_kept_tail", "relocate.release_kept_tail"):
         assert must in exercised, "crash case %s was not exercised: %r" % (must, sorted(exercised))
 
 

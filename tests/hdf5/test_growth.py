@@ -38,8 +38,8 @@ def rows_for(session):
 def info(archive):
     out = mmzip_cli("info", archive).stdout
     vals = {}
-    for key in ("file_bytes", "live_bytes", "dead_bytes", "reserved_bytes", "free_bytes", "directory_bytes",
-                "prefix_bytes"):
+    for key in ("file_bytes", "live_bytes", "dead_bytes", "reserved_bytes", "free_bytes", "kept_bytes",
+                "directory_bytes", "prefix_bytes"):
         m = re.search(r"^%s:\s+(\d+)" % key, out, re.M)
         assert m, "mmzip info has no %s line:\n%s" % (key, out)
         vals[key] = int(m.group(1))
@@ -47,8 +47,8 @@ def info(archive):
 
 
 def check_accounting(v, what):
-    total = (v["live_bytes"] + v["dead_bytes"] + v["reserved_bytes"] + v["free_bytes"] + v["directory_bytes"]
-             + v["prefix_bytes"])
+    total = (v["live_bytes"] + v["dead_bytes"] + v["reserved_bytes"] + v["free_bytes"] + v["kept_bytes"]
+             + v["directory_bytes"] + v["prefix_bytes"])
     check_equal(total, v["file_bytes"], "mmzip info's byte accounting %s" % what)
 
 

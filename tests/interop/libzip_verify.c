@@ -2,8 +2,10 @@
  * libzip_verify - opens an archive with libzip's consistency check (ZIP_CHECKCONS) and reads every entry,
  * comparing its bytes with the file of the same name under an expected-content directory.
  *
- *   usage: libzip_verify ARCHIVE EXPECTED_DIR
- *          libzip_verify ARCHIVE -      (reads every entry, checking its CRC-32, compares with nothing)
+ *   usage: libzip_verify [--default] ARCHIVE EXPECTED_DIR
+ *          libzip_verify [--default] ARCHIVE -   (reads every entry, checking its CRC-32, compares with nothing)
+ *
+ * --default opens without ZIP_CHECKCONS, as most programs do.
  *
  * ZIP_CHECKCONS makes libzip compare each local header with its central-directory record and reject
  * duplicates; zip_fread checks each entry's CRC-32 when the last byte is read. Prints one line per entry
@@ -66,16 +68,25 @@ static int read_entry(zip_t *za, zip_uint64_t i, const char *name, unsigned char
 }
 
 int main(int argc, char **argv) {
+    /* --default: libzip's default open, which takes among the end records in the file's last 64 KiB the one
+     * whose directory spans the most, where ZIP_CHECKCONS accepts only the one that ends the file. */
+    int flags = ZIP_RDONLY | ZIP_CHECKCONS;
+    if (argc == 4 && strcmp(argv[1], "--default") == 0) {
+        flags = ZIP_RDONLY;
+        argv++;
+        argc--;
+    }
     if (argc != 3) {
-        fprintf(stderr, "usage: libzip_verify ARCHIVE EXPECTED_DIR\n");
+        fprintf(stderr, "usage: libzip_verify [--default] ARCHIVE EXPECTED_DIR\n");
         return 2;
     }
     int err = 0;
-    zip_t *za = zip_open(argv[1], ZIP_RDONLY | ZIP_CHECKCONS, &err);
+    zip_t *za = zip_open(argv[1], flags, &err);
     if (!za) {
         zip_error_t ze;
         zip_error_init_with_code(&ze, err);
-        fprintf(stderr, "libzip_verify: zip_open('%s', ZIP_CHECKCONS): %s\n", argv[1], zip_error_strerror(&ze));
+        fprintf(stderr, "libzip_verify: zip_open('%s', %s): %s\n", argv[1],
+                flags & ZIP_CHECKCONS ? "ZIP_CHECKCONS" : "default flags", zip_error_strerror(&ze));
         zip_error_fini(&ze);
         return 1;
     }

@@ -62,6 +62,7 @@ def zipfile_bytes_equal(archive, contents):
 
 
 EXTRA_UT = 0x5455
+EXTRA_KEPT = 0x6D4B
 
 
 def dos_stamp(t):
@@ -99,8 +100,16 @@ def assert_layout(archive, contents, alignment_of, tree=None, written=None):
         check_equal(r["method"], 0, what + ": method")
         check_equal(r["raw_sizes"], (0xFFFFFFFF,) * 3, what + ": 32-bit sizes and offset are sentinels")
         check_equal(r["z64_len"], 24, what + ": ZIP64 field holds sizes and offset only (no disk)")
-        check_equal([x for x, _ in r["extras"]], [zl.EXTRA_ZIP64, EXTRA_UT],
-                    what + ": extra fields (ZIP64, extended timestamp; no padding here)")
+        ids = [x for x, _ in r["extras"]]
+        if ids == [zl.EXTRA_ZIP64, EXTRA_UT, EXTRA_KEPT]:
+            # an entry put past the directory a relocation kept (protocol.md §3.7): the range it skipped
+            frm, to = struct.unpack("<QQ", dict(r["extras"])[EXTRA_KEPT])
+            off = struct.unpack("<Q", dict(r["extras"])[zl.EXTRA_ZIP64][16:24])[0]
+            assert frm < to <= off == (to + 4095) // 4096 * 4096, "%s: kept-tail field (%d, %d), entry at %d" % (
+                what, frm, to, off)
+            ids = ids[:2]
+        check_equal(ids, [zl.EXTRA_ZIP64, EXTRA_UT],
+                    what + ": extra fields (ZIP64, extended timestamp, the kept-tail field at most; no padding here)")
         ut = dict(r["extras"])[EXTRA_UT]
         check_equal((len(ut), ut[0]), (5, 1), what + ": UT field holds the modification time only")
         mtime = struct.unpack("<I", ut[1:])[0]

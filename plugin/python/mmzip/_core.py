@@ -179,7 +179,7 @@ class Info(ctypes.Structure):  # mmzip_info
                 + [("end_follows_directory", ctypes.c_int)]
                 + [("reserved_bytes", ctypes.c_uint64), ("journal_restored", ctypes.c_uint64),
                    ("edits_unfinished", ctypes.c_uint64), ("edits_restored", ctypes.c_uint64),
-                   ("spare", ctypes.c_uint64 * 4)])
+                   ("kept_bytes", ctypes.c_uint64), ("spare", ctypes.c_uint64 * 3)])
 
 
 class UnfinishedEdit(ctypes.Structure):  # mmzip_unfinished_edit
