@@ -194,6 +194,7 @@ static int ensure_room(mz_store *s, uint64_t end, put_move *m) {
     }
     s1 = w0 + wlen;
     b = s1 - len;
+    mz_kept_prune(s); /* before the copy: it carries the records that say which ranges are spent */
     uint8_t *buf = relocation_buffer((size_t)wlen);
     if (!buf) return mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
     if (cdl) memcpy(buf + (b - w0), s->cd, cdl); /* an empty archive has no directory bytes (s->cd may be NULL) */

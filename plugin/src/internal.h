@@ -180,6 +180,8 @@ void mz_write_cdh(uint8_t *out, const char *name, size_t name_len, uint32_t crc,
 void mz_add_cdh_kept(uint8_t *rec, uint64_t from, uint64_t to);
 /* The range of a record's kept-tail field, if it has one (1), in a record of rec_len bytes. */
 int mz_cdh_kept(const uint8_t *rec, uint64_t rec_len, uint64_t *from, uint64_t *to);
+/* Rewrites the range of a record's kept-tail field in place (nothing if it has none). */
+void mz_set_cdh_kept(uint8_t *rec, uint64_t rec_len, uint64_t from, uint64_t to);
 /* Rewrites the CRC, sizes (stored: csize == usize) of a record made by mz_write_cdh, in place. */
 void mz_patch_our_cdh(uint8_t *rec, uint32_t crc, uint64_t size);
 /* A ZIP64 trailer: ZIP64 end record, locator, end record with comment. Returns its length. */
@@ -689,6 +691,10 @@ int mz_release_kept_tails(mz_store *s);
  * keeps the list from its first call until mz_kept_free_forget (a relocation punches new holes). */
 int mz_kept_free_place(mz_store *s, size_t name_len, uint64_t total, uint32_t alignment, uint64_t *lfh_out);
 void mz_kept_free_forget(mz_store *s);
+/* Marks spent the committed ranges whose directory is released and whose holes are all filled (from = to = 0
+ * in the directory image), so that the next directory written, a relocation's copy, tells later sessions to
+ * skip them: otherwise each session would look at every range an archive ever kept. Not in shared mode. */
+void mz_kept_prune(mz_store *s);
 
 /* commit.c */
 /* Makes the slack reach `end` (what the next commit writes ends there), relocating the directory past the end

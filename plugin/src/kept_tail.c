@@ -226,6 +226,23 @@ static int build_free(mz_store *s) {
 
 void mz_kept_free_forget(mz_store *s) { s->kept_holes_valid = 0; }
 
+void mz_kept_prune(mz_store *s) {
+    if (s->shared || !s->map.base || !any_kept(s)) return;
+    for (uint32_t i = 0; i < s->n_committed; i++) {
+        mz_entry *e = &s->e[i];
+        uint64_t from, to, h0, h1, cd;
+        if (!kept_range(s, e, &from, &to) || to == s->kept_own_to || intact_directory(s, from, to, &cd) ||
+            next_hole(s, from, free_top(e, to), &h0, &h1))
+            continue;
+        /* Spent: its directory released, its holes filled. The record says so from the next directory on
+         * (from = to = 0), so that no later session looks at the range again. */
+        pthread_rwlock_wrlock(&s->rw);
+        mz_set_cdh_kept(s->cd + e->cd_rec, e->cd_rec_len, 0, 0);
+        e->kept_tail = 0;
+        pthread_rwlock_unlock(&s->rw);
+    }
+}
+
 int mz_kept_free_place(mz_store *s, size_t name_len, uint64_t total, uint32_t alignment, uint64_t *lfh_out) {
     if (s->shared || !s->map.base) return 0;
     if (!s->kept_holes_valid && build_free(s) != 0) return 0;

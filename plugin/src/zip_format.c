@@ -223,22 +223,34 @@ void mz_add_cdh_kept(uint8_t *rec, uint64_t from, uint64_t to) {
     mz_put64(x + 12, to);
 }
 
-int mz_cdh_kept(const uint8_t *rec, uint64_t rec_len, uint64_t *from, uint64_t *to) {
-    if (rec_len < 46) return 0;
+/* The kept-tail field's 16 bytes in a record of rec_len bytes, or NULL. */
+static uint8_t *kept_field(const uint8_t *rec, uint64_t rec_len) {
+    if (rec_len < 46) return NULL;
     uint16_t name_len = mz_get16(rec + 28), xlen = mz_get16(rec + 30);
-    if (46u + name_len + xlen > rec_len) return 0;
+    if (46u + name_len + xlen > rec_len) return NULL;
     const uint8_t *x = rec + 46 + name_len;
     for (uint32_t k = 0; k + 4 <= xlen;) {
         uint16_t id = mz_get16(x + k), len = mz_get16(x + k + 2);
-        if (k + 4u + len > xlen) return 0;
-        if (id == MZ_EXTRA_KEPT && len == 16) {
-            *from = mz_get64(x + k + 4);
-            *to = mz_get64(x + k + 12);
-            return 1;
-        }
+        if (k + 4u + len > xlen) return NULL;
+        if (id == MZ_EXTRA_KEPT && len == 16) return (uint8_t *)(x + k + 4);
         k += 4u + len;
     }
-    return 0;
+    return NULL;
+}
+
+int mz_cdh_kept(const uint8_t *rec, uint64_t rec_len, uint64_t *from, uint64_t *to) {
+    const uint8_t *f = kept_field(rec, rec_len);
+    if (!f) return 0;
+    *from = mz_get64(f);
+    *to = mz_get64(f + 8);
+    return 1;
+}
+
+void mz_set_cdh_kept(uint8_t *rec, uint64_t rec_len, uint64_t from, uint64_t to) {
+    uint8_t *f = kept_field(rec, rec_len);
+    if (!f) return;
+    mz_put64(f, from);
+    mz_put64(f + 8, to);
 }
 
 size_t mz_trailer_len(size_t comment_len) { return MZ_TRAILER_FIXED + comment_len; }

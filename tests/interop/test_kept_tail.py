@@ -18,6 +18,9 @@ dead_bytes is at most the one replaced version and a partial page per kept range
 into free space, the figures add up to the file's size; zipfile reads every entry's bytes, `unzip -t`,
 `7z t`, libzip (ZIP_CHECKCONS) and `mmzip check` accept the archive; `mmzip pack` drops the kept ranges and
 their fields.
+
+Chunks of one size larger than the directory would leave free space no later chunk fits in: such an archive
+keeps no tail at all, and so relocates exactly as without kept tails (test_uniform_chunks_keep_nothing).
 """
 import os
 import sys
@@ -151,6 +154,13 @@ def test_sessions():
         print("%d sessions, %d kept a tail, %d released the one before" % (len(sizes(120)), kept_seen, released))
         assert kept_seen >= 3 and released >= 2, (kept_seen, released)
 
+        # Ranges whose directory is released and whose holes are filled are marked spent (from = to = 0) by the
+        # next relocation, so that sessions do not look at every range an archive ever kept.
+        fields = kept_fields(a)
+        spent = [n for n, (lfh, frm, to) in fields.items() if frm == to == 0]
+        print("kept ranges recorded: %d, marked spent: %d" % (len(fields), len(spent)))
+        assert spent, "no range marked spent: %r" % fields
+
         # Free space used again: an entry put after another lies below it.
         with zipfile.ZipFile(a) as z:
             offsets = {i.filename: i.header_offset for i in z.infolist()}
@@ -207,5 +217,31 @@ def test_sessions():
         check_equal(vals["kept_bytes"], 0, "kept bytes after pack")
 
 
+def test_uniform_chunks_keep_nothing():
+    """Chunks of one size, larger than the directory, would leave free space no later chunk fits in: the
+    archive keeps no tail (protocol.md §3.7), so it relocates exactly as it did without kept tails, and no byte
+    of it is kept free below the data."""
+    with TempDir() as d:
+        a = os.path.join(d, "a.zip")
+        rng = np.random.default_rng(3)
+        base = os.path.join(d, "base.bin")
+        with open(base, "wb") as f:
+            f.write(rng.integers(0, 256, 20_000_000, dtype=np.uint8).tobytes())
+        mmzip("put", a, "base", base)
+        chunk = os.path.join(d, "chunk")
+        grew = 0
+        for k in range(150):
+            with open(chunk, "wb") as f:
+                f.write(rng.integers(0, 256, 100_000, dtype=np.uint8).tobytes())
+            before = os.path.getsize(a)
+            mmzip("put", a, "c/%03d" % k, chunk)
+            grew += os.path.getsize(a) > before
+        check_equal(kept_fields(a), {}, "kept-tail fields with chunks of one size")
+        vals = {k: int(v) for k, v in re.findall(r"^(\w+_bytes):\s+(\d+)", mmzip("info", a).stdout, re.M)}
+        check_equal((vals["kept_bytes"], vals["dead_bytes"]), (0, 0), "kept and dead bytes")
+        assert grew >= 3, "only %d relocations: the test does not relocate" % grew
+        print("150 chunks of 100 KB: %d relocations, no tail kept" % grew)
+
+
 if __name__ == "__main__":
-    main([test_sessions])
+    main([test_sessions, test_uniform_chunks_keep_nothing])
