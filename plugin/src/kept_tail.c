@@ -45,12 +45,17 @@ static uint64_t free_top(const mz_entry *e, uint64_t to) {
     return top < e->lfh_off ? top : e->lfh_off;
 }
 
+/* The furthest entry e's bytes can reach without reading its local header: the largest header (name and extra
+ * field of 64 KiB each), its data, a ZIP64 data descriptor and its room. */
+static uint64_t largest_end(const mz_entry *e) {
+    return e->lfh_off + MZ_LFH_FIXED + 2 * 65535ull + e->csize + 20 + e->room;
+}
+
 /* Where entry e's bytes end, its room included; an entry whose local header cannot be read ends as late as
  * the largest header it could have. */
 static uint64_t extent_end(mz_store *s, mz_entry *e) {
     uint64_t end;
-    if ((e->mark & MZ_MARK_BAD) || mz_data_end_of(s, e, &end) != MMZIP_OK)
-        return e->lfh_off + MZ_LFH_FIXED + 2 * 65535ull + e->csize + 20 + e->room;
+    if ((e->mark & MZ_MARK_BAD) || mz_data_end_of(s, e, &end) != MMZIP_OK) return largest_end(e);
     return end + e->room;
 }
 
@@ -61,7 +66,7 @@ static int covered(mz_store *s, uint64_t a, uint64_t z) {
         mz_entry *e = &s->e[i];
         if (e->lfh_off >= z) continue;
         if (e->lfh_off >= a) return 1;
-        if (e->lfh_off + MZ_LFH_FIXED + 2 * 65535ull + e->csize + 20 + e->room > a && extent_end(s, e) > a) return 1;
+        if (largest_end(e) > a && extent_end(s, e) > a) return 1;
     }
     return 0;
 }
@@ -72,12 +77,6 @@ static uint64_t end_below(mz_store *s, uint64_t off) {
     for (uint32_t i = 0; i < s->n; i++)
         if (s->e[i].lfh_off < off && (!best || s->e[i].lfh_off > best->lfh_off)) best = &s->e[i];
     return best ? extent_end(s, best) : 0;
-}
-
-static int any_kept(const mz_store *s) {
-    for (uint32_t i = 0; i < s->n; i++)
-        if (s->e[i].kept_tail) return 1;
-    return 0;
 }
 
 /* The next hole at or after pos that starts before `to`: [*h0, *h1), cut at `to`. 0 if none (or the file
@@ -110,7 +109,7 @@ static int intact_directory(mz_store *s, uint64_t from, uint64_t to, uint64_t *c
 }
 
 uint64_t mz_kept_bytes(mz_store *s) {
-    if (!s->map.base || !any_kept(s)) return 0;
+    if (!s->map.base) return 0;
     uint64_t total = 0;
     for (uint32_t i = 0; i < s->n; i++) {
         uint64_t from, to, h0, h1, cd;
@@ -123,7 +122,7 @@ uint64_t mz_kept_bytes(mz_store *s) {
 }
 
 int mz_release_kept_tails(mz_store *s) {
-    if (!s->map.base || !any_kept(s)) return MMZIP_OK;
+    if (!s->map.base) return MMZIP_OK;
     int st = MMZIP_OK;
     for (uint32_t i = 0; i < s->n && !st; i++) {
         mz_entry *e = &s->e[i];
@@ -169,7 +168,7 @@ static int add_free(mz_store *s, uint64_t a, uint64_t z, uint32_t *cap) {
         for (uint32_t i = 0; i < s->n; i++) {
             mz_entry *e = &s->e[i];
             if (e->lfh_off >= stop) continue;
-            if (e->lfh_off + MZ_LFH_FIXED + 2 * 65535ull + e->csize + 20 + e->room <= a) continue;
+            if (largest_end(e) <= a) continue;
             uint64_t end = extent_end(s, e);
             if (end <= a) continue;
             stop = e->lfh_off > a ? e->lfh_off : a;
@@ -210,7 +209,6 @@ static uint64_t free_start(mz_store *s, uint64_t from, uint64_t h0) {
 static int build_free(mz_store *s) {
     s->n_kept_holes = 0;
     s->kept_holes_valid = 1;
-    if (!any_kept(s)) return 0;
     uint32_t cap = 0;
     for (uint32_t i = 0; i < s->n; i++) {
         uint64_t from, to, h0, h1;
@@ -227,7 +225,7 @@ static int build_free(mz_store *s) {
 void mz_kept_free_forget(mz_store *s) { s->kept_holes_valid = 0; }
 
 void mz_kept_prune(mz_store *s) {
-    if (s->shared || !s->map.base || !any_kept(s)) return;
+    if (s->shared || !s->map.base) return;
     for (uint32_t i = 0; i < s->n_committed; i++) {
         mz_entry *e = &s->e[i];
         uint64_t from, to, h0, h1, cd;

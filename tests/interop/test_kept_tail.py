@@ -88,15 +88,26 @@ def sizes(n):
     return [int(2 ** x) for x in rng.uniform(7, 16, n)]
 
 
+def base_archive(d, rng):
+    """d/a.zip made by one `mmzip put` of a 20 MB entry "base" of random bytes: (path, those bytes)."""
+    a, base = os.path.join(d, "a.zip"), os.path.join(d, "base.bin")
+    data = rng.integers(0, 256, 20_000_000, dtype=np.uint8).tobytes()
+    with open(base, "wb") as f:
+        f.write(data)
+    mmzip("put", a, "base", base)
+    return a, data
+
+
+def info_bytes(path):
+    """The *_bytes figures `mmzip info` prints."""
+    return {k: int(v) for k, v in re.findall(r"^(\w+_bytes):\s+(\d+)", mmzip("info", path).stdout, re.M)}
+
+
 def test_sessions():
     with TempDir() as d:
-        a = os.path.join(d, "a.zip")
         rng = np.random.default_rng(7)
-        base = os.path.join(d, "base.bin")
-        with open(base, "wb") as f:
-            f.write(rng.integers(0, 256, 20_000_000, dtype=np.uint8).tobytes())
-        mmzip("put", a, "base", base)
-        expect = {"base": open(base, "rb").read()}
+        a, base_data = base_archive(d, rng)
+        expect = {"base": base_data}
         relocations = kept_seen = released = 0
         previous_kept = None
         for k, n in enumerate(sizes(120)):
@@ -192,8 +203,7 @@ def test_sessions():
                     "entries libzip lists without ZIP_CHECKCONS")
         chk = mmzip("check", a).stdout
         assert "valid for every ZIP reader: yes" in chk, chk
-        out = mmzip("info", a).stdout
-        vals = {k: int(v) for k, v in re.findall(r"^(\w+_bytes):\s+(\d+)", out, re.M)}
+        vals = info_bytes(a)
         size = os.path.getsize(a)
         check_equal(vals["file_bytes"], size, "file_bytes")
         check_equal(sum(v for k, v in vals.items() if k != "file_bytes"), size, "the figures of mmzip info add up")
@@ -213,7 +223,7 @@ def test_sessions():
         with zipfile.ZipFile(packed) as z:
             for name, blob in expect.items():
                 check_equal(z.read(name) == blob, True, "packed bytes of %s" % name)
-        vals = {k: int(v) for k, v in re.findall(r"^(\w+_bytes):\s+(\d+)", mmzip("info", packed).stdout, re.M)}
+        vals = info_bytes(packed)
         check_equal(vals["kept_bytes"], 0, "kept bytes after pack")
 
 
@@ -222,12 +232,8 @@ def test_uniform_chunks_keep_nothing():
     archive keeps no tail (protocol.md §3.7), so it relocates exactly as it did without kept tails, and no byte
     of it is kept free below the data."""
     with TempDir() as d:
-        a = os.path.join(d, "a.zip")
         rng = np.random.default_rng(3)
-        base = os.path.join(d, "base.bin")
-        with open(base, "wb") as f:
-            f.write(rng.integers(0, 256, 20_000_000, dtype=np.uint8).tobytes())
-        mmzip("put", a, "base", base)
+        a, _ = base_archive(d, rng)
         chunk = os.path.join(d, "chunk")
         grew = 0
         for k in range(150):
@@ -237,7 +243,7 @@ def test_uniform_chunks_keep_nothing():
             mmzip("put", a, "c/%03d" % k, chunk)
             grew += os.path.getsize(a) > before
         check_equal(kept_fields(a), {}, "kept-tail fields with chunks of one size")
-        vals = {k: int(v) for k, v in re.findall(r"^(\w+_bytes):\s+(\d+)", mmzip("info", a).stdout, re.M)}
+        vals = info_bytes(a)
         check_equal((vals["kept_bytes"], vals["dead_bytes"]), (0, 0), "kept and dead bytes")
         assert grew >= 3, "only %d relocations: the test does not relocate" % grew
         print("150 chunks of 100 KB: %d relocations, no tail kept" % grew)
