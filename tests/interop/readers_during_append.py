@@ -321,7 +321,7 @@ def writer_steps(ops):
     c = {}
     for t0, t1, what, _, _ in ops:
         if what.startswith("relocate.directory_copy") or what.endswith((".truncate", ".grew", ".shrank")) \
-                or what == "commit.switch":
+                or what in ("commit.switch", "relocate.free_below_kept_tail"):
             n = c.setdefault(what, [0, 0.0, 0.0])
             n[0] += 1
             n[1] = max(n[1], t1 - t0)
@@ -360,6 +360,20 @@ def attribute(b0, b1, ops, starts):
             if k:
                 found[what] += 1
     return sorted(found) or ["(no relocation or truncate)"]
+
+
+def burst_kind(causes):
+    """What a burst overlapped, from the C writer's steps: a relocation that kept the old tail for the readers
+    reading it (protocol.md §3.7: its step relocate.free_below_kept_tail), one that could not (its put's entry
+    is written over the old directory and end records), a truncate, or none of these."""
+    during = " ".join(causes)
+    if "relocate.free_below_kept_tail" in during:
+        return "kept"
+    if "relocate.directory_copy" in during:
+        return "not kept"
+    if "truncate" in during:
+        return "truncate"
+    return "other"
 
 
 def writer_window(ops):
@@ -574,6 +588,10 @@ def report(result, out=sys.stdout):
     for what, (n, longest, total) in sorted(result["steps"].items()):
         print("  writer step %-24s %6d, longest %8.3f ms, total %9.3f ms" % (what, n, 1000 * longest, 1000 * total),
               file=out)
+    if "relocate.directory_copy" in result["steps"]:
+        kept = result["steps"].get("relocate.free_below_kept_tail", [0])[0]
+        print("  relocations: %d, of which %d kept the old tail (protocol.md §3.7)" % (
+            result["steps"]["relocate.directory_copy"][0], kept), file=out)
     changes = result["size_change_count"]
     print("  size changes: %d (%.1f a second)" % (changes, changes / max(w["seconds"], 1e-9)), file=out)
     if "forced_size_changes" in result:
@@ -598,6 +616,10 @@ def report(result, out=sys.stdout):
             print("           %6d  %s %s" % (n, k, msg), file=out)
         for cause, n in t["burst_causes"].most_common(4):
             print("           %6d  bursts during: %s" % (n, cause), file=out)
+        if "relocate.directory_copy" in result["steps"] and t["bursts"]:
+            kinds = collections.Counter(burst_kind(b["during"]) for b in t["bursts"])
+            print("                   bursts by relocation: %s" % ", ".join(
+                "%s %d" % (k, kinds[k]) for k in ("kept", "not kept", "truncate", "other") if kinds[k]), file=out)
         if rk == PROBE:
             continue
         for key in ("polls", "fail", "crc", "wrong"):
