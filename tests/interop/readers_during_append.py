@@ -387,7 +387,7 @@ def tally(lines, ops):
     """Counts the polls that overlap the writer's run. Polls that ended before its first step or began after
     its last one read an archive nobody was writing (the pollers start first and wait seconds for zarr to
     load: from an empty archive that was thousands of quick successful polls of 22 bytes); they are counted
-    apart, as "outside", not in the rates."""
+    apart, as "outside", not in the rates. CRC errors and wrong bytes are counted whenever they happen."""
     t = {"polls": 0, "ok": 0, "fail": 0, "crc": 0, "wrong": 0, "messages": collections.Counter(), "examples": [],
          "bursts": [], "burst_causes": collections.Counter(), "poll_seconds": 0.0, "longest_poll": 0.0,
          "outside": 0}
@@ -409,6 +409,10 @@ def tally(lines, ops):
         kind, _, rest = line.partition(" ")
         if window and (t1 < window[0] or t0 > window[1]):
             t["outside"] += 1
+            if kind in ("crc", "wrong"):  # never allowed, whenever it happens: counted over every poll
+                t[kind] += 1
+                t["messages"][(kind, normalize(rest))] += 1
+                t["examples"].append(line[:300])
             continue
         t["polls"] += 1
         t["poll_seconds"] += t1 - t0

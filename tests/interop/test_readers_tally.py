@@ -26,4 +26,7 @@ assert t["ok"] == 2 and t["fail"] == 2, t
 assert t["outside"] == 1001, t
 assert len(t["bursts"]) == 2, t["bursts"]
 assert abs(t["poll_seconds"] - 0.6) < 1e-9, t["poll_seconds"]
-print("ok: 4 polls counted, 1001 outside the writer's run")
+# A wrong byte is never allowed, so it is counted even outside the writer's run.
+t = rda.tally(["1.000000 1.001000 wrong k/0000001.5 (size 4, expected 5)"] + polls, ops)
+assert t["wrong"] == 1 and t["polls"] == 4 and t["outside"] == 1002, t
+print("ok: 4 polls counted, 1001 outside the writer's run; a wrong byte outside it counted")
