@@ -401,6 +401,12 @@ def tally(lines, ops):
             t["bursts"].append({"start": run[0], "seconds": run[1] - run[0], "polls": run[2], "during": causes})
             t["burst_causes"][" + ".join(causes)] += 1
 
+    def count_bad(kind, rest, line):
+        t[kind] += 1
+        t["messages"][(kind, normalize(rest))] += 1
+        if len(t["examples"]) < 5:
+            t["examples"].append(line[:300])
+
     for line in lines:
         p = line.rstrip("\n").split(" ", 2)
         if len(p) < 3:
@@ -410,9 +416,7 @@ def tally(lines, ops):
         if window and (t1 < window[0] or t0 > window[1]):
             t["outside"] += 1
             if kind in ("crc", "wrong"):  # never allowed, whenever it happens: counted over every poll
-                t[kind] += 1
-                t["messages"][(kind, normalize(rest))] += 1
-                t["examples"].append(line[:300])
+                count_bad(kind, rest, line)
             continue
         t["polls"] += 1
         t["poll_seconds"] += t1 - t0
@@ -424,10 +428,7 @@ def tally(lines, ops):
             continue
         if kind not in ("fail", "crc", "wrong"):
             kind, rest = "fail", line
-        t[kind] += 1
-        t["messages"][(kind, normalize(rest))] += 1
-        if len(t["examples"]) < 5:
-            t["examples"].append(line[:300])
+        count_bad(kind, rest, line)
         if run is None:
             run = [t0, t1, 1]
         else:
@@ -522,9 +523,10 @@ def run_one(writer, start, work, entries, seed, max_size, tools):
     with zipfile.ZipFile(archive) as z:
         names = z.namelist()
         bad = [n for n in names if z.read(n) != content(n)]
-        result["final_entries"] = len([n for n in names if n.startswith("k/")])
+        written = [n for n in names if n.startswith("k/")]
+        result["final_entries"] = len(written)
         if kind_of(writer) == "put-loop":
-            result["forced_size_changes"] = forced_size_changes(start_size, [n for n in names if n.startswith("k/")])
+            result["forced_size_changes"] = forced_size_changes(start_size, written)
     result["final_wrong"] = len(bad)
     result["final_written"] = result["writer_stats"]["puts"]
     if not tools.get("keep"):
