@@ -505,7 +505,8 @@ static uint64_t settle_position(mz_store *s, uint64_t x, uint64_t img_len, uint6
      * bytes kept tails hold below the data share the allowance with that slack. */
     uint64_t keep = s->created ? 0 : mz_at_rest_keep(x + img_len + tlen, s->session_added);
     uint64_t allow = mz_at_rest_allowance(x + img_len + tlen);
-    if (keep > (allow > kept ? allow - kept : 0)) keep = allow > kept ? allow - kept : 0;
+    uint64_t share = allow > kept ? allow - kept : 0;
+    if (keep > share) keep = share;
     if (keep < 4096) keep = 0;
     uint64_t need = x + img_len + tlen + MZ_SECTOR;
     uint64_t room = s->free_limit > need ? s->free_limit - need : 0;

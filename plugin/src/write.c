@@ -297,13 +297,14 @@ int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, u
      * need one makes room for itself (mz_commit_locked). Asking for no more before relocating lets the slack
      * a close kept (§3.6) take the next session's puts without moving the directory. */
     int adds_only = !old && !s->n_shadowed && !s->n_dead && !s->open_reservations;
+    uint64_t records = (s->cd_len - s->cd_committed_len) + mz_our_cdh_size(nlen); /* the batch's, with this one */
     uint64_t kept_from = 0, kept_to = 0, at = lfh_off;
     /* Free space that relocations left below the data (kept_tail.c) takes the entry first, if its record fits
      * below the directory: the slack stays for what does not fit there, and relocations, which change the
      * file's size under third-party readers, come later. */
-    int in_free = adds_only && s->pending_end + (s->cd_len - s->cd_committed_len) + mz_our_cdh_size(nlen) <= s->free_limit &&
+    int in_free = adds_only && s->pending_end + records <= s->free_limit &&
                   mz_kept_free_place(s, nlen, total, alignment, &at);
-    if (!in_free && (!adds_only || end + (s->cd_len - s->cd_committed_len) + mz_our_cdh_size(nlen) > s->free_limit)) {
+    if (!in_free && (!adds_only || end + records > s->free_limit)) {
         /* Relocating: room for a whole directory, as ever. If the old directory and end records may be kept for
          * the readers reading them, the entry starts past them, on the next page. */
         uint64_t moved = mz_page_up(s->file_size);
