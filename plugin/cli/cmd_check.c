@@ -44,6 +44,7 @@ static void report(const char *msg, void *ctx) {
     cli_progress_done(); /* a finding gets a line of its own, not the end of the progress line */
     if (strncmp(msg, "error: ", 7) == 0) {
         t->errors++;
+        if (strstr(msg, " {objects: ")) tally_objections(t, msg);
         fprintf(stderr, "%s\n", msg);
     } else if (strncmp(msg, "interop: ", 9) == 0) {
         tally_objections(t, msg);
@@ -81,11 +82,12 @@ static int run(int argc, char **argv) {
     cli_progress_done();
     size_t n = mmzip_count(h);
     mmzip_close(h);
-    /* Who objects, by the tags of the interop: lines: "yes", or "no: 7-Zip warns (why); libzip refuses it
-     * (why)". An error: line, or a finding whose effect on them is unknown, sends the reader to the lines. */
+    /* Who objects, by the tags of the interop: and error: lines: "yes", or "no: 7-Zip warns (why); libzip
+     * refuses it (why)", and whether mmzip cannot read it all either. A finding whose effect on them is not
+     * known sends the reader to the lines. */
     char verdict[1200];
     size_t vo = 0;
-    for (int i = 0; i < N_READERS && !st; i++) {
+    for (int i = 0; i < N_READERS; i++) {
         if (!t.objection[i][0]) continue;
         vo += (size_t)snprintf(verdict + vo, sizeof verdict - vo, "%s%s %s", vo ? "; " : "no: ", reader_names[i],
                                t.objection[i]);
@@ -93,7 +95,7 @@ static int run(int argc, char **argv) {
     }
     if (st || t.untagged)
         snprintf(verdict + vo, sizeof verdict - vo, "%s%s", vo ? "; " : "no: ",
-                 st ? "see the error: lines (mmzip cannot read it all either)" : "see the interop: lines");
+                 st ? "mmzip cannot read it all either (see the error: lines)" : "see the interop: lines");
     else if (!vo)
         snprintf(verdict, sizeof verdict, "yes");
     t.interop = strcmp(verdict, "yes") != 0;
@@ -131,7 +133,11 @@ const command cmd_check = {
     "                                                  objects (refuses it, or warns);\n"
     "  valid for every ZIP reader: no: R1 refuses it (WHY); R2 warns (WHY)\n"
     "                                                  the readers that do, each with its first reason;\n"
-    "  valid for every ZIP reader: no: see the error: lines (mmzip cannot read it all either)\n"
+    "  valid for every ZIP reader: no: R1 refuses it (WHY); mmzip cannot read it all either (see the error:\n"
+    "                                                  lines), where mmzip finds an error: too (error: lines\n"
+    "                                                  carry the same tag as interop: lines);\n"
+    "  valid for every ZIP reader: no: see the interop: lines\n"
+    "                                                  a finding whose effect on those readers is not known\n"
     "Exit status 0 if mmzip can read every entry, 1 if any error was found.\n\n"
     "  -q, --quiet  print only the error: lines\n",
     run};

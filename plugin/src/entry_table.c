@@ -218,6 +218,14 @@ int mz_resolve_data(mz_store *s, mz_entry *e) {
      * mmzip, but never unchecked: a stored entry's first read checks its CRC-32 (decoding always does), so
      * bytes that are not the entry's are refused rather than returned. mmzip check reports the field. */
     if (method != e->method && e->method == 0) __atomic_fetch_or(&e->mark, MZ_MARK_VERIFY, __ATOMIC_RELEASE);
+    /* So is one whose local header gives another CRC-32 or size than the directory (zipfile goes by the
+     * directory): the bytes read must be those the directory's CRC-32 names. */
+    uint16_t flags = mz_get16(h + 6);
+    uint32_t lcs = mz_get32(h + 18), lus = mz_get32(h + 22);
+    if (e->method == 0 && !(flags & MZ_FLAG_DATA_DESCRIPTOR) &&
+        (mz_get32(h + 14) != e->crc || (lcs != 0xFFFFFFFFu && lcs != e->csize) ||
+         (lus != 0xFFFFFFFFu && lus != e->usize)))
+        __atomic_fetch_or(&e->mark, MZ_MARK_VERIFY, __ATOMIC_RELEASE);
     __atomic_store_n(&e->data_off, data, __ATOMIC_RELEASE);
     return MMZIP_OK;
 }

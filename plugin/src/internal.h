@@ -711,9 +711,23 @@ int mz_ensure_room_for_put(mz_store *s, uint64_t lfh_off, uint64_t need, uint64_
  * writes that). s->wmu held. */
 int mz_set_entry_crc(mz_store *s, mz_entry *e, uint32_t crc);
 int mz_commit_locked(mz_store *s, int force_compact);
-/* Why a committed entry is read other than its records say (a field zipfile also reads past), in one clause
- * for messages; 1 if there is such a reason, 0 (why empty) if not. */
+/* The ZIP readers mmzip check speaks for (tests/interop/test_check_verdict.py compares it with them), as bits. */
+enum { MZ_R_ZIPFILE = 1, MZ_R_UNZIP = 2, MZ_R_7ZIP = 4, MZ_R_LIBZIP = 8, MZ_R_ALL = 15 };
+/* Why a committed entry is read other than its records say (a field zipfile also reads past: its local header
+ * disagrees with its record, or a stored entry's record gives more bytes than its size), in clauses for
+ * messages; 1 if there is such a reason, 0 (why empty) if not. all: also the fields mmzip's reading does not
+ * depend on but libzip's consistency check compares (version needed, modification time). *refuse and *warn
+ * (either may be NULL) get the readers that refuse the archive for it, and those that warn, as observed on
+ * Debian 12 (Python 3.11 zipfile, Info-ZIP unzip 6.0, p7zip 16.02, libzip 1.7.3 with ZIP_CHECKCONS); *label a
+ * few words for the verdict. */
+int mz_entry_anomaly(mz_store *s, const mz_entry *e, int all, char *why, size_t len, unsigned *refuse,
+                     unsigned *warn, const char **label);
 int mz_anomaly_why(mz_store *s, const mz_entry *e, char *why, size_t len);
+/* The bytes before the archive that are no entry of it (a self-extractor's stub, another archive whose comment
+ * holds this one): those its offsets do not count (s->prefix), or, where they count them, the bytes before the
+ * first entry unless they start with the signature mmzip clears in its dead first entries. mmzip_get_info's
+ * prefix_bytes; mmzip_pack keeps them. */
+uint64_t mz_stub_len(mz_store *s);
 /* The last writer's close: if the slack below the directory is more than the file may keep at rest
  * (mz_at_rest_allowance), a commit of nothing puts the directory mz_at_rest_keep bytes after the last entry
  * and cuts the file there, with the crash points close.*. Call with s->wmu held, everything else committed. */

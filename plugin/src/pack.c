@@ -2,7 +2,7 @@
  * pack.c - rewriting an archive without dead space.
  *
  * The live entries are copied, in directory order, into a new file: stored entries re-aligned, compressed
- * ones byte for byte. The new file is fsynced and renamed over the old one (or written to out_path), so a
+ * ones byte for byte, after the bytes that precede the archive (a self-extractor's stub), kept as they are. The new file is fsynced and renamed over the old one (or written to out_path), so a
  * crash leaves one or the other, whole. The writer lock on the old file is held throughout, so no commit
  * can slip in and be lost.
  */
@@ -171,7 +171,15 @@ int mmzip_pack(const char *path, const char *out_path, const mmzip_options *opts
     uint8_t *cd = NULL;
     uint64_t cd_len = 0, count = 0;
     pthread_rwlock_rdlock(&s->rw);
-    st = copy_entries(h, &of, alignment, &cd, &cd_len, &count);
+    /* A self-extractor's stub (or whatever precedes the archive) is the user's, not dead space: it is copied
+     * first, and the packed offsets count it, as `zip -A` adjusts them. */
+    uint64_t stub = mz_stub_len(s);
+    for (uint64_t k = 0; !st && k < stub;) {
+        uint64_t l = stub - k < MZ_PROGRESS_STEP ? stub - k : MZ_PROGRESS_STEP;
+        st = out_write(&of, s->map.base + k, (size_t)l);
+        k += l;
+    }
+    if (!st) st = copy_entries(h, &of, alignment, &cd, &cd_len, &count);
     pthread_rwlock_unlock(&s->rw);
     if (!st) {
         uint8_t *tr = malloc(mz_trailer_len(s->comment_len));

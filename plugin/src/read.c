@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <libdeflate.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -101,21 +102,112 @@ const char *mz_unfinished_why(mz_store *s, mz_entry *e, char *buf, size_t len) {
     return buf;
 }
 
-int mz_anomaly_why(mz_store *s, const mz_entry *e, char *why, size_t len) {
+/* Where the entry's bytes may end for zipfile: the next local header, or the directory (CPython's check for
+ * overlapping entries, 3.11.4 on and Debian's 3.11.2). */
+static uint64_t next_start(mz_store *s, const mz_entry *e) {
+    uint64_t next = s->cd_pos;
+    for (uint32_t i = 0; i < s->n_committed; i++)
+        if (s->e[i].lfh_off > e->lfh_off && s->e[i].lfh_off < next) next = s->e[i].lfh_off;
+    return next;
+}
+
+static void clause(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void clause(char *why, size_t len, const char *fmt, ...) {
+    size_t o = strlen(why);
+    if (o && o + 2 < len) {
+        memcpy(why + o, "; ", 3);
+        o += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    if (o < len) vsnprintf(why + o, len - o, fmt, ap);
+    va_end(ap);
+}
+
+int mz_entry_anomaly(mz_store *s, const mz_entry *e, int all, char *why, size_t len, unsigned *refuse,
+                     unsigned *warn, const char **label) {
+    unsigned r = 0, w = 0;
+    const char *first = NULL;
     why[0] = '\0';
     if (e->cd_rec + MZ_CDH_FIXED > s->cd_len || e->lfh_off + MZ_LFH_FIXED > s->file_size) return 0;
-    const uint8_t *r = s->cd + e->cd_rec;
-    uint16_t lmethod = mz_get16(s->map.base + e->lfh_off + 8);
-    uint32_t rcsize = mz_get32(r + 20);
-    if (e->method == 0 && rcsize != 0xFFFFFFFFu && rcsize > e->csize)
-        snprintf(why, len, "its directory record gives a compressed size (%u) larger than its size (%llu) for a "
-                 "stored entry: the first %llu bytes are read, as zipfile does, and checked against the CRC-32",
-                 rcsize, (unsigned long long)e->usize, (unsigned long long)e->usize);
-    else if (lmethod != e->method && mz_lfh_sig_or_cleared(s->map.base + e->lfh_off) &&
-             mz_get16(s->map.base + e->lfh_off + 26) == e->name_len)
-        snprintf(why, len, "its local header says compression method %u, its directory record %u: the "
-                 "directory's is used, as zipfile does, and the CRC-32 checked", lmethod, e->method);
+    const uint8_t *rec = s->cd + e->cd_rec, *h = s->map.base + e->lfh_off;
+    if (!mz_lfh_sig_or_cleared(h) || mz_get16(h + 26) != e->name_len) return 0; /* not a header of this entry */
+    uint16_t lflags = mz_get16(h + 6), lmethod = mz_get16(h + 8), nlen = mz_get16(h + 26), xlen = mz_get16(h + 28);
+    uint32_t lcrc = mz_get32(h + 14), rcsize = mz_get32(rec + 20);
+    uint64_t lcsize = mz_get32(h + 18), lusize = mz_get32(h + 22);
+    if (e->lfh_off + MZ_LFH_FIXED + nlen + xlen <= s->file_size) {
+        const uint8_t *x = h + MZ_LFH_FIXED + nlen;
+        for (uint32_t k = 0; k + 4 <= xlen;) {
+            uint16_t id = mz_get16(x + k), l = mz_get16(x + k + 2);
+            if (k + 4u + l > xlen) break;
+            if (id == MZ_EXTRA_ZIP64) { /* in a local header: the size, then the compressed size */
+                if (lusize == 0xFFFFFFFFu && l >= 8) lusize = mz_get64(x + k + 4);
+                if (lcsize == 0xFFFFFFFFu && l >= 16) lcsize = mz_get64(x + k + 12);
+            }
+            k += 4u + l;
+        }
+    }
+    int stored_longer = e->method == 0 && rcsize != 0xFFFFFFFFu && rcsize > e->csize;
+    if (stored_longer) {
+        clause(why, len, "its directory record gives a compressed size (%u) larger than its size (%llu) for a "
+               "stored entry: the first %llu bytes are read, as zipfile does, and checked against the CRC-32", rcsize,
+               (unsigned long long)e->usize, (unsigned long long)e->usize);
+        /* zipfile refuses entries that would run into the next one; unzip reads the local header's size. */
+        uint64_t data = e->lfh_off + MZ_LFH_FIXED + nlen + xlen;
+        r |= MZ_R_7ZIP | MZ_R_LIBZIP | (data + rcsize > next_start(s, e) ? MZ_R_ZIPFILE : 0) |
+             (lcsize != e->usize ? MZ_R_UNZIP : 0);
+        first = "a stored entry's recorded size";
+    }
+    if (lmethod != e->method) {
+        clause(why, len, "its local header says compression method %u, its directory record %u: the directory's "
+               "is used, as zipfile does, and the CRC-32 checked", lmethod, e->method);
+        r |= MZ_R_UNZIP | MZ_R_7ZIP | MZ_R_LIBZIP;
+        if (!first) first = "a local header's method";
+    }
+    /* With a data descriptor the local header may hold zeros (libzip accepts those, and the real values). */
+    int dd_zeros = (lflags & MZ_FLAG_DATA_DESCRIPTOR) && lcrc == 0 && lcsize == 0 && lusize == 0;
+    if (!dd_zeros && lcrc != e->crc) {
+        clause(why, len, "its local header gives CRC-32 %08x, its directory record %08x: the directory's is "
+               "checked, as zipfile does", lcrc, e->crc);
+        r |= MZ_R_UNZIP | MZ_R_7ZIP | MZ_R_LIBZIP;
+        if (!first) first = "a local header's CRC-32";
+    }
+    if (!dd_zeros && !stored_longer && lcsize != e->csize) {
+        clause(why, len, "its local header gives a compressed size of %llu bytes, its directory record %llu: the "
+               "directory's is used, as zipfile does", (unsigned long long)lcsize, (unsigned long long)e->csize);
+        r |= MZ_R_UNZIP | MZ_R_7ZIP | MZ_R_LIBZIP;
+        if (!first) first = "a local header's sizes";
+    }
+    if (!dd_zeros && lusize != e->usize) {
+        clause(why, len, "its local header gives a size of %llu bytes, its directory record %llu: the directory's "
+               "is used, as zipfile does", (unsigned long long)lusize, (unsigned long long)e->usize);
+        w |= MZ_R_UNZIP;
+        r |= MZ_R_7ZIP | MZ_R_LIBZIP;
+        if (!first) first = "a local header's sizes";
+    }
+    /* What libzip's consistency check (_zip_headercomp) also compares; nothing mmzip reads depends on it. */
+    uint16_t lver = mz_get16(h + 4), rver = mz_get16(rec + 6);
+    if (all && lver > rver) {
+        clause(why, len, "its local header needs version %u.%u to extract, its directory record %u.%u (Info-ZIP zip "
+               "-fz writes this for directories)", lver / 10, lver % 10, rver / 10, rver % 10);
+        r |= MZ_R_LIBZIP;
+        if (!first) first = "a local header's version needed";
+    }
+    if (all && mz_get32(h + 10) != mz_get32(rec + 12)) {
+        clause(why, len, "its local header's modification time and date (%04x %04x) are not its directory "
+               "record's (%04x %04x)", mz_get16(h + 10), mz_get16(h + 12), mz_get16(rec + 12), mz_get16(rec + 14));
+        r |= MZ_R_LIBZIP;
+        if (!first) first = "a local header's time";
+    }
+    w &= ~r;
+    if (refuse) *refuse = r;
+    if (warn) *warn = w;
+    if (label) *label = first ? first : "";
     return why[0] != '\0';
+}
+
+int mz_anomaly_why(mz_store *s, const mz_entry *e, char *why, size_t len) {
+    return mz_entry_anomaly(s, e, 0, why, len, NULL, NULL, NULL);
 }
 
 int mz_verify_crc(mz_store *s, mz_entry *e, const uint8_t *data, uint64_t len) {

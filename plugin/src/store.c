@@ -727,6 +727,19 @@ out:
     return r;
 }
 
+uint64_t mz_stub_len(mz_store *s) {
+    if (s->prefix) return s->prefix;
+    uint64_t first = UINT64_MAX;
+    for (uint32_t i = 0; i < s->n_committed; i++)
+        if (s->e[i].lfh_off < first) first = s->e[i].lfh_off;
+    if (first == UINT64_MAX || first == 0 || !s->map.base || first > s->file_size) return 0;
+    /* mmzip's dead first entries (replaced or removed) start with the signature it clears in them
+     * (format.md §8): dead bytes, not a stub. An intact local header there is another archive's (a ZIP in
+     * its comment) or another writer's dead entry: kept, as a stub is. */
+    if (first >= 4 && mz_get32(s->map.base) != MZ_SIG_LFH && mz_lfh_sig_or_cleared(s->map.base)) return 0;
+    return first;
+}
+
 int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
     if (!h || !info) return mz_fail(MMZIP_EINVAL, "mmzip_get_info: NULL argument");
     mz_store *s = h->s;
@@ -751,7 +764,7 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
     info->file_size = s->file_size;
     info->live_bytes = live;
     info->directory_bytes = s->cd_size + s->trailer_len;
-    info->prefix_bytes = s->prefix;
+    info->prefix_bytes = mz_stub_len(s);
     info->free_bytes = s->cd_pos > s->data_end ? s->cd_pos - s->data_end : 0;
     info->end_follows_directory = s->end_follows_cd;
     info->kept_bytes = mz_kept_bytes(s);

@@ -14,6 +14,7 @@ import os
 import re
 import struct
 import sys
+import lzma
 import zipfile
 import zlib
 
@@ -137,6 +138,93 @@ def build(d):
         add("hostile: " + case.__name__, write(p("h_%s.zip" % case.__name__), data))
     for case, *_ in zt.READABLE:
         add("tolerated: " + case.__name__, write(p("t_%s.zip" % case.__name__), case()))
+    for label, data in others_and_edits(d):
+        add(label, write(p("o_%s.zip" % re.sub(r"\W", "_", label)), data))
+    return out
+
+
+def patched(data, edits):
+    b = bytearray(data)
+    for off, fmt, value in edits:
+        struct.pack_into(fmt, b, off, value)
+    return bytes(b)
+
+
+def others_and_edits(d):
+    """[(label, bytes)]: archives other writers make with options the writers above leave out, and an archive of
+    zipfile's with one field changed, each a case where the verdict once named the wrong readers (an outside
+    review, with the readers' answers as they are on Debian 12)."""
+    out = []
+    src = os.path.join(d, "src")
+    os.makedirs(os.path.join(src, "d", "sub"), exist_ok=True)
+    with open(os.path.join(src, "d", "text.txt"), "wb") as f:
+        f.write(b"the quick brown fox\n" * 200)
+    with open(os.path.join(src, "d", "sub", "s.bin"), "wb") as f:
+        f.write(bytes(range(256)) * 8)
+    made = os.path.join(d, "made.zip")
+
+    def tool(label, cmd):
+        if os.path.exists(made):
+            os.unlink(made)
+        run(cmd, cwd=src, input=b"")
+        with open(made, "rb") as f:
+            out.append((label, f.read()))
+    # Info-ZIP's forced ZIP64 gives directories local headers that need 4.5 and records that need 1.0.
+    tool("Info-ZIP zip -fz, with directories", ["zip", "-q", "-r", "-fz", made, "d"])
+    for method in ("LZMA", "BZip2", "Deflate64", "PPMd"):
+        tool("7-Zip, -mm=%s" % method, ["7z", "a", "-bd", "-tzip", "-mm=" + method, made, "d"])
+    for name, method in (("LZMA", zipfile.ZIP_LZMA), ("BZIP2", zipfile.ZIP_BZIP2)):
+        buf = os.path.join(d, "zf.zip")
+        with zipfile.ZipFile(buf, "w", method) as z:
+            z.writestr("a.txt", b"alpha\n" * 100)
+        with open(buf, "rb") as f:
+            out.append(("zipfile, ZIP_%s" % name, f.read()))
+    payload = b"hello xz world\n" * 100
+    out.append(("xz (method 95)", zb.archive([zb.Entry("a.txt", lzma.compress(payload, format=lzma.FORMAT_XZ),
+                                                       method=95, usize=len(payload), crc=zlib.crc32(payload))])[0]))
+    z = run(["zstd", "-c", "-q"], input=payload)
+    out.append(("zstd (method 93)", zb.archive([zb.Entry("a.txt", z.stdout, method=93, usize=len(payload),
+                                                         crc=zlib.crc32(payload))])[0]))
+    # One field of a stored archive of zipfile's changed: a.txt, b.txt, c.txt, in that order.
+    buf = os.path.join(d, "base.zip")
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("a.txt", b"alpha\n" * 100)
+        z.writestr("b.txt", b"bravo\n" * 50)
+        z.writestr("c.txt", b"charlie\n" * 20)
+    with open(buf, "rb") as f:
+        base = f.read()
+    with zipfile.ZipFile(buf) as z:
+        infos = z.infolist()
+    lh = [i.header_offset for i in infos]
+    eocd = len(base) - 22
+    cd = [base.find(b"PK\x01\x02")]
+    for _ in infos[1:]:
+        nl, xl, cl = struct.unpack_from("<HHH", base, cd[-1] + 28)
+        cd.append(cd[-1] + 46 + nl + xl + cl)
+
+    def field(off, fmt):
+        return struct.unpack_from(fmt, base, off)[0]
+    for label, edits in [
+            ("local CRC-32 differs", [(lh[1] + 14, "<I", field(lh[1] + 14, "<I") ^ 1)]),
+            ("local compressed size differs", [(lh[1] + 18, "<I", field(lh[1] + 18, "<I") + 1)]),
+            ("local size differs", [(lh[1] + 22, "<I", field(lh[1] + 22, "<I") + 1)]),
+            ("local version needed higher", [(lh[1] + 4, "<H", 45)]),
+            ("local time differs", [(lh[1] + 10, "<H", field(lh[1] + 10, "<H") ^ 0x20)]),
+            ("local date differs", [(lh[1] + 12, "<H", field(lh[1] + 12, "<H") ^ 1)]),
+            ("local name differs", [(lh[1] + 30, "<B", ord("z"))]),
+            ("stored size recorded larger, into the next entry", [(cd[0] + 20, "<I", field(cd[0] + 20, "<I") + 10)]),
+            ("stored size recorded larger, into the directory", [(cd[2] + 20, "<I", field(cd[2] + 20, "<I") + 10)]),
+            ("end record's comment length past the end", [(eocd + 20, "<H", 5)]),
+            ("a name twice", [(cd[1] + 46, "<B", ord("a")), (lh[1] + 30, "<B", ord("a"))]),
+            ("last record's comment 21 bytes into the end record", [(cd[2] + 32, "<H", 21)]),
+            ("last record's comment 22 bytes into the end record", [(cd[2] + 32, "<H", 22)]),
+            ("end record's entry counts disagree", [(eocd + 10, "<H", 4)])]:
+        out.append((label, patched(base, edits)))
+    # 70,000 entries and plain end records only: the 16-bit count wrapped (7-Zip warns).
+    out.append(("entry count wrapped", zb.archive([zb.Entry("e/%05d" % i, b"%d" % i) for i in range(70000)],
+                                                  count=70000 & 0xFFFF)[0]))
+    # A self-extractor stub whose offsets were not adjusted, under a ZIP's name (7-Zip then refuses it).
+    out.append(("stub prepended, named .zip", STUB + base))
     return out
 
 
@@ -211,6 +299,9 @@ READ_BY_OTHERS = {
     "hostile: name_runs_past_directory": {"zipfile"},
     "hostile: multi_disk": {"zipfile"},
     "hostile: first_local_header_differs": {"7-Zip"},
+    # unzip reads the local header's size; zipfile, 7-Zip and libzip see the entry run into the directory.
+    "stored size recorded larger, into the directory": {"unzip"},
+    "end record's entry counts disagree": {"zipfile"},
 }
 
 
@@ -227,8 +318,9 @@ def test_verdict_names_the_objecting_readers():
                                                                                        sorted(want)))
             continue
         if not ok_mm:
-            # mmzip finds errors: the verdict says so, and at least one other reader objects as well.
-            if v != "no: see the error: lines (mmzip cannot read it all either)" or not objecting:
+            # mmzip finds errors: the verdict says so, and names the other readers that object, as it does
+            # when mmzip reads the archive.
+            if not v.endswith("mmzip cannot read it all either (see the error: lines)") or named != objecting:
                 wrong.append("%s: check says %r; objecting: %s" % (label, v, {k: r[k] for k in READERS if r[k]}))
             continue
         if named != objecting or "see the interop: lines" in v or (v == "yes") != (not objecting):

@@ -220,6 +220,11 @@ def test_foreign_anomalies_are_kept():
                 cd_off = zl.central_directory(clean)[0]["eocd"]["cd_off"]
                 kept = damaged if any(w.startswith("recover: keep") for w in check_words) else damaged[:cd_off]
                 assert grown.startswith(kept), "%s: put rewrote bytes it had to keep" % what
+                # At rest after the put, as after any writer's close: its slack within max(64 KiB, 1 %).
+                info = dict(x.split(":", 1) for x in mmzip("info", path).stdout.splitlines() if ":" in x)
+                spare = int(info["free_bytes"].split()[0]) + int(info["kept_bytes"].split()[0])
+                assert spare <= max(65536, len(grown) // 100), "%s: %d bytes of slack at rest after a put" % (
+                    what, spare)
 
                 # pack: keeps every entry, or refuses and leaves the file as it was.
                 fresh()

@@ -5,7 +5,8 @@ self-extractor stub (`cat stub a.zip`, offsets not adjusted, and then adjusted b
 carried in another archive's comment. For each: the sha-256 must be the same after `mmzip recover` (which
 must say it changed nothing), after read-only use (ls, check, cat of every entry, whose bytes must equal
 zipfile's) and after a writable open closed without writes (through the C API). Then a real append must keep
-the bytes before the archive (the stub) and every entry zipfile, unzip and 7-Zip read."""
+the bytes before the archive (the stub) and every entry zipfile, unzip and 7-Zip read, `mmzip info` must count
+those bytes as prefix_bytes (not dead_bytes), and `mmzip pack` must keep them too."""
 import asan_preload  # noqa: F401  (first: under the sanitizer build it re-executes this script)
 import ctypes
 import hashlib
@@ -163,6 +164,18 @@ def one(lib, label, path, prefix):
     p = mmzip("recover", path)
     assert "nothing to recover" in p.stdout, (what, p.stdout)
     check_equal(read_bytes(path), after, "%s: recover after the put" % what)
+
+    # info counts the bytes before the archive as such, not as dead space, and pack keeps them (a
+    # self-extractor's stub is the user's), with every entry.
+    info = dict(line.split(":", 1) for line in mmzip("info", path).stdout.splitlines() if ":" in line)
+    check_equal(int(info["prefix_bytes"].split()[0]), prefix, "%s: info's prefix_bytes after a put" % what)
+    check_equal(int(info["dead_bytes"].split()[0]), 0, "%s: info's dead_bytes after a put" % what)
+    mmzip("pack", path)
+    packed = read_bytes(path)
+    check_equal(packed[:prefix], before[:prefix], "%s: the %d bytes before the archive after a pack" % (what, prefix))
+    check_equal(zipfile_view(path), want2, "%s: zipfile's entries after a pack" % what)
+    t = run(["unzip", "-t", path], check=False)
+    assert t.returncode in (0, 1) and "No errors detected" in t.stdout, (what, t.stdout, t.stderr)
     return what
 
 

@@ -6,9 +6,9 @@ by both, and mmzip's message names the field. Refused outright, naming the field
 short or long of the records (zipfile refuses those too).
 
 The cases: a stored entry whose directory compressed size is larger than its size; a local header whose
-method disagrees with the directory (either way, first entry, middle entry, last entry); end-record entry
-counts higher, lower, zero, wrapped without matching modulo 65,536 (test_foreign_anomalies.py, 70,000
-entries); the last record's comment running past the directory."""
+method disagrees with the directory (either way, first entry, middle entry, last entry), or its CRC-32, or its
+sizes; end-record entry counts higher, lower, zero, wrapped without matching modulo 65,536
+(test_foreign_anomalies.py, 70,000 entries); the last record's comment running past the directory."""
 import asan_preload  # noqa: F401  (first: under the sanitizer build it re-executes this script)
 import ctypes
 import hashlib
@@ -68,6 +68,22 @@ def local_method_differs_wrong_bytes():
     return patch_local_method(data, offs[0], 8)
 
 
+def local_crc_differs():
+    """The local header's CRC-32 is not the directory's: zipfile goes by the directory, and checks it."""
+    data, offs = zb.archive([zb.Entry("a.txt", P), zb.Entry("b.txt", b"bee")])
+    b = bytearray(data)
+    struct.pack_into("<I", b, offs[0] + 14, zlib.crc32(P) ^ 0x5A5A)
+    return bytes(b)
+
+
+def local_sizes_differ():
+    """The local header's sizes are one more than the directory's (the data is the directory's size)."""
+    data, offs = zb.archive([zb.Entry("a.txt", P), zb.Entry("b.txt", b"bee")])
+    b = bytearray(data)
+    struct.pack_into("<II", b, offs[0] + 18, len(P) + 1, len(P) + 1)
+    return bytes(b)
+
+
 def count_zero():
     return zb.archive([zb.Entry("a.txt", P), zb.Entry("b.txt", b"bee"), zb.Entry("c.txt", b"sea")], count=0)[0]
 
@@ -101,6 +117,9 @@ READABLE = [
     (last_local_method_differs, ["entry 'b.txt'", "local header says compression method 8"], {}),
     (local_method_differs_wrong_bytes, ["entry 'a.txt'", "local header says compression method 8"],
      {"a.txt": ["CRC-32 mismatch", "local header says compression method 8, its directory record 0"]}),
+    (local_crc_differs, ["entry 'a.txt'", "local header gives CRC-32", "its directory record"], {}),
+    (local_sizes_differ, ["entry 'a.txt'", "compressed size of 401 bytes, its directory record 400",
+                          "size of 401 bytes"], {}),
     (count_too_high, ["end record's entry count (5)", "(2,"], {}),
     (count_too_low, ["end record's entry count (1)", "(2,"], {}),
     (count_zero, ["end record's entry count (0)", "(3,"], {}),
