@@ -411,7 +411,22 @@ static int dead_start(mz_store *s, int dry) {
     uint64_t pos = start;
     while (pos + MZ_LFH_FIXED <= first_live) {
         const uint8_t *h = s->map.base + pos;
-        if (!mz_lfh_sig_or_cleared(h)) break;
+        if (!mz_lfh_sig_or_cleared(h) || mz_get16(h + 26) == 0) {
+            /* Zeros between two dead entries: the hole a kept tail's directory or the slack below it left
+             * (protocol.md §3.7), which later entries went past. The chain goes on at the next header, whose
+             * signature may be cleared already; 7-Zip takes an intact one for the archive's start. */
+            uint64_t q = pos;
+            while (q < first_live && s->map.base[q] == 0) q++;
+            if (q == first_live && q > pos) {
+                pos = first_live;
+                break;
+            }
+            uint64_t next = q + 4 <= first_live && mz_get32(s->map.base + q) == MZ_SIG_LFH ? q
+                            : q >= pos + 4 && q + MZ_LFH_FIXED - 4 <= first_live ? q - 4 : pos;
+            if (next <= pos || next + MZ_LFH_FIXED > first_live || mz_get16(s->map.base + next + 26) == 0) break;
+            pos = next;
+            continue;
+        }
         uint16_t nlen = mz_get16(h + 26), xlen = mz_get16(h + 28), flags = mz_get16(h + 6);
         if (nlen == 0 || (flags & MZ_FLAG_DATA_DESCRIPTOR) || pos + MZ_LFH_FIXED + nlen + xlen > first_live) break;
         uint64_t csize = mz_get32(h + 18);
