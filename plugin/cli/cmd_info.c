@@ -22,16 +22,21 @@ static int run(int argc, char **argv) {
            "six figures below and prefix_bytes)\n", (unsigned long long)i.file_size, cli_bytes(i.file_size, b, sizeof b));
     printf("live_bytes:       %llu (local headers, alignment padding and data of the listed entries)\n",
            (unsigned long long)i.live_bytes);
-    printf("dead_bytes:       %llu (old versions of replaced or removed entries, named by no directory record; "
-           "'mmzip pack' reclaims them)\n", (unsigned long long)i.dead_bytes);
+    printf("dead_bytes:       %llu (old versions of replaced or removed entries, and other bytes named by no "
+           "directory record; 'mmzip pack' reclaims them)\n", (unsigned long long)i.dead_bytes);
     printf("reserved_bytes:   %llu (room kept after entries that grow in place, such as HDF5 members; a hole on "
            "disk; 'mmzip pack' reclaims it)\n", (unsigned long long)i.reserved_bytes);
     printf("free_bytes:       %llu (slack between the last entry and the directory, where a writer puts its "
            "next entries; a hole on disk; the last writer's close removes it beyond max(64 KiB, 1%% of the "
            "file))\n", (unsigned long long)i.free_bytes);
     printf("kept_bytes:       %llu (below the data, left by directory relocations: the directory the last one "
-           "moved away from, kept for readers still reading it, and holes later puts fill; with free_bytes, "
-           "within max(64 KiB, 1%% of the file) at rest)\n", (unsigned long long)i.kept_bytes);
+           "moved away from, kept for readers still reading it, and the holes and partial pages later puts "
+           "fill; with free_bytes, within max(64 KiB, 1%% of the file) at rest)\n", (unsigned long long)i.kept_bytes);
+    uint64_t allow = (i.file_size - i.free_bytes) / 100 > 65536 ? (i.file_size - i.free_bytes) / 100 : 65536;
+    if (!i.writer_locked && i.free_bytes + i.kept_bytes > allow)
+        printf("note:             free_bytes and kept_bytes are more than the %llu bytes the file keeps at rest: "
+               "its last writer did not close (killed); 'mmzip recover', or the next writable open, removes the "
+               "slack\n", (unsigned long long)allow);
     printf("directory_bytes:  %llu (central directory and end records)\n", (unsigned long long)i.directory_bytes);
     printf("prefix_bytes:     %llu (bytes before the archive, such as a self-extractor's stub)\n",
            (unsigned long long)i.prefix_bytes);

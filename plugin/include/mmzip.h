@@ -689,7 +689,8 @@ typedef struct mmzip_info {
     uint64_t edits_restored;   /* of edits_recovered, the entries restored from an undo journal */
     uint64_t kept_bytes;       /* bytes below the data that directory relocations left: the directory the
                                 * last one moved away from, kept for third-party readers that were reading
-                                * it, until the next relocation; and the free space (holes) later puts fill
+                                * it, until the next relocation; and the free space (holes, and zeros of
+                                * partial pages: every byte of those ranges no entry covers) later puts fill
                                 * before relocating again. With free_bytes, within max(64 KiB, 1 % of the
                                 * file) once the last writer has closed; not counted in dead_bytes */
     uint64_t spare[3];         /* zero; fields added later take their place, so that the struct's size (which

@@ -702,9 +702,6 @@ uint64_t mz_settle_would_remove(mz_store *s) {
     if (s->cd_pos + s->cd_size + s->trailer_len != s->file_size) return 0;
     uint64_t slack = s->cd_pos > s->data_end ? s->cd_pos - s->data_end : 0;
     uint64_t allow = mz_at_rest_allowance(s->file_size - slack);
-    /* Kept tails hold at most their budget (§3.7): below that, no need to count them (a system call or two
-     * per range). */
-    if (slack + kept_budget(s->file_size) <= allow) return 0;
     uint64_t kept = mz_kept_bytes(s);
     if (slack + kept <= allow) return 0;
     uint64_t end = settle_position(s, s->data_end, s->cd_size, s->trailer_len, s->n_committed, kept) + s->cd_size +

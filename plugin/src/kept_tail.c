@@ -108,16 +108,56 @@ static int intact_directory(mz_store *s, uint64_t from, uint64_t to, uint64_t *c
     return 1;
 }
 
+static int cmp_offset(const void *x, const void *y) {
+    uint64_t a = (*(mz_entry *const *)x)->lfh_off, b = (*(mz_entry *const *)y)->lfh_off;
+    return a < b ? -1 : a > b;
+}
+
+/* The entries of the table (committed and pending) by offset, for uncovered(); NULL if out of memory. */
+static mz_entry **by_offset(mz_store *s) {
+    mz_entry **o = malloc((s->n ? s->n : 1) * sizeof *o);
+    if (!o) return NULL;
+    for (uint32_t i = 0; i < s->n; i++) o[i] = &s->e[i];
+    qsort(o, s->n, sizeof *o, cmp_offset);
+    return o;
+}
+
+/* The bytes of [a, z) that no entry of the table covers: what the range holds that is no entry's, the holes,
+ * the kept directory and the zeros of partial pages alike. Entries do not overlap, so only the nearest one
+ * below a can reach into the range; only those in or next to it have their local headers read. */
+static uint64_t uncovered(mz_store *s, mz_entry **o, uint64_t a, uint64_t z) {
+    uint32_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (o[mid]->lfh_off < a) lo = mid + 1;
+        else hi = mid;
+    }
+    uint64_t cov = 0;
+    if (lo > 0) {
+        uint64_t end = extent_end(s, o[lo - 1]);
+        if (end > a) cov += (end < z ? end : z) - a;
+    }
+    for (uint32_t i = lo; i < s->n && o[i]->lfh_off < z; i++) {
+        uint64_t end = extent_end(s, o[i]);
+        cov += (end < z ? end : z) - o[i]->lfh_off;
+    }
+    return cov < z - a ? z - a - cov : 0;
+}
+
+/* Counted from the table rather than from the holes the file system reports (by whole pages): the partial
+ * pages at a range's start and after each put into it are no entry's either, and the allowance at rest
+ * (guarantee 7) counts every byte that is no entry's. */
 uint64_t mz_kept_bytes(mz_store *s) {
     if (!s->map.base) return 0;
+    mz_entry **o = NULL;
     uint64_t total = 0;
     for (uint32_t i = 0; i < s->n; i++) {
-        uint64_t from, to, h0, h1, cd;
+        uint64_t from, to;
         if (!kept_range(s, &s->e[i], &from, &to)) continue;
-        for (uint64_t pos = from, top = free_top(&s->e[i], to); next_hole(s, pos, top, &h0, &h1); pos = h1)
-            total += h1 - h0;
-        if (intact_directory(s, from, to, &cd)) total += to - cd;
+        if (!o && !(o = by_offset(s))) return UINT64_MAX / 4; /* out of memory: as if over any allowance */
+        total += uncovered(s, o, from, free_top(&s->e[i], to));
     }
+    free(o);
     return total;
 }
 
@@ -210,15 +250,21 @@ static int build_free(mz_store *s) {
     s->n_kept_holes = 0;
     s->kept_holes_valid = 1;
     uint32_t cap = 0;
+    mz_entry **o = NULL;
     for (uint32_t i = 0; i < s->n; i++) {
         uint64_t from, to, h0, h1;
         if (!kept_range(s, &s->e[i], &from, &to)) continue;
+        if (!o && !(o = by_offset(s))) break;
+        /* Less than a page that is no entry's holds no hole: no need to ask the file system. */
+        if (uncovered(s, o, from, free_top(&s->e[i], to)) < MZ_PAGE) continue;
         for (uint64_t pos = from, top = free_top(&s->e[i], to); next_hole(s, pos, top, &h0, &h1); pos = h1)
             if (add_free(s, free_start(s, from, h0), h1, &cap)) {
                 s->n_kept_holes = 0;
+                free(o);
                 return -1;
             }
     }
+    free(o);
     return 0;
 }
 
@@ -226,19 +272,22 @@ void mz_kept_free_forget(mz_store *s) { s->kept_holes_valid = 0; }
 
 void mz_kept_prune(mz_store *s) {
     if (s->shared || !s->map.base) return;
+    mz_entry **o = NULL;
     for (uint32_t i = 0; i < s->n_committed; i++) {
         mz_entry *e = &s->e[i];
-        uint64_t from, to, h0, h1, cd;
-        if (!kept_range(s, e, &from, &to) || to == s->kept_own_to || intact_directory(s, from, to, &cd) ||
-            next_hole(s, from, free_top(e, to), &h0, &h1))
-            continue;
-        /* Spent: its directory released, its holes filled. The record says so from the next directory on
-         * (from = to = 0), so that no later session looks at the range again. */
+        uint64_t from, to, cd;
+        if (!kept_range(s, e, &from, &to) || to == s->kept_own_to || intact_directory(s, from, to, &cd)) continue;
+        if (!o && !(o = by_offset(s))) return;
+        if (uncovered(s, o, from, free_top(e, to))) continue;
+        /* Spent: its directory released, every byte of it an entry's. The record says so from the next
+         * directory on (from = to = 0), so that no later session looks at the range again; a range with
+         * bytes that are no entry's (a partial page no put fits in) stays, so that they count at rest. */
         pthread_rwlock_wrlock(&s->rw);
         mz_set_cdh_kept(s->cd + e->cd_rec, e->cd_rec_len, 0, 0);
         e->kept_tail = 0;
         pthread_rwlock_unlock(&s->rw);
     }
+    free(o);
 }
 
 int mz_kept_free_place(mz_store *s, size_t name_len, uint64_t total, uint32_t alignment, uint64_t *lfh_out) {

@@ -165,12 +165,25 @@ def test_sessions():
         print("%d sessions, %d kept a tail, %d released the one before" % (len(sizes(120)), kept_seen, released))
         assert kept_seen >= 3 and released >= 2, (kept_seen, released)
 
-        # Ranges whose directory is released and whose holes are filled are marked spent (from = to = 0) by the
-        # next relocation, so that sessions do not look at every range an archive ever kept.
+        # kept_bytes is every byte of the recorded ranges that no entry covers: holes, a kept directory, and the
+        # zeros of partial pages (an outside review found those counted nowhere, so that the file at rest went
+        # past its allowance by them). A range is marked spent (from = to = 0) only when entries cover all of it.
         fields = kept_fields(a)
+        data = open(a, "rb").read()
+        with zipfile.ZipFile(a) as z:
+            extents = sorted((i.header_offset, i.header_offset + 30 + sum(struct.unpack_from(
+                "<HH", data, i.header_offset + 26)) + i.compress_size) for i in z.infolist())
+        uncovered = 0
+        for name, (lfh, frm, to) in fields.items():
+            if frm == to == 0:
+                continue
+            top = min((to + PAGE - 1) // PAGE * PAGE, lfh)
+            cov = sum(max(0, min(e, top) - max(b, frm)) for b, e in extents)
+            uncovered += top - frm - cov
+        info = dict(x.split(":", 1) for x in mmzip("info", a).stdout.splitlines() if ":" in x)
+        check_equal(int(info["kept_bytes"].split()[0]), uncovered, "kept_bytes: the bytes of the ranges no entry covers")
         spent = [n for n, (lfh, frm, to) in fields.items() if frm == to == 0]
-        print("kept ranges recorded: %d, marked spent: %d" % (len(fields), len(spent)))
-        assert spent, "no range marked spent: %r" % fields
+        print("kept ranges recorded: %d, marked spent: %d, %d bytes no entry's" % (len(fields), len(spent), uncovered))
 
         # Free space used again: an entry put after another lies below it.
         with zipfile.ZipFile(a) as z:
