@@ -76,7 +76,15 @@ static int run(int argc, char **argv) {
     mmzip_options_init(&o);
     o.progress = progress;
     int st = mmzip_open(archive, "r", &o, &h);
-    if (st) return cli_fail("check", st);
+    if (st) {
+        /* The verdict lines still come, so that a script reading them does not take silence for a yes. */
+        int rc = cli_fail("check", st);
+        if (!t.quiet) {
+            printf("%s: valid for mmzip: no\n", archive);
+            printf("%s: valid for every ZIP reader: not known (mmzip cannot open it: see its message)\n", archive);
+        }
+        return rc;
+    }
     cli_progress_start();
     st = mmzip_check(h, report, &t);
     cli_progress_done();
@@ -137,7 +145,10 @@ const command cmd_check = {
     "                                                  lines), where mmzip finds an error: too (error: lines\n"
     "                                                  carry the same tag as interop: lines);\n"
     "  valid for every ZIP reader: no: see the interop: lines\n"
-    "                                                  a finding whose effect on those readers is not known\n"
+    "                                                  a finding whose effect on those readers is not known;\n"
+    "  valid for every ZIP reader: not known (mmzip cannot open it: see its message)\n"
+    "                                                  when mmzip cannot open the archive at all (the message\n"
+    "                                                  names the field it refuses)\n"
     "Exit status 0 if mmzip can read every entry, 1 if any error was found.\n\n"
     "  -q, --quiet  print only the error: lines\n",
     run};

@@ -212,6 +212,14 @@ static void read_anomalies(mz_store *s, const char *prefix, mmzip_report_fn say,
         if (tagged) strncat(msg, tag, sizeof msg - strlen(msg) - 1);
         say(msg, ctx);
     }
+    if (s->comment_declared) {
+        snprintf(msg, sizeof msg, "%s%s: the end record's comment length (%u) runs past the end of the file (%u "
+                 "bytes of comment present): mmzip takes the bytes present, as zipfile and unzip do; 7-Zip and "
+                 "libzip refuse it", prefix, s->path, s->comment_declared, s->comment_len);
+        objects_tag(tag, sizeof tag, R_7ZIP | R_LIBZIP, 0, "the end record's comment length");
+        if (tagged) strncat(msg, tag, sizeof msg - strlen(msg) - 1);
+        say(msg, ctx);
+    }
     for (uint32_t i = 0; i < s->n_committed; i++) {
         mz_entry *e = &s->e[i];
         char why[1024], q[700];
@@ -308,11 +316,6 @@ static void check_interop(checker *c, mz_store *s, const uint8_t *crc_failed) {
                    "records); mmzip, zipfile, unzip and libzip go by the directory's size, 7-Zip too with a warning "
                    "(\"16-bit overflow for number of files\"), readers that trust the count see %u", s->path,
                    s->n_committed, s->n_committed & 0xFFFFu, s->n_committed & 0xFFFFu);
-    if (s->comment_declared)
-        interop_by(c, R_7ZIP | R_LIBZIP, 0, "the end record's comment length",
-                   "%s: the end record's comment length (%u) runs past the end of the file (%u bytes of comment "
-                   "present); zipfile, unzip and mmzip take the bytes present, 7-Zip and libzip refuse it", s->path,
-                   s->comment_declared, s->comment_len);
     for (uint32_t i = 0; i < s->n_committed; i++) {
         mz_entry *e = &s->e[i];
         char q[1300];

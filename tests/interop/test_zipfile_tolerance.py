@@ -8,7 +8,8 @@ short or long of the records (zipfile refuses those too).
 The cases: a stored entry whose directory compressed size is larger than its size; a local header whose
 method disagrees with the directory (either way, first entry, middle entry, last entry), or its CRC-32, or its
 sizes; end-record entry counts higher, lower, zero, wrapped without matching modulo 65,536
-(test_foreign_anomalies.py, 70,000 entries); the last record's comment running past the directory."""
+(test_foreign_anomalies.py, 70,000 entries); the last record's comment running past the directory; the end
+record's comment length running past the end of the file."""
 import asan_preload  # noqa: F401  (first: under the sanitizer build it re-executes this script)
 import ctypes
 import hashlib
@@ -84,6 +85,13 @@ def local_sizes_differ():
     return bytes(b)
 
 
+def end_comment_past_eof():
+    """The end record declares a 5-byte archive comment that the file does not hold."""
+    data = bytearray(zb.archive([zb.Entry("a.txt", P), zb.Entry("b.txt", b"bee")])[0])
+    struct.pack_into("<H", data, len(data) - 2, 5)
+    return bytes(data)
+
+
 def count_zero():
     return zb.archive([zb.Entry("a.txt", P), zb.Entry("b.txt", b"bee"), zb.Entry("c.txt", b"sea")], count=0)[0]
 
@@ -120,6 +128,7 @@ READABLE = [
     (local_crc_differs, ["entry 'a.txt'", "local header gives CRC-32", "its directory record"], {}),
     (local_sizes_differ, ["entry 'a.txt'", "compressed size of 401 bytes, its directory record 400",
                           "size of 401 bytes"], {}),
+    (end_comment_past_eof, ["end record's comment length (5) runs past the end of the file"], {}),
     (count_too_high, ["end record's entry count (5)", "(2,"], {}),
     (count_too_low, ["end record's entry count (1)", "(2,"], {}),
     (count_zero, ["end record's entry count (0)", "(3,"], {}),
