@@ -149,10 +149,11 @@ static unsigned method_refusers(unsigned m) {
     return r;
 }
 
-/* Who refuses an entry whose recorded size its compressed data does not decode to: 7-Zip and libzip compare
- * the sizes; zipfile reads to the end of the stream, so it fails only where the data is longer than recorded
- * (it stops at the recorded size and the CRC-32 then fails); unzip reads both. oversized: the entry is larger
- * than mmzip is allowed to decode, which no other reader limits. 1 if the entry is such a case. */
+/* Who refuses an entry whose recorded size its compressed data does not decode to, told by the decoder's
+ * message (read.c, decode.c): 7-Zip and libzip compare the sizes; zipfile reads to the end of the stream, so it
+ * fails only where the data is longer than recorded (it stops at the recorded size and the CRC-32 then fails);
+ * unzip reads both. An entry larger than mmzip may decode (max_decoded_size) is no other reader's concern.
+ * 1 if the entry is such a case. */
 static int decoded_size_objection(mz_store *s, mz_entry *e, const char *err, unsigned *refuse) {
     if (e->usize > s->opts.max_decoded_size) *refuse = 0;
     else if (strstr(err, "decodes to more than") || strstr(err, "longer than the recorded size"))
@@ -185,8 +186,9 @@ static void recover_line(const char *msg, void *ctx) {
 }
 
 /* Fields of the records that are wrong, and that mmzip reads past as zipfile does (central_dir.c, read.c):
- * one message each, through say(prefix + message). Under the store's read lock. */
-/* crc_failed (check only, else NULL): per entry, 1 if its bytes failed the CRC-32 by the directory's method. */
+ * one message each, through say(prefix + message). Under the store's read lock. tagged: check's interop: lines
+ * (the readers' tag, and the fields only libzip compares); crc_failed (check only, else NULL): per entry, 1 if
+ * its bytes failed the CRC-32 by the directory's method. */
 static void read_anomalies(mz_store *s, const char *prefix, mmzip_report_fn say, void *ctx, int tagged,
                            const uint8_t *crc_failed) {
     char msg[2300], tag[300];
@@ -202,7 +204,8 @@ static void read_anomalies(mz_store *s, const char *prefix, mmzip_report_fn say,
     if (s->comment_cut) {
         snprintf(msg, sizeof msg, "%s%s: central directory record %u's comment length runs %u byte%s past the "
                  "directory, into the end records: mmzip cuts that comment at the directory's end (zipfile takes "
-                 "the end records' bytes for it); unzip and 7-Zip report an error", prefix, s->path,
+                 "the end records' bytes for it); unzip warns (and refuses it where the comment would reach the end "
+                 "of the file), 7-Zip and libzip refuse it", prefix, s->path,
                  s->comment_cut_rec, s->comment_cut, s->comment_cut == 1 ? "" : "s");
         /* unzip warns, and refuses once the comment would run to the end of the file. */
         uint64_t end = s->locate_end ? s->locate_end : s->file_size, after = end - (s->cd_pos + s->cd_size);
