@@ -2,9 +2,9 @@
  * pack.c - rewriting an archive without dead space.
  *
  * The live entries are copied, in directory order, into a new file: stored entries re-aligned, compressed
- * ones byte for byte, after the bytes that precede the archive (a self-extractor's stub), kept as they are. The new file is fsynced and renamed over the old one (or written to out_path), so a
- * crash leaves one or the other, whole. The writer lock on the old file is held throughout, so no commit
- * can slip in and be lost.
+ * ones byte for byte, after the bytes that precede the archive (a self-extractor's stub), kept as they are.
+ * The new file is fsynced and renamed over the old one (or written to out_path), so a crash leaves one or the
+ * other, whole. The writer lock on the old file is held throughout, so no commit can slip in and be lost.
  */
 #include "internal.h"
 
