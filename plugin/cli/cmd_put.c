@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -81,6 +82,10 @@ static int put_regular(mmzip_t *h, const char *key, int fd, const struct stat *s
     return EXIT_OK;
 }
 
+/* The signal that asked a put reading its input to stop (Ctrl-C, kill, a closed terminal), or 0. */
+static volatile sig_atomic_t interrupted;
+static void on_interrupt(int sig) { interrupted = sig; }
+
 /*
  * A pipe or terminal: read in chunks. While the bytes equal the stored entry's so far, nothing is written
  * (identical content writes nothing, as for a file); at the first difference the matched prefix is copied
@@ -98,7 +103,17 @@ static int put_stream(mmzip_t *h, const char *key, int fd, uint32_t align, const
     if (!buf) return fail_errno(what);
     uint8_t *view = NULL;
     int s = MMZIP_OK, code = EXIT_OK;
+    /* Interrupted while it reads (a pipe can wait for hours), the put rolls back and the close leaves the
+     * archive as it was, its slack removed, instead of leaving it for 'mmzip recover': the read returns at
+     * the signal (no SA_RESTART) and the loop stops. run() then dies of the signal, as the shell expects. */
+    struct sigaction act, old_act[3];
+    static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    memset(&act, 0, sizeof act);
+    act.sa_handler = on_interrupt;
+    sigemptyset(&act.sa_mask);
+    for (int i = 0; i < 3; i++) sigaction(sigs[i], &act, &old_act[i]);
     for (;;) {
+        if (interrupted) break;
         ssize_t r = read(fd, buf, STREAM_CHUNK);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
@@ -125,6 +140,14 @@ static int put_stream(mmzip_t *h, const char *key, int fd, uint32_t align, const
         show(len);
     }
     free(buf);
+    for (int i = 0; i < 3; i++) sigaction(sigs[i], &old_act[i], NULL);
+    if (interrupted) {
+        cli_progress_done();
+        fprintf(stderr, "mmzip put: %s: interrupted (%s) while reading %s: nothing was written\n", key,
+                strsignal(interrupted), what);
+        mmzip_rollback(h);
+        return EXIT_FAIL;
+    }
     if (s) return cli_fail("put", s);
     if (code != EXIT_OK) {
         mmzip_rollback(h);
@@ -416,6 +439,11 @@ static int run(int argc, char **argv) {
     free_list(&l);
     s = mmzip_close(h);
     if (s && code == EXIT_OK) code = cli_fail("put", s);
+    if (interrupted) {
+        /* The archive is as it was: now end as the signal would have ended the command. */
+        signal(interrupted, SIG_DFL);
+        raise(interrupted);
+    }
     return code;
 }
 

@@ -697,8 +697,12 @@ uint64_t mz_at_rest_keep(uint64_t size, uint64_t added) {
  * step leaves the last commit, with or without its slack. A slack within the allowance is left alone: it
  * costs at most 1 % and saves a directory write per close. */
 uint64_t mz_settle_would_remove(mz_store *s) {
-    /* Around a foreign anomaly (s->foreign_hold) the slack is above it, the writer's own: it goes too. */
-    if (s->unpublished || !s->end_follows_cd || !s->clean || s->data_end < s->foreign_hold) return 0;
+    /* Around a foreign anomaly (s->foreign_hold) the slack is above it, the writer's own: it goes too. So does
+     * the slack of a writer that relocated and then wrote nothing it kept (a put interrupted while it read its
+     * input, rolled back): what lies in it is junk the commit clears. */
+    if (s->unpublished || !s->end_follows_cd || (!s->clean && (s->n_pending_live || s->pending_end != s->data_end)) ||
+        s->data_end < s->foreign_hold)
+        return 0;
     if (s->cd_pos + s->cd_size + s->trailer_len != s->file_size) return 0;
     uint64_t slack = s->cd_pos > s->data_end ? s->cd_pos - s->data_end : 0;
     uint64_t allow = mz_at_rest_allowance(s->file_size - slack);
