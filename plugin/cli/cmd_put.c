@@ -437,7 +437,9 @@ static int run(int argc, char **argv) {
     cli_progress_done();
     if (fd > 0) close(fd);
     free_list(&l);
-    s = mmzip_close(h);
+    /* Stopped: a discard publishes no archive this put was creating, and, as a close, leaves one it appended
+     * to at rest. */
+    s = interrupted ? mmzip_discard(h) : mmzip_close(h);
     if (s && code == EXIT_OK) code = cli_fail("put", s);
     if (interrupted) {
         /* The archive is as it was: now end as the signal would have ended the command. */
