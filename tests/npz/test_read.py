@@ -194,6 +194,30 @@ def test_other_members_and_errors():
         assert rows["bad"]["status"].startswith("unreadable")
 
 
+def test_array_or_bytes_by_content():
+    """numpy.load decides by the .npy magic, not by the name: a member "b" (or "c.NPY") holding .npy data is an
+    array, a member "d.npy" holding other bytes is those bytes. mmzip.open used to return b's raw bytes, with no
+    error, where numpy.load returned the array (an outside review)."""
+    p = os.path.join(tmp, "names.npz")
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.arange(4.0))
+    with zipfile.ZipFile(p, "w") as zf:
+        zf.writestr("b", buf.getvalue())
+        zf.writestr("c.NPY", buf.getvalue())
+        zf.writestr("d.npy", b"not an array")
+    want = np.load(p)
+    with mmzip.open(p) as z:
+        assert z.files == want.files, (z.files, want.files)
+        for k in want.files:
+            w = want[k]
+            if isinstance(w, bytes):
+                assert z[k] == w, k
+            else:
+                assert np.array_equal(z[k], w) and z[k].dtype == w.dtype, k
+        rows = {r["name"]: r["status"] for r in z.toc()}
+        assert rows["b"] == "mapped" and rows["d"] == "raw", rows
+
+
 def test_one_descriptor_one_mapping():
     """2,000 arrays: one file descriptor and one mapping of the archive, however many arrays are held; the
     same arrays opened with numpy's mmap_mode hold a descriptor each (what the count would show)."""
@@ -239,7 +263,8 @@ def test_one_descriptor_one_mapping():
 
 
 for t in (test_numpy_savez, test_numpy_savez_compressed, test_zipfile_npy_versions_and_descriptors,
-          test_info_zip, test_other_members_and_errors, test_one_descriptor_one_mapping):
+          test_info_zip, test_other_members_and_errors, test_array_or_bytes_by_content,
+          test_one_descriptor_one_mapping):
     print("--", t.__name__)
     t()
 shutil.rmtree(tmp)

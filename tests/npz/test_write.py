@@ -110,6 +110,18 @@ def test_savez_drop_in():
     q = os.path.join(tmp, "explicit.npz")
     mmzip.savez(q, x=np.arange(3))
     assert np.array_equal(np.load(q)["x"], np.arange(3))
+    # numpy.savez appends .npy to every name: "x" and "x.npy" are two arrays (x.npy and x.npy.npy). mmzip's
+    # savez used to store both as x.npy, the second silently in place of the first (an outside review).
+    for f, name in ((np.savez, "np_suffix.npz"), (mmzip.savez, "mm_suffix.npz")):
+        f(os.path.join(tmp, name), **{"x": np.arange(3), "x.npy": np.arange(5)})
+    A, B = np.load(os.path.join(tmp, "mm_suffix.npz")), np.load(os.path.join(tmp, "np_suffix.npz"))
+    assert A.files == B.files == ["x", "x.npy"], (A.files, B.files)
+    for k in B.files:  # numpy.load's own lookup (A["x.npy"] is member x.npy: the array x), the same for both
+        assert np.array_equal(A[k], B[k]), k
+    with zipfile.ZipFile(os.path.join(tmp, "mm_suffix.npz")) as zf:
+        assert sorted(zf.namelist()) == ["x.npy", "x.npy.npy"], zf.namelist()
+        with zf.open("x.npy.npy") as f:
+            assert np.array_equal(np.lib.format.read_array(f), np.arange(5)), "the second array, kept"
 
 
 def test_append_to_foreign():

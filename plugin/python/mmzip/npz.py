@@ -341,7 +341,9 @@ class NpzArchive:
         info = self._stat(member)
         self._check_crc(member, info)
         p, n = self._raw(member)
-        if not member.endswith(".npy"):
+        # As numpy.load: a member is an array if its bytes start with the .npy magic, whatever its name (a
+        # member "b" holding .npy data is an array; "c.npy" holding other bytes is those bytes).
+        if n < len(_MAGIC) or ctypes.string_at(p, len(_MAGIC)) != _MAGIC:
             return ctypes.string_at(p, n) if n else b""
         head = (ctypes.c_char * min(n, 1 << 16)).from_address(p) if n else b""
         dtype, shape, fortran, hlen, _ = _npy_header(memoryview(head).cast("B") if n else b"", n,
@@ -518,7 +520,7 @@ class NpzArchive:
         """One dict per member: name, dtype, shape, bytes, offset (of the array data in the file),
         alignment (largest power of two dividing that offset), status: mapped (a view of the mapping),
         decoded (a compressed member, read as a decoded copy), in-place (a writable view handed out here), raw
-        (not a .npy); ", being modified in place" when another writer's marker is present."""
+        (bytes that do not start with the .npy magic, whatever the member's name, as numpy.load decides); ", being modified in place" when another writer's marker is present."""
         rows = []
         marked = self._marked()
         for name, size, method, crc, pending in self._infos():
@@ -526,9 +528,9 @@ class NpzArchive:
             row = {"name": name[:-4] if name.endswith(".npy") else name, "dtype": "-", "shape": "-",
                    "bytes": size, "offset": info.data_offset, "alignment": _alignment_of(info.data_offset),
                    "status": "raw" if method == 0 else "decoded"}
-            if name.endswith(".npy"):
+            p, n = self._raw(name)
+            if n >= len(_MAGIC) and ctypes.string_at(p, len(_MAGIC)) == _MAGIC:  # an array, as __getitem__ sees it
                 try:
-                    p, n = self._raw(name)
                     head = (ctypes.c_char * min(n, 1 << 16)).from_address(p)
                     dtype, shape, fortran, hlen, ver = _npy_header(memoryview(head).cast("B"), n, name)
                     row.update(dtype=str(dtype) if dtype.names is None else "struct%d" % dtype.itemsize,
@@ -635,7 +637,7 @@ def savez(file, *args, **kwds):
         if arr.dtype.hasobject:
             raise ValueError("%s: %s: arrays of Python objects cannot be stored without pickling; nothing was "
                              "written" % (path, k))
-        member = k if k.endswith(".npy") else k + ".npy"
+        member = k + ".npy"  # always, as numpy.savez: "x" and "x.npy" are two arrays (x.npy, x.npy.npy)
         try:
             _c.entry_name(member)  # refused names (a NUL byte) before anything is written
         except ValueError as e:
