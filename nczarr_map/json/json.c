@@ -754,10 +754,20 @@ static void write_u16_escape(mzj_buf *b, unsigned unit) {
     mzj_buf_puts(b, hex);
 }
 
-/* ascii: escape every non-ASCII character as \uXXXX (a surrogate pair beyond the BMP), as Python's json
- * module does by default. Invalid UTF-8 (never in parsed strings, but a constructed string may hold an
+/* The forms of write_string: JSON as Python writes it by default (ASCII, \uXXXX escapes), as it is (UTF-8
+ * raw), and for netCDF-C's parser (4.9.0's ncjson), which decodes only \b \f \n \r \t \" \\ and turns any
+ * other escape into its letter ("\u0001" into "u0001"): control characters raw there (its string scanner
+ * takes any byte up to the closing quote), and a NUL ends the string, as it would in netCDF. */
+enum { FORM_RAW = 0, FORM_ASCII = 1, FORM_NETCDF = 2 };
+
+/* ascii: FORM_ASCII escapes every non-ASCII character as \uXXXX (a surrogate pair beyond the BMP), as Python's
+ * json module does by default. Invalid UTF-8 (never in parsed strings, but a constructed string may hold an
  * archive's raw bytes) is escaped byte by byte as U+FFFD in both forms, so that printed text always parses. */
 static void write_string(mzj_buf *b, const char *s, size_t len, int ascii) {
+    if (ascii == FORM_NETCDF) {
+        const char *nul = memchr(s, '\0', len);
+        if (nul) len = (size_t)(nul - s);
+    }
     mzj_buf_append(b, "\"", 1);
     size_t run = 0;
     for (size_t i = 0; i < len; i++) {
@@ -766,7 +776,7 @@ static void write_string(mzj_buf *b, const char *s, size_t len, int ascii) {
         char hex[8];
         if (c >= 0x80) {
             size_t n = utf8_sequence((const unsigned char *)s + i, (const unsigned char *)s + len);
-            if (!ascii && n) { /* valid UTF-8 is written as it is */
+            if (ascii != FORM_ASCII && n) { /* valid UTF-8 is written as it is */
                 i += n - 1;
                 continue;
             }
@@ -798,7 +808,7 @@ static void write_string(mzj_buf *b, const char *s, size_t len, int ascii) {
         case '\r': esc = "\\r"; break;
         case '\t': esc = "\\t"; break;
         default:
-            if (c < 0x20) {
+            if (c < 0x20 && ascii != FORM_NETCDF) {
                 snprintf(hex, sizeof hex, "\\u%04x", c);
                 esc = hex;
             }
@@ -898,4 +908,6 @@ int mzj_valid_utf8(const char *s, size_t len) {
     return 1;
 }
 
-char *mzj_to_ascii_text(const mzj_value *v, size_t *len) { return to_text(v, len, 1); }
+char *mzj_to_ascii_text(const mzj_value *v, size_t *len) { return to_text(v, len, FORM_ASCII); }
+
+char *mzj_to_netcdf_text(const mzj_value *v, size_t *len) { return to_text(v, len, FORM_NETCDF); }

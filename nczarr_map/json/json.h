@@ -163,6 +163,14 @@ char *mzj_to_text(const mzj_value *v, size_t *len);
  */
 char *mzj_to_ascii_text(const mzj_value *v, size_t *len);
 
+/*
+ * As mzj_to_text, for netCDF-C's own JSON parser (the view's presented documents): it decodes only the escapes
+ * \b \f \n \r \t \" \\ and reads any other byte up to a string's closing quote as it is, so the other control
+ * characters are written raw, not as \u00XX (which 4.9.0 reads as the text "u00XX"), and a string ends at a
+ * NUL character, as it does in netCDF. Not JSON for other parsers.
+ */
+char *mzj_to_netcdf_text(const mzj_value *v, size_t *len);
+
 /* 1 if the len bytes at s are valid UTF-8 (no overlong form, surrogate or code point above U+10FFFF). */
 int mzj_valid_utf8(const char *s, size_t len);
 

@@ -377,7 +377,7 @@ static mzj_value *uint_list(const uint64_t *values, int n) {
 static int set_meta(mzv_meta *m, mzj_value *json) {
     if (!json) return NC_ENOMEM;
     m->json = json;
-    m->text = mzj_to_text(json, &m->len);
+    m->text = mzj_to_netcdf_text(json, &m->len);
     return m->text ? NC_NOERR : NC_ENOMEM;
 }
 

@@ -147,7 +147,7 @@ static char *reroot(subdataset *sd, const char *array, const char *ref, int *rc)
 /* Replaces m's presented document with doc (owned). */
 static int replace_meta(mzv_meta *m, mzj_value *doc) {
     size_t len;
-    char *text = mzj_to_text(doc, &len);
+    char *text = mzj_to_netcdf_text(doc, &len);
     if (!text) {
         mzj_free(doc);
         return NC_ENOMEM;

@@ -258,6 +258,28 @@ def test_nczarr_of_debian_release():
         check_equal(c.vars["scal"]["attrs"]["units"], [b"m"], "attribute")
 
 
+def test_control_characters_in_string_attributes():
+    """zarr-python writes control characters in a string attribute as \\u00XX escapes, which netCDF-C 4.9.0's
+    JSON parser turns into the text "u00XX": the view presented "a\\u0001b" as "au0001b", a wrong value with no
+    error (an outside review). They are shown as the characters, and a NUL ends the string (section 4)."""
+    attrs = {"ctl": "a\x01b", "tab_nl": "x\ty\nz", "bell": "\x07", "nul": "ab\x00cd", "e": "caf\u00e9",
+             "quote": 'say "hi" \\ bye'}
+    shown = dict(attrs, nul="ab")
+    with TempDir() as tmp:
+        path = os.path.join(tmp, "ctl.zarr.zip")
+        store = zarr.ZipStore(path, mode="w")
+        root = zarr.group(store=store)
+        root.attrs.put(attrs)
+        root.array("v", np.arange(3, dtype="<i4")).attrs.put(attrs)
+        store.close()
+        with C.open_netcdf(path) as ds:
+            got = {k: ds.getncattr(k) for k in attrs}
+            check_equal(got, shown, "root attributes through the view")
+            got = {k: ds["v"].getncattr(k) for k in attrs}
+            check_equal(got, shown, "variable attributes through the view")
+
+
 if __name__ == "__main__":
-    main([test_values_through_netcdf4_python, test_documented_forms, test_no_tool_crashes, test_nczarr_own_scalars,
+    main([test_values_through_netcdf4_python, test_control_characters_in_string_attributes,
+          test_documented_forms, test_no_tool_crashes, test_nczarr_own_scalars,
           test_nczarr_of_debian_release])
