@@ -15,8 +15,10 @@ static int run(int argc, char **argv) {
     const char *pos[2] = {0};
     int npos = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--align") == 0 && i + 1 < argc) align = (uint32_t)strtoul(argv[++i], NULL, 10);
-        else if (strncmp(argv[i], "--align=", 8) == 0) align = (uint32_t)strtoul(argv[i] + 8, NULL, 10);
+        if ((strcmp(argv[i], "--align") == 0 && i + 1 < argc) || strncmp(argv[i], "--align=", 8) == 0) {
+            int bad = cli_parse_align(&cmd_pack, argv[i][7] == '=' ? argv[i] + 8 : argv[++i], &align);
+            if (bad) return bad;
+        }
         else if (argv[i][0] == '-') return cli_usage(&cmd_pack, "unknown option");
         else if (npos < 2) pos[npos++] = argv[i];
         else return cli_usage(&cmd_pack, "too many arguments");

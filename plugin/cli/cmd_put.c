@@ -322,8 +322,10 @@ static int run(int argc, char **argv) {
     const char *pos[3] = {0};
     int npos = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--align") == 0 && i + 1 < argc) align = (uint32_t)strtoul(argv[++i], NULL, 10);
-        else if (strncmp(argv[i], "--align=", 8) == 0) align = (uint32_t)strtoul(argv[i] + 8, NULL, 10);
+        if ((strcmp(argv[i], "--align") == 0 && i + 1 < argc) || strncmp(argv[i], "--align=", 8) == 0) {
+            int bad = cli_parse_align(&cmd_put, argv[i][7] == '=' ? argv[i] + 8 : argv[++i], &align);
+            if (bad) return bad;
+        }
         else if (strcmp(argv[i], "--durable") == 0) durable = 1;
         else if (strcmp(argv[i], "--wait") == 0) wait_ms = MMZIP_WAIT_FOREVER;
         else if (strncmp(argv[i], "--wait=", 7) == 0) {
@@ -437,9 +439,9 @@ static int run(int argc, char **argv) {
     cli_progress_done();
     if (fd > 0) close(fd);
     free_list(&l);
-    /* Stopped: a discard publishes no archive this put was creating, and, as a close, leaves one it appended
-     * to at rest. */
-    s = interrupted ? mmzip_discard(h) : mmzip_close(h);
+    /* Stopped or failed: a discard publishes no archive this put was creating (a failed put must not leave a
+     * new, empty one behind), and, as a close, leaves one it appended to at rest. */
+    s = interrupted || code != EXIT_OK ? mmzip_discard(h) : mmzip_close(h);
     if (s && code == EXIT_OK) code = cli_fail("put", s);
     if (interrupted) {
         /* The archive is as it was: now end as the signal would have ended the command. */

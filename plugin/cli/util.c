@@ -1,6 +1,7 @@
 /* util.c - error reporting, help and progress helpers shared by the subcommands. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -137,3 +138,18 @@ int cli_warn_unfinished(const char *cmd, mmzip_t *h, const char *archive) {
 static void print_warning(const char *msg, void *ctx) { fprintf(stderr, "mmzip %s: %s\n", (const char *)ctx, msg); }
 
 void cli_warn_fields(const char *cmd, mmzip_t *h) { mmzip_warnings(h, print_warning, (void *)cmd); }
+
+int cli_parse_align(const command *c, const char *text, uint32_t *align) {
+    char *end;
+    errno = 0;
+    unsigned long v = text[0] >= '0' && text[0] <= '9' ? strtoul(text, &end, 10) : 0;
+    long page = sysconf(_SC_PAGESIZE);
+    if (!v || errno || *end || v > (unsigned long)(page > 0 ? page : 4096) || (v & (v - 1))) {
+        char why[120];
+        snprintf(why, sizeof why, "--align N wants a power of two from 1 to the page size (%ld)",
+                 page > 0 ? page : 4096);
+        return cli_usage(c, why);
+    }
+    *align = (uint32_t)v;
+    return 0;
+}

@@ -181,11 +181,18 @@ def test_no_input_is_a_usage_error():
             check_equal(status, 2, "exit status of put ARCHIVE DIRECTORY (stdin a terminal: %s)" % tty)
             assert b"is a directory" in err and b"--dir weather.zarr" in err and b"usage:" in err, err
             check_equal(os.path.exists(new), False, "archive created by put ARCHIVE DIRECTORY")
-        # A directory as FILE, a file as --dir, a missing FILE: refused, nothing created.
+        # A directory as FILE, a file as --dir, a missing FILE, a name no archive may hold, an alignment that is
+        # no power of two up to the page size: refused, nothing created (an outside review found an invalid
+        # name left a new empty archive behind, and --align abc, 0 or 128x accepted with exit status 0).
+        src = os.path.join(d, "weather.zarr", ".zgroup")
         for args, code in (([new, "k", os.path.join(d, "weather.zarr")], 2),
                            ([new, "--dir", os.path.join(d, "weather.zarr", ".zgroup")], 2),
                            ([new, "k", os.path.join(d, "missing")], 1),
-                           ([new, "--dir", os.path.join(d, "missing")], 1)):
+                           ([new, "--dir", os.path.join(d, "missing")], 1),
+                           ([new, "/abs", src], 1), ([new, "a/../b", src], 1),
+                           (["--align", "abc", new, "k", src], 2), (["--align=128x", new, "k", src], 2),
+                           (["--align", "0", new, "k", src], 2), (["--align", "-64", new, "k", src], 2),
+                           (["--align", "3", new, "k", src], 2), (["--align", "65536", new, "k", src], 2)):
             p = mmzip("put", *args, check=False)
             check_equal(p.returncode, code, "exit status of put %s" % " ".join(args[1:]))
             assert p.stderr, "no message"
@@ -361,5 +368,6 @@ def test_source_date_epoch():
 
 
 if __name__ == "__main__":
-    main([test_prefix_is_a_folder, test_archive_inside_the_tree, test_identical_content_writes_nothing, test_no_input_is_a_usage_error,
-          test_data_under_a_folder_name_refused, test_progress_on_a_terminal_only, test_times_and_modes_like_zip, test_source_date_epoch])
+    main([test_prefix_is_a_folder, test_archive_inside_the_tree, test_identical_content_writes_nothing,
+          test_no_input_is_a_usage_error, test_data_under_a_folder_name_refused, test_progress_on_a_terminal_only,
+          test_times_and_modes_like_zip, test_source_date_epoch])
