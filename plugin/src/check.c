@@ -392,6 +392,16 @@ static void check_unfinished(checker *c, mz_store *s) {
     }
     if (mz_marked_each(s, recover_marked, c) < 0)
         recover_say(c, "none until the in-place marker file is dealt with: %s", mmzip_last_error());
+    /* A marker file of another archive (this one was replaced or copied since) names nothing here; recovery
+     * removes it, and says so: so does the dry run. */
+    char *marks = mz_marks_path(s->path, 0);
+    uint8_t *buf = NULL;
+    size_t len;
+    if (marks && mz_marks_read(s, marks, &buf, &len) == MMZIP_ESTALE)
+        recover_say(c, "remove the in-place marker file %s, which belongs to another file (the archive was replaced "
+                    "or copied since): nothing to refresh; the archive itself is not changed", marks);
+    if (buf) free(buf);
+    free(marks);
 }
 
 int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {

@@ -156,6 +156,17 @@ def test_killed_between_write_and_commit():
     q = os.path.join(tmp, "killed2.npz")
     np.savez(q, a=orig, b=np.arange(3))
     killed_child(q, "nocommit")
+    # A copy with the marker copied beside it: the marker names the original's inode, so check's dry run says
+    # recover will remove it (an outside review found "recover: nothing to do" there), and recover does.
+    c = os.path.join(tmp, "copy.npz")
+    shutil.copyfile(q, c)
+    shutil.copyfile(q + ".mmzip-inplace", c + ".mmzip-inplace")
+    r = subprocess.run([MMZIP, "check", c], capture_output=True, text=True)
+    assert "recover: remove the in-place marker file %s.mmzip-inplace, which belongs to another file" % c in r.stderr, \
+        r.stderr
+    assert "recover: nothing to do" not in r.stderr, r.stderr
+    r = subprocess.run([MMZIP, "recover", c], capture_output=True, text=True)
+    assert "which belongs to another file" in r.stdout and not os.path.exists(c + ".mmzip-inplace"), r.stdout
     r = subprocess.run([MMZIP, "recover", p], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     with warnings.catch_warnings(record=True) as w:
