@@ -12,7 +12,8 @@ static void usage(FILE *f) {
                "A memory-mapped, append-only, crash-safe ZIP store for array data.\n\n"
                "Commands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-8s %s\n", commands[i]->name, commands[i]->summary);
-    fprintf(f, "\nRun 'mmzip COMMAND --help' for the options of a command, 'man mmzip' for the manual.\n"
+    fprintf(f, "\nRun 'mmzip COMMAND --help' for the options of a command, 'man mmzip' for the manual,\n"
+               "'mmzip --version' for the version.\n"
                "Exit status: 0 success, 1 failure, 2 usage error, 3 archive locked by another writer.\n");
 }
 
