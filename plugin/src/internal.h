@@ -479,6 +479,10 @@ typedef struct mz_store {
     uint64_t zero_from;            /* [zero_from, free_limit) is known to read as zeros */
     uint64_t neutralized_to;       /* dead local headers before this offset have had their signature cleared */
     uint64_t trailer_key[2];       /* read-only stores: fingerprint of the trailer, for refresh */
+    uint32_t cd_crc;               /* read-only stores: CRC-32 of the directory's bytes as installed, for refresh
+                                    * (an edit in place changes an entry's CRC and no other field) */
+    int cd_crc_known;
+    uint64_t cd_crc_pos, cd_crc_len; /* where those bytes were */
 
     /* Entries. entries[0, n_committed) are the committed directory in order; pending ones follow. */
     mz_entry *e;
@@ -723,6 +727,10 @@ enum { MZ_R_ZIPFILE = 1, MZ_R_UNZIP = 2, MZ_R_7ZIP = 4, MZ_R_LIBZIP = 8, MZ_R_AL
 int mz_entry_anomaly(mz_store *s, const mz_entry *e, int all, char *why, size_t len, unsigned *refuse,
                      unsigned *warn, const char **label);
 int mz_anomaly_why(mz_store *s, const mz_entry *e, char *why, size_t len);
+/* 1 if e, verified by this store, was since edited in place and committed by another writer (its local header
+ * gives another CRC-32 now); mz_fail_changed_in_place says so (MMZIP_ESTALE: refresh or reopen). */
+int mz_changed_in_place(mz_store *s, const mz_entry *e);
+int mz_fail_changed_in_place(mz_store *s, const mz_entry *e);
 /* The bytes before the archive that are no entry of it (a self-extractor's stub, another archive whose comment
  * holds this one): those its offsets do not count (s->prefix), or, where they count them, the bytes before the
  * first entry unless they start with the signature mmzip clears in its dead first entries. mmzip_get_info's

@@ -325,10 +325,33 @@ int mz_decode_entry(mz_store *s, mz_entry *e, uint8_t *buf) {
     return st ? st : mz_verify_crc(s, e, buf, e->usize);
 }
 
+/* The local header's CRC-32 field, where it is the entry's (no data descriptor); 1 if it says what e says. */
+static int local_crc_agrees(mz_store *s, const mz_entry *e) {
+    if (e->lfh_off + MZ_LFH_FIXED > s->file_size) return 1;
+    const uint8_t *h = s->map.base + e->lfh_off;
+    return (mz_get16(h + 6) & MZ_FLAG_DATA_DESCRIPTOR) || mz_get32(h + 14) == e->crc;
+}
+
+int mz_changed_in_place(mz_store *s, const mz_entry *e) {
+    /* A verified entry whose local header now gives another CRC-32: an edit in place (HDF5 through the driver,
+     * an npz array) committed by another writer since this snapshot, which rewrote the bytes and the CRC in
+     * the local header (commit.c set_crc). The memo of the check (MZ_MARK_CRC_OK) is only set where the local
+     * header agreed, so an archive whose local header disagrees from the start is not taken for one. */
+    return (__atomic_load_n(&e->mark, __ATOMIC_ACQUIRE) & MZ_MARK_CRC_OK) && !local_crc_agrees(s, e);
+}
+
+int mz_fail_changed_in_place(mz_store *s, const mz_entry *e) {
+    return mz_fail(MMZIP_ESTALE, "%s: entry '%.*s' was rewritten in place by another writer since this reader's "
+                   "snapshot (its local header now gives CRC-32 %08x, the snapshot's directory %08x): refresh or "
+                   "reopen the archive to read it", s->path, ENAME(e), mz_get32(s->map.base + e->lfh_off + 14),
+                   e->crc);
+}
+
 int mz_verify_stored_once(mz_store *s, mz_entry *e) {
-    if (__atomic_load_n(&e->mark, __ATOMIC_ACQUIRE) & MZ_MARK_CRC_OK) return MMZIP_OK;
+    if (__atomic_load_n(&e->mark, __ATOMIC_ACQUIRE) & MZ_MARK_CRC_OK)
+        return local_crc_agrees(s, e) ? MMZIP_OK : mz_fail_changed_in_place(s, e);
     int st = mz_verify_crc(s, e, s->map.base + e->data_off, e->csize);
-    if (st == MMZIP_OK) __atomic_fetch_or(&e->mark, MZ_MARK_CRC_OK, __ATOMIC_RELEASE);
+    if (st == MMZIP_OK && local_crc_agrees(s, e)) __atomic_fetch_or(&e->mark, MZ_MARK_CRC_OK, __ATOMIC_RELEASE);
     return st;
 }
 
@@ -467,6 +490,7 @@ int mmzip_get(mmzip_t *h, const char *key, const void **data, uint64_t *size) {
         st = mz_entry_bytes(s, e, &p, size);
         /* Compressed entries were checked when decoded; stored ones on request, once. */
         if (st == MMZIP_OK && h->verify_get && e->method == 0) st = mz_verify_stored_once(s, e);
+        else if (st == MMZIP_OK && e->method == 0 && mz_changed_in_place(s, e)) st = mz_fail_changed_in_place(s, e);
         if (st == MMZIP_OK) *data = p;
     }
     pthread_rwlock_unlock(&s->rw);
@@ -563,6 +587,7 @@ int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t l
         uint64_t size = e->usize, at = e->data_off + offset, lfh_off = e->lfh_off;
         uint32_t crc = e->crc;
         int known_good = (__atomic_load_n(&e->mark, __ATOMIC_ACQUIRE) & MZ_MARK_CRC_OK) != 0;
+        if (!st && mz_changed_in_place(s, e)) st = mz_fail_changed_in_place(s, e);
         pthread_rwlock_unlock(&s->rw);
         if (st) return st;
         if (offset >= size) return MMZIP_OK;
@@ -579,7 +604,8 @@ int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t l
             /* The table may have changed while unlocked: mark the entry only if it is still the same one. */
             pthread_rwlock_rdlock(&s->rw);
             mz_entry *again = find(h, key);
-            if (again && again->lfh_off == lfh_off) __atomic_fetch_or(&again->mark, MZ_MARK_CRC_OK, __ATOMIC_RELEASE);
+            if (again && again->lfh_off == lfh_off && local_crc_agrees(s, again))
+                __atomic_fetch_or(&again->mark, MZ_MARK_CRC_OK, __ATOMIC_RELEASE);
             pthread_rwlock_unlock(&s->rw);
         }
         *nread = k;

@@ -186,6 +186,10 @@ int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd) {
     s->zero_from = hole == 2 ? s->data_end : s->cd_pos;
     s->trailer_key[0] = t->end;
     s->trailer_key[1] = t->cd_pos ^ (t->cd_size << 20) ^ (t->entries << 40);
+    s->cd_crc_pos = t->cd_pos;
+    s->cd_crc_len = t->cd_size;
+    s->cd_crc_known = s->map.base && t->cd_pos + t->cd_size <= s->file_size;
+    s->cd_crc = s->cd_crc_known ? mz_crc32(0, s->map.base + t->cd_pos, (size_t)t->cd_size) : 0;
     if (!s->writable) mz_journal_mark(s);
     return MMZIP_OK;
 }
@@ -689,10 +693,13 @@ int mmzip_refresh(mmzip_t *h) {
         /* Commits that only add entries rewrite the end records in place and keep the size (protocol.md
          * §3.3): the size alone does not tell; the ZIP64 end record's counts and directory do. */
         uint8_t z[MZ_Z64_EOCD_FIXED];
-        if (!s->zip64 || s->trailer_len < MZ_TRAILER_FIXED ||
-            mz_pread_full(s->fd, z, sizeof z, s->file_size - s->trailer_len) != 0 ||
-            mz_get32(z) != MZ_SIG_Z64_EOCD ||
-            (mz_get64(z + 48) ^ (mz_get64(z + 40) << 20) ^ (mz_get64(z + 32) << 40)) == s->trailer_key[1])
+        /* Nor do they: an edit in place changes one entry's CRC-32 in a directory of the same size at the same
+         * place, which only the directory's own bytes tell. */
+        if ((!s->zip64 || s->trailer_len < MZ_TRAILER_FIXED ||
+             mz_pread_full(s->fd, z, sizeof z, s->file_size - s->trailer_len) != 0 ||
+             mz_get32(z) != MZ_SIG_Z64_EOCD ||
+             (mz_get64(z + 48) ^ (mz_get64(z + 40) << 20) ^ (mz_get64(z + 32) << 40)) == s->trailer_key[1]) &&
+            (!s->cd_crc_known || mz_crc32(0, s->map.base + s->cd_crc_pos, (size_t)s->cd_crc_len) == s->cd_crc))
             goto out;
     }
     {

@@ -117,6 +117,50 @@ def test_one_writer_process_and_snapshot_readers():
                     "a writer process once the first has closed")
 
 
+EDIT_IN_PLACE = r"""
+import sys, h5py, numpy as np, mmzip
+mmzip.register_h5py()
+with h5py.File(sys.argv[1], "r+", driver="mmzip", member="m.h5") as f:
+    if sys.argv[2] == "grow":
+        f["more"] = np.arange(1000.0)
+    else:
+        f["d"][:] = 7.0
+"""
+
+
+def test_snapshot_reader_of_a_member_edited_in_place():
+    """A reader that read a member's bytes through mmzip.Archive (its CRC-32 checked), then another process
+    edits the member in place through the driver: the reader's next read of it used to return the new bytes
+    (or, when the edit grew the member, its first old-size bytes: a truncated HDF5 image) without an error (an
+    outside review). It now fails, saying the entry was rewritten in place, and a refresh reads the new
+    version whole."""
+    import mmzip
+    mmzip.register_h5py()
+    for how in ("overwrite", "grow"):
+        with TempDir() as d:
+            arc = os.path.join(d, "m.zip")
+            with h5py.File(arc, "w", driver="mmzip", member="m.h5") as f:
+                f["d"] = np.zeros(1000)
+            a = mmzip.Archive(arc)
+            first = bytes(a["m.h5"])
+            subprocess.run([PYTHON, "-c", EDIT_IN_PLACE, arc, how], check=True, timeout=120)
+            try:
+                again = bytes(a["m.h5"])
+                raise AssertionError("%s: the snapshot returned %d bytes of the edited member without an error "
+                                     "(same as before: %s)" % (how, len(again), again == first))
+            except mmzip.MmzipError as e:
+                assert "rewritten in place by another writer" in str(e) and "m.h5" in str(e), str(e)
+            a.refresh()
+            path = os.path.join(d, "new.h5")
+            with open(path, "wb") as f:
+                f.write(bytes(a["m.h5"]))
+            with h5py.File(path, "r") as f:
+                check_equal(float(f["d"][0]), 7.0 if how == "overwrite" else 0.0, "%s: d after refresh" % how)
+                check_equal("more" in f, how == "grow", "%s: the grown member whole after refresh" % how)
+            a.close()
+
+
 if __name__ == "__main__":
     main([test_same_member_twice_is_one_hdf5_file, test_members_written_at_once,
-          test_no_writer_beside_read_only_files, test_one_writer_process_and_snapshot_readers])
+          test_no_writer_beside_read_only_files, test_one_writer_process_and_snapshot_readers,
+          test_snapshot_reader_of_a_member_edited_in_place])

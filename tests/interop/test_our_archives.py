@@ -214,8 +214,9 @@ def test_bad_alignments_are_refused():
             f.write(b"x")
         for bad in (3, 48, page * 2):
             p = mmzip("put", "--align", bad, archive, "k", src, check=False)
-            check_equal(p.returncode, 1, "exit status of put --align %d" % bad)
-            assert "alignment %d" % bad in p.stderr and "power of two" in p.stderr, p.stderr
+            # A usage error, caught before the archive is opened (as --wait=abc is).
+            check_equal(p.returncode, 2, "exit status of put --align %d" % bad)
+            assert "--align N wants a power of two" in p.stderr and "usage: mmzip put" in p.stderr, p.stderr
         assert not os.path.exists(archive) or "k" not in ls_entries(archive), "a refused put left an entry"
 
 
