@@ -286,7 +286,8 @@ enum {
     MZ_MARK_VERIFY = 8,     /* committed tail entry whose CRC has not been verified yet */
     MZ_MARK_BAD = 16,       /* verified and found torn */
     MZ_MARK_NONAME = 32,    /* committed entry whose name is empty or holds a NUL: kept, never looked up */
-    MZ_MARK_CRC_OK = 64,    /* stored entry whose CRC-32 was verified (its bytes never change) */
+    MZ_MARK_CRC_OK = 64,    /* stored entry whose CRC-32 was verified, its local header agreeing (only an edit in
+                             * place changes its bytes, and its header's CRC-32 with them: mz_changed_in_place) */
     MZ_MARK_EDITING = 128   /* read-only stores: an undo journal beside the archive restores this entry (it is
                              * being edited in place, or was when its writer died): its bytes are not handed out */
 };
