@@ -594,8 +594,9 @@ int mmzip_read(mmzip_t *h, const char *key, uint64_t offset, void *buf, size_t l
         size_t k = (size_t)(size - offset < len ? size - offset : len);
         if (mz_copy_split(s->fd, NULL, buf, k, at, s->opts.copy_threads) != 0)
             return mz_fail_errno(MMZIP_EIO, errno, "%s: entry '%s': cannot read %zu bytes", s->path, key, k);
-        /* A read of the whole entry checks its CRC-32 on the copy (once the entry is known good, never
-         * again, unless an edit in place by another writer changed them: mz_changed_in_place). A partial read cannot, and does not. */
+        /* A read of the whole entry checks its CRC-32 on the copy (once the entry is known good, never again,
+         * unless an edit in place by another writer changed it: mz_changed_in_place). A partial read cannot,
+         * and does not. */
         if (offset == 0 && k == size && !known_good) {
             uint32_t c = mz_crc32(0, buf, k);
             if (c != crc)
