@@ -426,10 +426,15 @@ static char *parse_string_body(parser *ps, size_t *len_out) {
             *len_out = n;
             return (char *)out;
         }
-        if (c < 0x20) {
-            fail(ps, "control character 0x%02x in a string", c);
+        if (c == 0) {
+            fail(ps, "NUL character in a string");
             break;
         }
+        /* Other control characters raw in a string are not JSON, but netCDF-C 4.9.0 writes them so (its
+         * escape() leaves them) and reads them back; Python's json.loads(strict=False) reads them too. Taken
+         * as the characters, so that metadata netCDF-C wrote is stored again as JSON with \u00XX escapes
+         * (mzj_to_ascii_text), which zarr-python reads: refused, it was stored as netCDF-C wrote it, which
+         * nothing but netCDF-C could read again (an outside review). */
         if (c == '\\') {
             ps->p++;
             if (ps->p >= ps->end) {

@@ -239,16 +239,21 @@ static int refresh_consolidated(mzn_session *s, pending_object *objs, size_t n, 
 }
 
 /*
- * The bytes to store for a metadata object: netCDF-C's own when they are ASCII, else the same JSON with every
- * non-ASCII character escaped (zarr-python 2.13 decodes metadata as ASCII; netCDF-C writes raw UTF-8). Sets
- * *owned when the bytes were allocated here; NC_ENOMEM.
+ * The bytes to store for a metadata object: netCDF-C's own when they are ASCII JSON, else the same JSON with
+ * every non-ASCII character and control character escaped (zarr-python 2.13 decodes metadata as ASCII, and
+ * Python's json refuses a raw control character in a string; netCDF-C writes raw UTF-8 and leaves control
+ * characters other than tab, newline, carriage return, backspace and form feed raw). Sets *owned when the
+ * bytes were allocated here; NC_ENOMEM.
  */
 static int stored_form(const mzn_blob *b, const void **bytes, size_t *len, char **owned) {
     *bytes = b->bytes;
     *len = b->len;
     *owned = NULL;
     size_t i = 0;
-    while (i < b->len && b->bytes[i] < 0x80) i++;
+    /* Tab, newline and carriage return raw can only be JSON's whitespace between tokens. */
+    while (i < b->len && b->bytes[i] < 0x80 &&
+           (b->bytes[i] >= 0x20 || b->bytes[i] == '\n' || b->bytes[i] == '\r' || b->bytes[i] == '\t'))
+        i++;
     if (i == b->len) return NC_NOERR;
     mzj_value *doc;
     if (mzj_parse((const char *)b->bytes, b->len, &doc, NULL, 0) != 0) return NC_NOERR; /* not JSON: as is */

@@ -732,24 +732,27 @@ int mzv_present_group(mzv_view *v, mzv_group *g, const mzj_value *zgroup, const 
     return set_meta(&g->zattrs, mzv_attrs_present(attrs, &plan));
 }
 
-/* 1 if a string or key of doc holds a non-ASCII character. */
-static int has_non_ascii(const mzj_value *doc) {
+/* 1 if a character netCDF-C 4.9.0 cannot read from its \\u escape is in a string or key of doc: a non-ASCII
+ * character, or a control character (both stored as \\uXXXX, which 4.9.0 reads as the text "uXXXX"). */
+static int needs_decoding(unsigned char c) { return c >= 0x80 || c < 0x20; }
+
+static int has_undecodable(const mzj_value *doc) {
     if (!doc) return 0;
     switch (doc->kind) {
     case MZJ_STRING:
         for (size_t i = 0; i < doc->u.string.len; i++)
-            if ((unsigned char)doc->u.string.bytes[i] >= 0x80) return 1;
+            if (needs_decoding((unsigned char)doc->u.string.bytes[i])) return 1;
         return 0;
     case MZJ_ARRAY:
         for (size_t i = 0; i < doc->u.array.count; i++)
-            if (has_non_ascii(doc->u.array.items[i])) return 1;
+            if (has_undecodable(doc->u.array.items[i])) return 1;
         return 0;
     case MZJ_OBJECT:
         for (size_t i = 0; i < doc->u.object.count; i++) {
             const mzj_member *m = &doc->u.object.members[i];
             for (size_t k = 0; k < m->key_len; k++)
-                if ((unsigned char)m->key[k] >= 0x80) return 1;
-            if (has_non_ascii(m->value)) return 1;
+                if (needs_decoding((unsigned char)m->key[k])) return 1;
+            if (has_undecodable(m->value)) return 1;
         }
         return 0;
     default: return 0;
@@ -757,7 +760,7 @@ static int has_non_ascii(const mzj_value *doc) {
 }
 
 int mzv_present_decoded(mzv_meta *m, const mzj_value *doc) {
-    if (m->text || !has_non_ascii(doc)) return NC_NOERR;
+    if (m->text || !has_undecodable(doc)) return NC_NOERR;
     return set_meta(m, mzj_clone(doc));
 }
 

@@ -358,10 +358,18 @@ static int check_chunk(mzv_view *v, mzv_array *a, const char *key, const char *c
     if (st == MMZIP_OK) {
         same = size == len && memcmp(stored, data, len) == 0;
     } else {
+        /* The fill chunk 4.9.0 writes back is what it read a missing chunk as: the .zarray's fill_value as it
+         * was presented, or, where that is null (4.9.0's no_fill, libnczarr/zsync.c), netCDF's default fill.
+         * Only that chunk is no change. A chunk of the default fill where the array has a fill value of its
+         * own is data: taken for a fill chunk, it was dropped and read back as the fill value (an outside
+         * review: v[2:4] = -2147483647 read back as the _FillValue 7); and a chunk of zeros where it has none
+         * likewise. */
         const unsigned char *fill = mzv_fill_chunk(a);
+        const mzj_value *fv = a->zarray.json ? mzj_get(a->zarray.json, "fill_value") : a->z.fill_value;
+        int own_fill = fv && fv->kind != MZJ_NULL;
         unsigned char dflt[8];
-        size_t dn = netcdf_default_fill(a->pdtype, dflt);
-        same = len == a->chunk_bytes && ((fill && memcmp(fill, data, len) == 0) ||
+        size_t dn = own_fill ? 0 : netcdf_default_fill(a->pdtype, dflt);
+        same = len == a->chunk_bytes && ((fill && own_fill && memcmp(fill, data, len) == 0) ||
                                          (dn && a->elem_out == dn && uniform(data, len, dflt, dn)));
     }
     if (same) return 1;

@@ -116,14 +116,18 @@ static void test_parse_values(void) {
 static void test_parse_rejects(void) {
     static const char *const bad[] = {
         "", " ", "{", "{\"a\" 1}", "[1,]", "{\"a\":1,}", "[1, 2,]", "tru", "nul", "\"abc", "01x", "01", "1.", ".5",
-        "+1", "-", "1e", "nan", "inf", "-NaN", "\"\\q\"", "{} {}", "[1] x", "1 2", "\"\\u12\"", "\"a\tb\"",
-        "\"raw\ncontrol\"", "\"bad \xff utf8\"", "\"overlong \xc0\xaf\"", "\"\\ud800 unpaired\"", "\"\\udc00\"",
+        "+1", "-", "1e", "nan", "inf", "-NaN", "\"\\q\"", "{} {}", "[1] x", "1 2", "\"\\u12\"",
+        "\"bad \xff utf8\"", "\"overlong \xc0\xaf\"", "\"\\ud800 unpaired\"", "\"\\udc00\"",
         "\"\\ud800\\u0041\"", "// comment\n1", "{1: 2}", "[1 2]", "{\"a\": 1 \"b\": 2}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int accepted = parses(bad[i], strlen(bad[i]));
         if (accepted) fprintf(stderr, "accepted invalid JSON: %s\n", bad[i]);
         CHECK(!accepted);
     }
+    /* Control characters raw in a string are not JSON, but netCDF-C 4.9.0 writes them so: read as the
+     * characters (and written back escaped, test_write), as json.loads(strict=False) does. A NUL is not. */
+    CHECK(parses("\"a\tb\"", 5) && parses("\"raw\ncontrol\x01\x1f\"", 15));
+    CHECK(!parses("\"nul\0here\"", 10));
 
     /* Nesting deep enough to exhaust a naive parser's stack is refused with a reason, not crashed on. */
     size_t n = 100000;

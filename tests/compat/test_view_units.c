@@ -577,6 +577,10 @@ static void test_untranslated_writes(void) {
     put_text(h, "x/.zattrs", "{\"_ARRAY_DIMENSIONS\": [\"x\"], \"scale\": 0.123456789}");
     int32_t first[] = {1, 2};
     put(h, "x/0", first, 8);
+    /* An array with no fill value: 4.9.0 reads a missing chunk as netCDF's default fill. */
+    put_text(h, "y/.zarray", "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"<i4\", "
+                             "\"compressor\": null, \"fill_value\": null, \"filters\": null, \"order\": \"C\"}");
+    put_text(h, "y/.zattrs", "{\"_ARRAY_DIMENSIONS\": [\"x\"]}");
     mzv_view *v;
     CHECK(mzv_open(h, "", 1, &v) == NC_NOERR);
     CHECK(!mzv_active(v));
@@ -585,8 +589,8 @@ static void test_untranslated_writes(void) {
     CHECK(get(v, "/x/0", &d, &n) == 0);
     CHECK(mzv_check_write(v, "/x/0", first, 8) == 1);
     int32_t zeros[] = {0, 0}, dflt[] = {NC_FILL_INT, NC_FILL_INT}, other[] = {5, 6};
-    CHECK(mzv_check_write(v, "/x/1", zeros, 8) == 1); /* the Zarr fill of a missing chunk */
-    CHECK(mzv_check_write(v, "/x/1", dflt, 8) == 1);  /* netCDF's default fill */
+    CHECK(mzv_check_write(v, "/x/1", zeros, 8) == 1); /* the fill_value (0) of a missing chunk, as 4.9.0 read it */
+    CHECK(mzv_check_write(v, "/x/1", dflt, 8) == 0);  /* netCDF's default fill is data here: stored */
     CHECK(mzv_check_write(v, "/x/1", other, 8) == 0);
     CHECK(mzv_check_write(v, "/x/0", other, 8) == 0);
     /* 4.9.0 prints doubles with %lg: the same attributes, not a change */
@@ -598,6 +602,8 @@ static void test_untranslated_writes(void) {
     const char *zarray_back = "{\"zarr_format\": 2, \"shape\": [4], \"dtype\": \"<i4\", \"chunks\": [2], "
                               "\"fill_value\": 0, \"order\": \"C\", \"compressor\": null, \"filters\": null}";
     CHECK(mzv_check_write(v, "/x/.zarray", zarray_back, strlen(zarray_back)) == 1);
+    CHECK(mzv_check_write(v, "/y/1", dflt, 8) == 1);  /* the default fill 4.9.0 read a missing chunk as */
+    CHECK(mzv_check_write(v, "/y/1", zeros, 8) == 0); /* zeros are data there: stored */
     mzv_close(v);
     CHECK(mmzip_close(h) == MMZIP_OK);
     unlink(archive_path);

@@ -134,6 +134,56 @@ def test_without_plugin_archive_unreadable():
         check_equal(p.stdout.strip(), "mmzip NCZarr test sample", "title through the plugin")
 
 
+EDGE_WRITE = r'''
+import sys, numpy as np, mmzip
+mmzip.enable_netcdf()
+import netCDF4
+path, step = sys.argv[1:3]
+if step == "create":
+    ds = netCDF4.Dataset(path, "w")
+    ds.createDimension("x", 4)
+    v = ds.createVariable("a", "i4", ("x",), chunksizes=(2,), fill_value=7)
+    v[0:2] = [1, 2]
+    w = ds.createVariable("b", "f8", ("x",), chunksizes=(2,), fill_value=1.5)
+    w[0:2] = [1.0, 2.0]
+    ds.close()
+else:
+    ds = netCDF4.Dataset(path, "a")
+    ds["a"][2:4] = np.array([-2147483647, -2147483647], "i4")    # netCDF's default int fill, as data
+    ds["b"][2:4] = np.array([9.969209968386869e36] * 2)          # netCDF's default double fill, as data
+    ds.setncattr("c", "a\x01b\tc\x1b[0m")
+    ds["a"].setncattr("note", "esc\x1b[0m")
+    ds.close()
+'''
+
+
+def test_edge_values_written_by_netcdf():
+    """Found by an outside review, both with exit status 0: (1) in an append session, a new chunk holding only
+    netCDF's default fill, in a variable with a _FillValue of its own, was taken for the fill chunk netCDF-C
+    writes back for a chunk it read, and dropped: it read back as the _FillValue; (2) an attribute holding
+    control characters was stored as netCDF-C writes it, raw in a JSON string, and then neither netCDF nor
+    zarr-python could read the archive at all."""
+    import zarr
+    with TempDir() as d:
+        path = os.path.join(d, "edge.zarr.zip")
+        python(EDGE_WRITE, path, "create")
+        python(EDGE_WRITE, path, "append")
+        got = netcdf_read_all(path, enable_plugin=True)
+        check_equal(got["a"][0], [1, 2, -2147483647, -2147483647], "a through netCDF4-python")
+        check_equal(got["b"][0][:2], [1.0, 2.0], "b through netCDF4-python")
+        check_equal(got["b"][0][2:], [9.969209968386869e36] * 2, "b's appended values through netCDF4-python")
+        root = zarr.open_group(zarr.ZipStore(path, mode="r"), mode="r")
+        check_equal(root["a"][:].tolist(), [1, 2, -2147483647, -2147483647], "a through zarr-python")
+        check_equal(root["b"][2:].tolist(), [9.969209968386869e36] * 2, "b through zarr-python")
+        check_equal(dict(root.attrs)["c"], "a\x01b\tc\x1b[0m", "the control characters through zarr-python")
+        check_equal(dict(root["a"].attrs)["note"], "esc\x1b[0m", "a variable's attribute through zarr-python")
+        p = python("import sys, mmzip\nmmzip.enable_netcdf()\nimport netCDF4\nds = netCDF4.Dataset(sys.argv[1])\n"
+                   "print(repr(ds.getncattr('c')), repr(ds['a'].getncattr('note')))", path)
+        check_equal(p.stdout.strip(), repr("a\x01b\tc\x1b[0m") + " " + repr("esc\x1b[0m"),
+                    "the control characters through netCDF4-python")
+        zip_tools_ok(path)
+
+
 if __name__ == "__main__":
-    main([test_read, test_write_and_append, test_append_through_urls, test_enable_after_import_refused, test_enable_under_mmzip_run,
-          test_without_plugin_archive_unreadable])
+    main([test_read, test_write_and_append, test_append_through_urls, test_enable_after_import_refused,
+          test_enable_under_mmzip_run, test_without_plugin_archive_unreadable, test_edge_values_written_by_netcdf])
