@@ -7,6 +7,8 @@
     LocalCluster of two worker processes, then a write with append_dim and region= writes from independent
     processes (each opening its own shared store); the values read back equal the source, exactly, after
     each stage, and the archive passes zipfile and unzip after each;
+  * a store opened after another writer's commit sees it (zarr's write of part of a chunk keeps that writer's
+    values);
   * faults: a writer process killed (SIGKILL) while it holds the lock with a batch written and not committed,
     at a point it announces through a pipe: the other writers, waiting for the lock, go on; the next holder
     repairs; the archive holds everything committed (the killed one's earlier writes included) and nothing of
@@ -247,6 +249,34 @@ def test_dask_retry_after_a_killed_worker():
         check_dataset(path, want)
 
 
+def test_a_store_opened_after_another_writers_commit_sees_it():
+    """A shared store opened in a process that already had a shared handle of the archive (a long-lived store,
+    an unpickled copy a worker keeps) reused that handle as of its last write: after another writer's commit
+    it read the older chunk, and zarr's write of part of that chunk put the older values back over the other
+    writer's, with no error (an outside review). It starts from the newest commit now."""
+    import zarr
+    mmzip_bin = os.environ.get("MMZIP_BIN", "mmzip")
+    with TempDir() as d:
+        path = os.path.join(d, "fresh.zarr.zip")
+        with mmzip.ZarrStore(path, "w") as st:
+            zarr.open_array(st, mode="w", shape=(20,), chunks=(10,), dtype="u1", fill_value=0, compressor=None)
+            st["k"] = b"old"
+        s1 = mmzip.ZarrStore(path, "a", shared=True)
+        s1["other"] = b"x"
+        subprocess.run([mmzip_bin, "put", "--wait", path, "k", "-"], input=b"new", check=True)
+        subprocess.run([mmzip_bin, "put", "--wait", path, "0", "-"], input=bytes([1] * 10), check=True)
+        s2 = mmzip.ZarrStore(path, "a", shared=True)
+        check_equal(bytes(s2["k"]), b"new", "a key another writer committed before the open")
+        zarr.open_array(s2, mode="r+")[0:5] = 9
+        s2.close()
+        s1.close()
+        with zarr.ZipStore(path, mode="r") as zs:
+            check_equal(zarr.open_array(zs, mode="r")[0:10].tolist(), [9] * 5 + [1] * 5,
+                        "chunk 0: this write over the other writer's")
+        valid_for_zip_tools(path)
+
+
 if __name__ == "__main__":
     main([test_pickled_copies_write, test_dask_threaded_scheduler, test_writer_killed_holding_the_lock,
-          test_dask_cluster_of_processes, test_dask_retry_after_a_killed_worker])
+          test_dask_cluster_of_processes, test_dask_retry_after_a_killed_worker,
+          test_a_store_opened_after_another_writers_commit_sees_it])

@@ -404,6 +404,11 @@ class ZarrStore(Store):
         if self.shared:
             self._h = _open_shared(self.path, _MODES[mode], self._options(mode))
             self._writeable = True
+            # A handle this process already had (another store, an unpickled copy) reads the archive as of its
+            # last write: start from the newest commit, as a new reader does. Without this a store opened
+            # after another writer's commit read the older chunk, and zarr's write of part of it put the old
+            # values back over that writer's (an outside review).
+            _check(_c().mmzip_refresh(self._h.h), self.path)
             return
         if mode == "a" and os.path.isfile(self.path) and os.path.getsize(self.path) > 0:
             # Read-only until the first write (_upgrade): a reader with the default mode takes no lock.
