@@ -149,12 +149,14 @@ int mz_entry_anomaly(mz_store *s, const mz_entry *e, int all, char *why, size_t 
     }
     int stored_longer = e->method == 0 && rcsize != 0xFFFFFFFFu && rcsize > e->csize;
     if (stored_longer) {
-        clause(why, len, "its directory record gives a compressed size (%u) larger than its size (%llu) for a "
-               "stored entry: the first %llu bytes are read, as zipfile does, and checked against the CRC-32", rcsize,
-               (unsigned long long)e->usize, (unsigned long long)e->usize);
         /* zipfile refuses entries that would run into the next one; unzip reads the local header's size. */
         uint64_t data = e->lfh_off + MZ_LFH_FIXED + nlen + xlen;
-        r |= MZ_R_7ZIP | MZ_R_LIBZIP | (data + rcsize > next_start(s, e) ? MZ_R_ZIPFILE : 0) |
+        int overlaps = data + rcsize > next_start(s, e);
+        clause(why, len, "its directory record gives a compressed size (%u) larger than its size (%llu) for a "
+               "stored entry: the first %llu bytes are read and checked against the CRC-32%s", rcsize,
+               (unsigned long long)e->usize, (unsigned long long)e->usize,
+               overlaps ? " (zipfile refuses it: that size runs into what follows the entry)" : ", as zipfile does");
+        r |= MZ_R_7ZIP | MZ_R_LIBZIP | (overlaps ? MZ_R_ZIPFILE : 0) |
              (lcsize != e->usize ? MZ_R_UNZIP : 0);
         first = "a stored entry's recorded size";
     }
