@@ -429,7 +429,8 @@ MMZIP_API const uint64_t *mmzip_generation(mmzip_t *h);
  * Appends an entry named key holding size bytes of data, stored (method 0), its data aligned to
  * `alignment` (0 = the archive's default). A key that exists is replaced: the new entry is appended and
  * the old one leaves the central directory at the next commit. Putting byte-identical content under an
- * existing key writes nothing (no byte of the file changes, and the entry keeps its time and mode); this
+ * existing key whose data already lies at that alignment writes nothing (no byte of the file changes, and
+ * the entry keeps its time and mode); at another alignment it writes the bytes again, aligned. This
  * holds for mmzip_put and mmzip_putv, not for mmzip_reserve + mmzip_patch, which always
  * append a new version (the caller's view must keep reading what it wrote). Committed before return under
  * MMZIP_COMMIT_EACH.

@@ -861,6 +861,25 @@ static void test_replace_and_identical(void) {
     uint64_t before = file_size(p);
     OK(mmzip_put(h, "k", "version one", 11, 0)); /* identical: no byte written */
     CHECK_EQ_U64(file_size(p), before);
+    /* Identical bytes at a stricter alignment than they lie at: written again, aligned (an outside review
+     * found MMZIP_OK with the data left where it was). */
+    mmzip_entry_info ei;
+    OK(mmzip_stat(h, "k", &ei));
+    if (ei.data_offset % 4096) {
+        OK(mmzip_put(h, "k", "version one", 11, 4096));
+        OK(mmzip_stat(h, "k", &ei));
+        CHECK_EQ_U64(ei.data_offset % 4096, 0);
+        CHECK(mmzip_get_typed(h, "k", 1, 4096, 11) != NULL);
+    }
+    /* A NULL key is an invalid argument for every call that writes one, not a crash. */
+    void *view;
+    FAILS_WITH(mmzip_put(h, NULL, "x", 1, 0), MMZIP_EINVAL, "NULL key");
+    FAILS_WITH(mmzip_remove(h, NULL), MMZIP_EINVAL, "NULL key");
+    FAILS_WITH(mmzip_reserve(h, NULL, 8, 0, 0, &view), MMZIP_EINVAL, "NULL key");
+    FAILS_WITH(mmzip_patch(h, NULL, 0), MMZIP_EINVAL, "NULL key");
+    FAILS_WITH(mmzip_unreserve(h, NULL), MMZIP_EINVAL, "NULL key");
+    FAILS_WITH(mmzip_reserve_resize(h, NULL, 8, &view), MMZIP_EINVAL, "NULL key");
+    before = file_size(p);
     OK(mmzip_put(h, "k", "version two!", 12, 0));
     CHECK_EQ_U64(mmzip_count(h), 2);
     listing l = {0};
