@@ -229,8 +229,13 @@ static uint64_t reusable_start(mz_store *s, uint32_t head) {
     if (head == MZ_NONE) return s->pending_end;
     mz_entry *o = &s->e[head];
     if (o->state != MZ_PENDING || (o->mark & MZ_MARK_RESERVED)) return s->pending_end;
-    if (o->data_off + o->csize == s->pending_end) return o->lfh_off;
-    return s->pending_end;
+    if (o->data_off + o->csize != s->pending_end) return s->pending_end;
+    /* Ending where the pending bytes end does not make it the last one written: removed, its space went back,
+     * and an entry of the same length put since ends there too (x put, x removed, y put, x put again wrote
+     * over y: an outside review). Only if no live entry was written after it is its space free. */
+    for (uint32_t i = head + 1; i < s->n; i++)
+        if (!(s->e[i].mark & MZ_MARK_DEAD) && s->e[i].lfh_off >= o->lfh_off) return s->pending_end;
+    return o->lfh_off;
 }
 
 int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment,

@@ -852,6 +852,41 @@ static void test_alignment(void) {
     FAILS_WITH(mmzip_open(path_of("bad-align.zip"), "w", &o, &h), MMZIP_EINVAL, "alignment 3");
 }
 
+/* An outside review: x put, x removed, y put (the same length), x put again, in one uncommitted session: the
+ * second x reused the first one's space, which y had taken, and y's bytes were overwritten (zipfile: "File
+ * name in directory 'y' and header b'x' differ"). With a batch and without. */
+static void test_removed_pending_space_is_not_reused_over_another(void) {
+    for (int batch = 0; batch < 2; batch++) {
+        const char *p = path_of(batch ? "reuse-batch.zip" : "reuse.zip");
+        mmzip_t *h;
+        mmzip_options o;
+        mmzip_options_init(&o);
+        o.commit_policy = MMZIP_COMMIT_MANUAL;
+        OK(mmzip_open(p, "w", &o, &h));
+        if (batch) OK(mmzip_begin(h));
+        char x1[100], y[100], x2[100];
+        memset(x1, 'X', sizeof x1);
+        memset(y, 'Y', sizeof y);
+        memset(x2, 'Z', sizeof x2);
+        OK(mmzip_put(h, "x", x1, sizeof x1, 0));
+        OK(mmzip_remove(h, "x"));
+        OK(mmzip_put(h, "y", y, sizeof y, 0));
+        OK(mmzip_put(h, "x", x2, sizeof x2, 0));
+        if (batch) OK(mmzip_commit(h));
+        OK(mmzip_close(h));
+        OK(mmzip_open(p, "r", NULL, &h));
+        const void *d;
+        uint64_t n;
+        OK(mmzip_get(h, "y", &d, &n));
+        CHECK(n == sizeof y && memcmp(d, y, sizeof y) == 0);
+        OK(mmzip_get(h, "x", &d, &n));
+        CHECK(n == sizeof x2 && memcmp(d, x2, sizeof x2) == 0);
+        OK(mmzip_verify(h, "y"));
+        OK(mmzip_verify(h, "x"));
+        OK(mmzip_close(h));
+    }
+}
+
 static void test_replace_and_identical(void) {
     const char *p = path_of("replace.zip");
     mmzip_t *h;
@@ -1365,6 +1400,7 @@ int main(void) {
     RUN(test_typed_view);
     RUN(test_alignment);
     RUN(test_replace_and_identical);
+    RUN(test_removed_pending_space_is_not_reused_over_another);
     RUN(test_batch_and_rollback);
     RUN(test_manual_policy_commits_at_close);
     RUN(test_reserve_patch);
