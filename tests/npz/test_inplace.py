@@ -207,7 +207,30 @@ def test_killed_after_commit():
     assert np.array_equal(np.load(p)["a"][:500], np.full(500, 7.0))
 
 
-for t in (test_modes, test_commit_refreshes_crc, test_killed_between_write_and_commit, test_killed_after_commit):
+def test_replace_after_the_view_is_gone():
+    """The refusal to replace an array modified in place says "commit() and drop its view before replacing it":
+    doing so must then let the replacement through (an outside review found it refused for the rest of the
+    session, by a dead weak reference)."""
+    import gc
+    p = os.path.join(tmp, "replace.npz")
+    np.savez(p, v=np.zeros(10), w=np.arange(3))
+    with mmzip.open(p, "r+") as z:
+        view = z.edit("v")
+        view[:] = 1.0
+        try:
+            z["v"] = np.arange(10.0)
+            raise AssertionError("replaced while its view is alive")
+        except ValueError as e:
+            assert "drop its view" in str(e), str(e)
+        z.commit()
+        del view
+        gc.collect()
+        z["v"] = np.arange(10.0)
+    assert np.array_equal(np.load(p)["v"], np.arange(10.0))
+
+
+for t in (test_modes, test_commit_refreshes_crc, test_killed_between_write_and_commit, test_killed_after_commit,
+          test_replace_after_the_view_is_gone):
     print("--", t.__name__)
     t()
 shutil.rmtree(tmp)

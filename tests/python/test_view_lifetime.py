@@ -154,6 +154,60 @@ def test_metadata_as_bytes():
             check_equal(ds.attrs["title"], "plain zarr", "group attribute through xarray")
 
 
+def test_archive_mapping_edges():
+    """Found by an outside review of mmzip.Archive, each a wrong value or lost data without an error: x put,
+    x removed, y put (the same length), x put again, in one session, overwrote y (the core); a view of an
+    entry not yet committed changed its bytes after a rollback or a removal and the next put; a "w" that
+    raised inside its block with a view alive replaced the old archive later (and the caller saw another
+    exception); ``a["n"] = 3`` stored three zero bytes; ``k in a`` on a closed archive said False."""
+    with TempDir() as d:
+        p = os.path.join(d, "edges.zip")
+        with mmzip.Archive(p, "w") as a:
+            a["x"] = b"X" * 100
+            del a["x"]
+            a["y"] = b"Y" * 100
+            a["x"] = b"Z" * 100
+        with zipfile.ZipFile(p) as z:
+            check_equal(z.testzip(), None, "zipfile.testzip() after x, del x, y, x")
+            check_equal((z.read("y"), z.read("x")), (b"Y" * 100, b"Z" * 100), "y and x")
+        with mmzip.Archive(p, "w+") as a:
+            try:
+                with a.batch():
+                    a["q"] = b"Q" * 8
+                    w = a["q"]
+                    raise RuntimeError("roll back")
+            except RuntimeError:
+                pass
+            a["r"] = b"R" * 8  # takes the rolled-back q's bytes
+            check_equal(bytes(w), b"Q" * 8, "a view of the rolled-back q")
+            for bad in (3, [65, 66], "text"):
+                try:
+                    a["bad"] = bad
+                    raise AssertionError("stored %r" % (bad,))
+                except TypeError:
+                    pass
+        before = open(p, "rb").read()
+        try:
+            with mmzip.Archive(p, "w") as a:
+                a["new"] = b"new"
+                kept = a["new"]
+                raise LookupError("the caller's error")
+        except LookupError as e:
+            check_equal(str(e), "the caller's error", "the exception the block raised")
+        del kept
+        import gc
+        gc.collect()
+        check_equal(open(p, "rb").read(), before, "the archive a failed 'w' with a live view was to replace")
+        a = mmzip.Archive(p)
+        a.close()
+        try:
+            "x" in a  # noqa: B015
+            raise AssertionError("'in' on a closed archive answered")
+        except mmzip.MmzipError:
+            pass
+
+
 if __name__ == "__main__":
     main([test_view_of_a_temporary_archive, test_view_past_close, test_writer_closed_with_views,
+          test_archive_mapping_edges,
           test_metadata_as_bytes])

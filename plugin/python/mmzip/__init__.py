@@ -245,6 +245,7 @@ class _Handle:
     def __init__(self):
         self.h = ctypes.c_void_p()
         self.views = 0
+        self.discard = False  # given up (a "w" that failed): released with mmzip_discard, never committed
 
     def view_gone(self):
         self.views -= 1
@@ -253,7 +254,7 @@ class _Handle:
         if self.h:
             h, self.h = self.h, ctypes.c_void_p()
             try:
-                _lib().mmzip_close(h)
+                (_lib().mmzip_discard if self.discard else _lib().mmzip_close)(h)
             except Exception:
                 pass
 
@@ -375,7 +376,16 @@ class Archive:
 
     def __exit__(self, exc_type, *rest):
         if exc_type is not None and self._unpublished:
-            self.discard()  # a "w" that failed before its first commit: the old archive stays
+            # A "w" that failed before its first commit: the old archive stays. With views still alive the
+            # handle cannot be unmapped yet: what is pending is dropped now, and the handle is discarded (not
+            # closed, which would publish) when the last view goes; the exception raised in the block is the
+            # one the caller sees (an outside review found it replaced, and the old archive replaced later).
+            if self._owner is not None and self._owner.views:
+                owner, self._owner, self._h = self._owner, None, ctypes.c_void_p()
+                _lib().mmzip_rollback(owner.h)
+                owner.discard = True
+                return
+            self.discard()
         else:
             self.close()
 
@@ -393,6 +403,10 @@ class Archive:
         _check(rc)
         if n.value == 0:
             return memoryview(b"")
+        if self._writable and self._pending(key):
+            # Not committed: a rollback, or a removal and the next put, reuse those bytes (mmzip_get's
+            # pointer "must not be used" then); a view would silently show other bytes. A copy instead.
+            return memoryview(ctypes.string_at(p.value, n.value)).toreadonly()
         buf = (ctypes.c_char * n.value).from_address(p.value)
         owner = self._owner
         buf._mmzip_handle = owner  # keeps the mapping alive as long as the view (see _Handle)
@@ -401,7 +415,15 @@ class Archive:
         return memoryview(buf).cast("B").toreadonly()
 
     def __setitem__(self, key, data):
-        data = bytes(data)
+        # Bytes-like values only: bytes(3) is three zero bytes and bytes([65, 66]) is b"AB", values nobody
+        # meant to store (zipfile's writestr raises TypeError for them too).
+        if isinstance(data, str):
+            raise TypeError("mmzip.Archive values are bytes-like, not str: encode it (e.g. value.encode())")
+        try:
+            data = memoryview(data).tobytes()  # any buffer, non-contiguous ones in C order (as bytes(array))
+        except TypeError:
+            raise TypeError("mmzip.Archive values are bytes-like (bytes, bytearray, memoryview, a numpy array), "
+                            "not %s" % type(data).__name__) from None
         _check(_lib().mmzip_put(self._h, _core.entry_name(key), data, len(data), 0))
 
     def __delitem__(self, key):
@@ -411,10 +433,17 @@ class Archive:
         _check(rc)
 
     def __contains__(self, key):
+        if not self._h:
+            raise MmzipError(_core.EINVAL, "mmzip.Archive: %s is closed" % self.path)
         return bool(_lib().mmzip_exists(self._h, _core.entry_name(key)))
 
+    def _pending(self, key):
+        info = _core.EntryInfo()
+        return _lib().mmzip_stat(self._h, _core.entry_name(key), ctypes.byref(info)) == 0 and bool(info.pending)
+
     def keys(self, prefix=""):
-        """The names of the entries (those starting with ``prefix`` if given), in archive order."""
+        """The names of the entries (those starting with ``prefix`` if given), sorted by name (mmzip_list_ex's
+        order; zipfile's namelist() and numpy.load(...).files give the order of the directory instead)."""
         names = []
 
         def cb(info, ctx):
@@ -460,7 +489,9 @@ class Archive:
                 _lib().mmzip_rollback(self.a._h)
 
     def batch(self):
-        """``with a.batch(): ...`` commits every put inside at once at the end (rolls back on error)."""
+        """``with a.batch(): ...`` commits every put inside at once at the end (rolls back on error).
+        ``a.commit()`` inside the block publishes what was written so far and ends the batch: what follows is
+        committed put by put, and an error then rolls back nothing already committed."""
         return Archive._Batch(self)
 
 

@@ -427,7 +427,8 @@ class NpzArchive:
         arr = np.asanyarray(array)
         if arr.dtype.hasobject:
             raise ValueError("%s: %s: arrays of Python objects cannot be stored without pickling" % (self.path, key))
-        if member in self._edited:
+        view = self._edited.get(member)
+        if view is not None and view() is not None:
             raise ValueError("%s: %s is being modified in place; commit() and drop its view before replacing it"
                              % (self.path, member))
         _put_array(self._live(), member, arr, self.alignment)
