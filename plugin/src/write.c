@@ -228,14 +228,12 @@ int mz_add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, in
 static uint64_t reusable_start(mz_store *s, uint32_t head) {
     if (head == MZ_NONE) return s->pending_end;
     mz_entry *o = &s->e[head];
-    if (o->state != MZ_PENDING || (o->mark & MZ_MARK_RESERVED)) return s->pending_end;
-    if (o->data_off + o->csize != s->pending_end) return s->pending_end;
-    /* Ending where the pending bytes end does not make it the last one written: removed, its space went back,
-     * and an entry of the same length put since ends there too (x put, x removed, y put, x put again wrote
-     * over y: an outside review). Only if no live entry was written after it is its space free. */
-    for (uint32_t i = head + 1; i < s->n; i++)
-        if (!(s->e[i].mark & MZ_MARK_DEAD) && s->e[i].lfh_off >= o->lfh_off) return s->pending_end;
-    return o->lfh_off;
+    /* A removed pending entry gave its space back when it was removed (mz_remove_locked): it is not its own
+     * to reuse, even where an entry put since ends where it ended (x put, x removed, y put with x's length, x
+     * put again wrote over y: an outside review). */
+    if (o->state != MZ_PENDING || (o->mark & (MZ_MARK_RESERVED | MZ_MARK_DEAD))) return s->pending_end;
+    if (o->data_off + o->csize == s->pending_end) return o->lfh_off;
+    return s->pending_end;
 }
 
 int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, int count, uint32_t alignment,
