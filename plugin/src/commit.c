@@ -161,9 +161,16 @@ static int ensure_room(mz_store *s, uint64_t end, put_move *m) {
     /* A session's first relocation leaves only the slack its close would keep (§3.6), so that the close has
      * nothing to cut: a session of a few puts then changes the file's size once, not twice (a relocation
      * that grows it by a quarter, then a close that trims it back), and each size change fails the polls of
-     * third-party readers in flight. A session that goes on writing relocates again, with the full gap. The
-     * kept tail counts against the same allowance as the slack. */
-    if (!s->relocated && !s->created && !s->shared && block <= MZ_TAIL_BLOCK_MAX) {
+     * third-party readers in flight. A session that goes on writing does the same at its later relocations
+     * where the file is large beside what it moves: the tail is kept (a growth fails no reader that reads
+     * below the size it took, a truncate fails every libzip poll in flight, 130 ms each on a 1 GiB archive),
+     * the slack holds as much again as this put, and the directory copied is at most a quarter of it (a
+     * relocation per 1 % of growth, about 70 per doubling, each copying the directory: on archives whose
+     * directory is a larger share of the data this would write more than the trim saves). Otherwise it
+     * relocates with the full gap, logarithmically often, and its close trims. The kept tail counts against
+     * the same allowance as the slack. */
+    int first = !s->relocated;
+    if (!s->created && !s->shared && block <= MZ_TAIL_BLOCK_MAX) {
         /* end already counts a whole directory above the entry (room_for), and the copy lands up to one block
          * higher (place_tail): the slack the close finds is at most gap + len + block. The close keeps 16 times
          * the bytes this store added, its entries without that directory. */
@@ -176,7 +183,8 @@ static int ensure_room(mz_store *s, uint64_t end, put_move *m) {
         if (keep_tail && keep < 4096) keep = 4096;
         /* A small append (keep 0: less than 4 KiB would be kept) leaves the file its data to the byte: it
          * relocates as before and its close compacts the file. */
-        if (keep >= 4096 && keep < gap) gap = keep;
+        int later_ok = keep_tail && keep >= used && keep >= 4 * len;
+        if (keep >= 4096 && keep < gap && (first || later_ok)) gap = keep;
     }
     if (keep_tail) end = m->need_moved;
     place_tail(s->file_size, end, gap, cdl, tlen, &w0, &wlen);
