@@ -236,8 +236,10 @@ static int ensure_room(mz_store *s, uint64_t end, put_move *m) {
     s->compact = s->clean = s->slack_hole = 0; /* the old directory lies in the slack now */
     s->end_follows_cd = 1;
     st = mz_map_cover(&s->map, s->fd, s->file_size, s->path);
-    /* The directories kept by earlier relocations go back to free space; this one is kept in their place. */
+    /* The directories kept by relocations before the last two go back to free space (mz_kept_held). */
     mz_kept_free_forget(s);
+    s->kept_prev_to[1] = s->kept_prev_to[0];
+    s->kept_prev_to[0] = s->kept_own_to;
     s->kept_own_to = 0;
     if (!st) st = mz_release_kept_tails(s);
     if (!st && keep_tail) {

@@ -498,8 +498,9 @@ typedef struct mz_store {
                                     * (kept_tail.c); built at the first put that looks, emptied by relocations */
     uint32_t n_kept_holes;
     int kept_holes_valid;
-    uint64_t kept_own_to;          /* the end of the range this store's last relocation kept (0: none): its
-                                    * next relocation releases it, its commits do not */
+    uint64_t kept_own_to;          /* the end of the range this store's last relocation kept (0: none) */
+    uint64_t kept_prev_to[2];      /* and of those the two before it kept: the third relocation after the one
+                                    * that kept a range releases it, commits never (mz_kept_held) */
     uint32_t *sorted;              /* visible entries sorted by name (lazy), for listing */
     uint32_t n_sorted;
     int sorted_valid;
@@ -688,9 +689,11 @@ int mz_kept_tail_allowed(mz_store *s, uint64_t lfh_off, uint64_t budget, uint64_
  * put can use is dead space, as a replaced entry is. */
 uint64_t mz_kept_bytes(mz_store *s);
 /* Punches every kept directory of a committed record that is still intact (its end records where the record
- * says), except the one this store's last relocation kept (kept_own_to). Called by each relocation (the
- * readers of the commit before the previous one are done) and by each commit that replaces or removes. */
+ * says), except those this store's last three relocations kept (mz_kept_held). Called by each relocation (the
+ * readers of commits three relocations old are done) and by each commit that replaces or removes. */
 int mz_release_kept_tails(mz_store *s);
+/* 1 if `to` ends a range one of this store's last three relocations kept: not released yet. */
+int mz_kept_held(const mz_store *s, uint64_t to);
 /* A place for a put of total bytes (header of a name_len-byte name, aligned) in free space of the recorded
  * ranges (holes that no entry of the table covers): 1 and *lfh_out, the space then taken, or 0. The writer
  * keeps the list from its first call until mz_kept_free_forget (a relocation punches new holes). */
