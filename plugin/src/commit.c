@@ -238,9 +238,8 @@ static int ensure_room(mz_store *s, uint64_t end, put_move *m) {
     st = mz_map_cover(&s->map, s->fd, s->file_size, s->path);
     /* The directories kept by relocations before the last two go back to free space (mz_kept_held). */
     mz_kept_free_forget(s);
-    s->kept_prev_to[1] = s->kept_prev_to[0];
-    s->kept_prev_to[0] = s->kept_own_to;
-    s->kept_own_to = 0;
+    memmove(s->kept_to + 1, s->kept_to, sizeof s->kept_to - sizeof s->kept_to[0]);
+    s->kept_to[0] = 0;
     if (!st) st = mz_release_kept_tails(s);
     if (!st && keep_tail) {
         /* The slack below the kept directory is free space from now on (a hole: it was slack). */
@@ -248,7 +247,7 @@ static int ensure_room(mz_store *s, uint64_t end, put_move *m) {
         st = mz_io_zero(s, m->lfh_off, old_cd - m->lfh_off, "relocate.free_below_kept_tail");
         if (!st) {
             m->from = m->lfh_off;
-            m->to = s->kept_own_to = old_size;
+            m->to = s->kept_to[0] = old_size;
             m->lfh_off = mz_page_up(old_size);
         }
     }

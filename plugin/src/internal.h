@@ -498,9 +498,9 @@ typedef struct mz_store {
                                     * (kept_tail.c); built at the first put that looks, emptied by relocations */
     uint32_t n_kept_holes;
     int kept_holes_valid;
-    uint64_t kept_own_to;          /* the end of the range this store's last relocation kept (0: none) */
-    uint64_t kept_prev_to[2];      /* and of those the two before it kept: the third relocation after the one
-                                    * that kept a range releases it, commits never (mz_kept_held) */
+    uint64_t kept_to[3];           /* the ends of the ranges this store's last three relocations kept, the
+                                    * last first (0: none): the third relocation after the one that kept a
+                                    * range releases it, commits never (mz_kept_held) */
     uint32_t *sorted;              /* visible entries sorted by name (lazy), for listing */
     uint32_t n_sorted;
     int sorted_valid;

@@ -169,7 +169,9 @@ uint64_t mz_kept_bytes(mz_store *s) {
  * under such readers (libzip "Not a zip archive", "No such file"). Held for two relocations more, and across
  * sessions until the next session's first relocation, as before. */
 int mz_kept_held(const mz_store *s, uint64_t to) {
-    return to && (to == s->kept_own_to || to == s->kept_prev_to[0] || to == s->kept_prev_to[1]);
+    for (size_t i = 0; to && i < sizeof s->kept_to / sizeof s->kept_to[0]; i++)
+        if (to == s->kept_to[i]) return 1;
+    return 0;
 }
 
 int mz_release_kept_tails(mz_store *s) {
