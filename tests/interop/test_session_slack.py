@@ -154,7 +154,11 @@ def test_long_session_on_large_archive_never_shrinks_it():
         base, log = os.path.join(d, "base.zip"), os.path.join(d, "log")
         write("batch10", base, 1 << 40, 3, 2 << 20, "p", log, cap=1 << 30)
         n = len(zipfile.ZipFile(base).namelist())
-        for mode, seed in [("commit-each", 5), ("batch10", 6)]:
+        # Seeds 3 and 8 of batch10 and 3 of commit-each trimmed at the close before a relocation after one that
+        # kept its tail could stay on the small gap where it could not keep its own (or its gap would not hold
+        # its batch again): on this archive 11 of 12 sessions in batches of 10 trimmed, 2 of 12 committing
+        # every put.
+        for mode, seed in [("commit-each", 5), ("commit-each", 3), ("batch10", 6), ("batch10", 3), ("batch10", 8)]:
             a = os.path.join(d, "a.zip")
             subprocess.run(["cp", "--sparse=always", base, a], check=True)
             steps = write(mode, a, 1500, seed, 2 << 20, "l", log)
@@ -164,8 +168,13 @@ def test_long_session_on_large_archive_never_shrinks_it():
                 mode, os.path.getsize(base), relocations, kept, os.path.getsize(a)))
             # About one relocation per 1 % of growth (some 20 % here), not two and a trim.
             assert relocations >= 10, "%s: %d relocations" % (mode, relocations)
-            # The first relocation, from the compact archive, may not keep it (nothing below the directory).
-            assert kept >= relocations - 1, "%s: %d of %d relocations kept the old tail" % (mode, kept, relocations)
+            # The first relocation, from the compact archive, may not keep it (nothing below the directory); a
+            # later one only where the one before it kept its tail (the kept-tail budget spent for the moment).
+            marks = "".join("K" if x == "relocate.free_below_kept_tail" else "R" for x in steps
+                            if x in ("relocate.directory_copy", "relocate.free_below_kept_tail"))
+            runs = marks.replace("RK", "k").replace("R", "-")[1:]
+            assert "--" not in runs, "%s: relocations that did not keep the old tail in a row: %s" % (mode, marks)
+            assert kept * 10 >= relocations * 9, "%s: %d of %d relocations kept the old tail" % (mode, kept, relocations)
             check_equal([x for x in steps if x.endswith(".truncate")], [], "%s: truncates" % mode)
             with open(log) as f:
                 ops = [line.split() for line in f]
