@@ -14,20 +14,23 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* key: the entry the call writes, or NULL for the calls that name none (begin, commit, rollback). */
-static int check_writer_of(mmzip_t *h, const char *key, int needs_key, const char *fn) {
+/* The calls that name no entry (begin, commit, rollback) need a handle that may write. */
+static int check_writable(mmzip_t *h, const char *fn) {
     if (!h) return mz_fail(MMZIP_EINVAL, "%s: NULL handle", fn);
-    if (needs_key && !key) return mz_fail(MMZIP_EINVAL, "%s: NULL key", fn);
     if (!h->writable) return mz_fail(MMZIP_EREADONLY, "%s: opened read-only; cannot %s", h->s->path, fn + 6);
-    int st = mz_refuse_inherited(h->s);
+    return mz_refuse_inherited(h->s);
+}
+
+/* The calls that write the entry `key`: a writable handle and a name every ZIP reader takes. */
+static int check_writer(mmzip_t *h, const char *key, const char *fn) {
+    if (h && !key) return mz_fail(MMZIP_EINVAL, "%s: NULL key", fn);
+    int st = check_writable(h, fn);
     if (st) return st;
-    if (key && !mz_name_ok(key, strlen(key)))
+    if (!mz_name_ok(key, strlen(key)))
         return mz_fail(MMZIP_EINVAL, "%s: invalid entry name '%s' (empty, too long, absolute, or with '..')",
                        h->s->path, key);
     return MMZIP_OK;
 }
-
-static int check_writer(mmzip_t *h, const char *key, const char *fn) { return check_writer_of(h, key, 1, fn); }
 
 /* Every ZIP reader takes a name ending in '/' for a folder: unzip and 7-Zip make a folder of it and drop its
  * bytes, so data stored under such a name would be lost to them. */
@@ -711,7 +714,7 @@ int mmzip_unreserve(mmzip_t *h, const char *key) {
 }
 
 int mmzip_begin(mmzip_t *h) {
-    int st = check_writer_of(h, NULL, 0, "mmzip_begin");
+    int st = check_writable(h, "mmzip_begin");
     if (st) return st;
     mz_store *s = h->s;
     pthread_mutex_lock(&s->wmu);
@@ -722,7 +725,7 @@ int mmzip_begin(mmzip_t *h) {
 }
 
 int mmzip_commit(mmzip_t *h) {
-    int st = check_writer_of(h, NULL, 0, "mmzip_commit");
+    int st = check_writable(h, "mmzip_commit");
     if (st) return st;
     mz_store *s = h->s;
     pthread_mutex_lock(&s->wmu);
@@ -734,7 +737,7 @@ int mmzip_commit(mmzip_t *h) {
 }
 
 int mmzip_rollback(mmzip_t *h) {
-    int st = check_writer_of(h, NULL, 0, "mmzip_rollback");
+    int st = check_writable(h, "mmzip_rollback");
     if (st) return st;
     mz_store *s = h->s;
     pthread_mutex_lock(&s->wmu);
