@@ -291,9 +291,7 @@ static void check_interop(checker *c, mz_store *s, const uint8_t *crc_failed) {
                    : z7 ? ", and 7-Zip refuses it under a ZIP's name (it reads it as a self-extractor under "
                           "another, such as .exe)" : "");
     }
-    uint64_t first = UINT64_MAX;
-    for (uint32_t i = 0; i < s->n_committed; i++)
-        if (s->e[i].lfh_off < first) first = s->e[i].lfh_off;
+    uint64_t first = mz_first_lfh_off(s);
     if (s->n_committed && first > s->prefix)
         interop_by(c, 0, R_7ZIP, "bytes before the first local header",
                    "%s: %llu bytes before the first entry's local header (%s); the offsets count them, so zipfile, "

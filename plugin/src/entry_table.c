@@ -183,6 +183,13 @@ mz_entry *mz_committed_at(mz_store *s, uint64_t lfh_off, uint8_t skip) {
     return NULL;
 }
 
+uint64_t mz_first_lfh_off(const mz_store *s) {
+    uint64_t first = UINT64_MAX;
+    for (uint32_t i = 0; i < s->n_committed; i++)
+        if (s->e[i].lfh_off < first) first = s->e[i].lfh_off;
+    return first;
+}
+
 #define ENAME(e) (int)(e)->name_len, mz_name(s, (e))
 
 /* Below every reader and writer (read.c, write.c, journal.c): the local header is read at the first use of an

@@ -627,6 +627,9 @@ int mz_table_rebuild(mz_store *s);
 int mz_table_insert(mz_store *s, uint32_t idx);
 /* The committed entry whose local header is at lfh_off and that has none of the marks in skip, or NULL. */
 mz_entry *mz_committed_at(mz_store *s, uint64_t lfh_off, uint8_t skip);
+/* The lowest local-header offset of the committed entries (what precedes it is a stub or dead bytes), or
+ * UINT64_MAX where there are none. */
+uint64_t mz_first_lfh_off(const mz_store *s);
 /* The entry visible under name: for the writer, its newest live version; for readers, the committed one. */
 mz_entry *mz_lookup(mz_store *s, const char *name, size_t len, int writer_view);
 uint32_t mz_lookup_head(mz_store *s, const char *name, size_t len); /* raw head index or MZ_NONE */

@@ -736,9 +736,7 @@ out:
 
 uint64_t mz_stub_len(mz_store *s) {
     if (s->prefix) return s->prefix;
-    uint64_t first = UINT64_MAX;
-    for (uint32_t i = 0; i < s->n_committed; i++)
-        if (s->e[i].lfh_off < first) first = s->e[i].lfh_off;
+    uint64_t first = mz_first_lfh_off(s);
     if (first == UINT64_MAX || first == 0 || !s->map.base || first > s->file_size) return 0;
     /* mmzip's dead first entries (replaced or removed) start with the signature it clears in them
      * (format.md §8): dead bytes, not a stub. An intact local header there is another archive's (a ZIP in
