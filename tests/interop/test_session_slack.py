@@ -48,7 +48,7 @@ def write(mode, path, entries, seed, max_size, prefix, log, cap=None):
     r = subprocess.run(args, capture_output=True, text=True)
     check_equal(r.returncode, 0, "c_writer %s (%s)" % (mode, r.stderr.strip()))
     with open(log) as f:
-        return [line.split()[2] for line in f]
+        return [line.split() for line in f]  # when, when the step before it ended, the step, offset, length
 
 
 def all_entries_read(path):
@@ -68,7 +68,7 @@ def test_sessions_keep_room():
         n = all_entries_read(a)
         relocations = twice = 0
         for i in range(32):
-            steps = write("put-loop", a, 1, 100 + i, 100 << 10, "s%02d" % i, log)
+            steps = [o[2] for o in write("put-loop", a, 1, 100 + i, 100 << 10, "s%02d" % i, log)]
             relocations += steps.count("relocate.directory_copy")
             # A session whose put relocated the directory leaves the slack its close keeps, so the close
             # cuts nothing: the file's size changes once in the session, not twice (grown, then trimmed),
@@ -112,11 +112,7 @@ def test_relocation_is_one_aligned_block():
     kernel makes it atomic is measured by the readers benchmark."""
     with TempDir() as d:
         a, log = os.path.join(d, "a.zip"), os.path.join(d, "log")
-        args = [C_WRITER, "commit-each", a, a + ".nostop", "600", "7", str(256 << 10), log, "b"]
-        r = subprocess.run(args, capture_output=True, text=True)
-        check_equal(r.returncode, 0, "c_writer (%s)" % r.stderr.strip())
-        with open(log) as f:
-            ops = [line.split() for line in f]
+        ops = write("commit-each", a, 600, 7, 256 << 10, "b", log)
         blocks = [(int(o[3]), int(o[4])) for o in ops if o[2] == "relocate.directory_copy"]
         assert len(blocks) >= 5, "only %d relocations" % len(blocks)
         # Every page of the block was in memory when it was written: from a source the kernel must fault in,
@@ -124,11 +120,7 @@ def test_relocation_is_one_aligned_block():
         # (growth_probe's third column), whatever the folios. Blocks of 128 KiB and more are the ones malloc
         # takes fresh from the kernel, so a second writer makes a directory that large (3,000 small entries).
         b, blog = os.path.join(d, "b.zip"), os.path.join(d, "blog")
-        r = subprocess.run([C_WRITER, "commit-each", b, b + ".nostop", "3000", "7", "4096", blog, "b"],
-                           capture_output=True, text=True)
-        check_equal(r.returncode, 0, "c_writer (%s)" % r.stderr.strip())
-        with open(blog) as f:
-            ops_b = [line.split() for line in f]
+        ops_b = write("commit-each", b, 3000, 7, 4096, "b", blog)
         assert max(int(o[4]) for o in ops_b if o[2] == "relocate.directory_copy") >= 256 << 10, \
             "no relocation block of 256 KiB"
         cold = [o[3:] for o in ops + ops_b if o[2] == "relocate.directory_copy.source_not_resident"]
@@ -161,7 +153,8 @@ def test_long_session_on_large_archive_never_shrinks_it():
         for mode, seed in [("commit-each", 5), ("commit-each", 3), ("batch10", 6), ("batch10", 3), ("batch10", 8)]:
             a = os.path.join(d, "a.zip")
             subprocess.run(["cp", "--sparse=always", base, a], check=True)
-            steps = write(mode, a, 1500, seed, 2 << 20, "l", log)
+            ops = write(mode, a, 1500, seed, 2 << 20, "l", log)
+            steps = [o[2] for o in ops]
             relocations = steps.count("relocate.directory_copy")
             kept = steps.count("relocate.free_below_kept_tail")
             print("%s from %d bytes: %d relocations, %d kept their tail, closed at %d bytes" % (
@@ -176,8 +169,6 @@ def test_long_session_on_large_archive_never_shrinks_it():
             assert "--" not in runs, "%s: relocations that did not keep the old tail in a row: %s" % (mode, marks)
             assert kept * 10 >= relocations * 9, "%s: %d of %d relocations kept the old tail" % (mode, kept, relocations)
             check_equal([x for x in steps if x.endswith(".truncate")], [], "%s: truncates" % mode)
-            with open(log) as f:
-                ops = [line.split() for line in f]
             sizes = [int(o[3]) + int(o[4]) for o in ops if o[2] == "relocate.directory_copy"]
             check_equal(sizes, sorted(sizes), "%s: the file's size at each relocation" % mode)
             # A kept directory stays intact for the next two relocations of the session, and the third
