@@ -10,13 +10,23 @@ ZipStore, `unzip -tqq` and libzip with ZIP_CHECKCONS (libzip_verify), as written
   a declared comment covering exactly the bytes after it: everyone accepts (up to 65,535)
   a declared comment longer than what follows: zipfile, zarr and unzip accept, libzip refuses
   bytes between the directory and its end records: everyone refuses
+
+and what zipfile does when the file grows while it opens it (test_zipfile_size_then_tail): it takes the file's
+size, then reads the end records relative to the end of the file, and computes where the end record is from
+the size it took. A growth between the two, such as a relocation of the directory that keeps the old tail
+(protocol.md §3.7), shifts every offset by the growth: zipfile reads the old directory, which the relocation
+left intact exactly there, and fails on the first local header ("Bad magic number for file header"), or, where
+the old directory has been written over, on the directory ("Bad magic number for central directory"). No
+order of writes closes this window; only fewer growths make it rarer (reliability.md §3).
 """
+import io
 import os
 import struct
 import subprocess
 import zipfile
 
 from mmzip_testlib import BUILD, TempDir, check_equal, main, mmzip
+import ziplayout
 
 LIBZIP_VERIFY = os.path.join(BUILD, "tests", "interop", "libzip_verify")
 ENTRIES = {"k/a": b"a" * 5, "k/b": b"b" * 1005, "k/c": b"c" * 2005}
@@ -89,5 +99,66 @@ def test_tail_acceptance():
             check_equal(got, want, "readers that accept the archive with %s" % what)
 
 
+class GrowsAfterItsSize(io.BytesIO):
+    """The file as zipfile sees it when a writer grows it from `before` to `after` bytes right after zipfile
+    took its size (seek to the end, tell), before zipfile reads its last bytes."""
+
+    def __init__(self, after, before_size):
+        super().__init__(after)
+        self.before_size = before_size
+        self.grown = False
+
+    def seek(self, offset, whence=0):
+        if whence == 2 and offset == 0 and not self.grown:
+            self.grown = True
+            return super().seek(self.before_size)
+        return super().seek(offset, whence)
+
+
+def relocated(raw, at):
+    """raw with its directory and end records copied to `at` (past its end, zeros before), as a relocation that
+    keeps the old tail leaves it: the old directory and end records stay where they were."""
+    t = ziplayout.end_records(raw)
+    cd_off, cd_size = t["z64"]["cd_off"], t["z64"]["cd_size"]
+    tail = bytearray(raw[cd_off:])
+    struct.pack_into("<Q", tail, t["z64"]["pos"] - cd_off + 48, at)  # the ZIP64 end record's directory offset
+    struct.pack_into("<Q", tail, t["locator"]["pos"] - cd_off + 8, at + cd_size)  # where that record is
+    if t["eocd"]["cd_off"] != 0xFFFFFFFF:
+        struct.pack_into("<I", tail, t["eocd"]["pos"] - cd_off + 16, at)
+    return raw + bytes(at - len(raw)) + bytes(tail)
+
+
+def test_zipfile_size_then_tail():
+    with TempDir() as d:
+        a = os.path.join(d, "a.zip")
+        entries = {"k/a": b"a" * 100000, "k/b": b"b" * 1000, "k/c": b"c" * 10}
+        for k, v in entries.items():
+            mmzip("put", a, k, "-", input=v.decode())
+        with open(a, "rb") as f:
+            raw = f.read()
+        grown = relocated(raw, (len(raw) + 4095) // 4096 * 4096 + 4096)
+        # The relocated file alone, and the growth before zipfile takes the size: read whole.
+        for what, f in [("the relocated file", io.BytesIO(grown)),
+                        ("grown before zipfile took the size", GrowsAfterItsSize(grown, len(grown)))]:
+            with zipfile.ZipFile(f) as z:
+                check_equal({k: z.read(k) for k in z.namelist()}, entries, what)
+        # Grown between the size and the tail: the old directory, read at offsets shifted by the growth.
+        with zipfile.ZipFile(GrowsAfterItsSize(grown, len(raw))) as z:
+            check_equal(sorted(z.namelist()), sorted(entries), "names zipfile lists from the old directory")
+            try:
+                z.read("k/c")
+                raise AssertionError("zipfile read k/c with every offset shifted by the growth")
+            except zipfile.BadZipFile as e:
+                check_equal(str(e), "Bad magic number for file header", "zipfile's error")
+        # The same, the old directory written over (a relocation that did not keep the tail, then a put).
+        old_cd = ziplayout.end_records(raw)["z64"]["cd_off"]
+        overwritten = grown[:old_cd] + b"x" * (len(raw) - old_cd) + grown[len(raw):]
+        try:
+            zipfile.ZipFile(GrowsAfterItsSize(overwritten, len(raw)))
+            raise AssertionError("zipfile opened the archive with its directory read at a shifted offset")
+        except zipfile.BadZipFile as e:
+            check_equal(str(e), "Bad magic number for central directory", "zipfile's error")
+
+
 if __name__ == "__main__":
-    main([test_tail_acceptance])
+    main([test_tail_acceptance, test_zipfile_size_then_tail])
