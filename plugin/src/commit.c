@@ -247,6 +247,9 @@ static int ensure_room(mz_store *s, uint64_t end, put_move *m) {
     memmove(s->kept_to + 1, s->kept_to, sizeof s->kept_to - sizeof s->kept_to[0]);
     s->kept_to[0] = 0;
     if (!st) st = mz_release_kept_tails(s);
+    /* Not kept: the next write there waits for the readers that found those end records (reader_grace.c).
+     * Shared writers are other processes that have the file open: they would wait at every relocation. */
+    if (!st && !keep_tail && !s->shared) mz_grace_guard(s, old_cd, old_size);
     if (!st && keep_tail) {
         /* The slack below the kept directory is free space from now on (a hole: it was slack). */
         mz_crashpoint("relocate.free_below_kept_tail");

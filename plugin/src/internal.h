@@ -382,6 +382,8 @@ int mz_io_writev(struct mz_store *s, const struct mmzip_iovec *iov, int n, uint6
  * MZ_OP_JWRITE; mz_io_trace_journal reports the journal's other operations (MZ_OP_J*). */
 int mz_io_write_fd(struct mz_store *s, int fd, const void *buf, size_t len, uint64_t off, const char *what);
 void mz_io_trace_journal(struct mz_store *s, int op, uint64_t off, const char *what);
+/* Reports a wait before a write (MZ_OP_WAIT) to the test build's trace. */
+void mz_io_trace_wait(struct mz_store *s, uint64_t others, uint64_t waited_us, const char *what);
 int mz_io_zero(struct mz_store *s, uint64_t off, uint64_t len, const char *what);
 void mz_io_trace_mapped(struct mz_store *s, uint64_t off, uint64_t len, const char *what);
 int mz_io_truncate(struct mz_store *s, uint64_t size, const char *what);
@@ -498,6 +500,10 @@ typedef struct mz_store {
                                     * (kept_tail.c); built at the first put that looks, emptied by relocations */
     uint32_t n_kept_holes;
     int kept_holes_valid;
+    uint64_t grace_from, grace_to; /* the directory and end records the last relocation left without keeping
+                                    * them, which a write waits to change (reader_grace.c) until grace_until_ns
+                                    * (CLOCK_MONOTONIC; 0: no wait pending) */
+    uint64_t grace_until_ns;
     uint64_t kept_to[3];           /* the ends of the ranges this store's last three relocations kept, the
                                     * last first (0: none): the third relocation after the one that kept a
                                     * range releases it, commits never (mz_kept_held) */
@@ -706,6 +712,16 @@ void mz_kept_free_forget(mz_store *s);
  * in the directory image), so that the next directory written, a relocation's copy, tells later sessions to
  * skip them: otherwise each session would look at every range an archive ever kept. Not in shared mode. */
 void mz_kept_prune(mz_store *s);
+
+/* reader_grace.c */
+/* Marks [from, to), the directory and end records a relocation has just left without keeping them, as bytes
+ * that third-party readers which read those end records may be reading: the first write there waits
+ * (mz_grace_before_write). Replaces the mark of an earlier relocation. from == to clears it. */
+void mz_grace_guard(mz_store *s, uint64_t from, uint64_t to);
+/* Called before any write or punch of [off, off + len) of the archive: if it touches the marked range while
+ * the mark is fresh, waits until MZ_READER_GRACE_NS have passed since the relocation or no other open file
+ * description of the archive is left, whichever comes first, then clears the mark (traced as MZ_OP_WAIT). */
+void mz_grace_before_write(mz_store *s, uint64_t off, uint64_t len);
 
 /* commit.c */
 /* Makes the slack reach `end` (what the next commit writes ends there), relocating the directory past the end
@@ -945,6 +961,9 @@ enum { MZ_OP_WRITE = 1, MZ_OP_TRUNCATE = 2, MZ_OP_DATASYNC = 3, MZ_OP_FULLSYNC =
        MZ_OP_JWRITE = 5, MZ_OP_JTRUNCATE = 6, MZ_OP_JSYNC = 7, MZ_OP_JREMOVE = 8, MZ_OP_JCREATE = 9,
        /* reported before a write whose source has pages not in memory (len: how many); the kernel's first copy
         * of such a write comes up short (see relocation_buffer in commit.c) */
-       MZ_OP_SOURCE_NOT_RESIDENT = 10 };
+       MZ_OP_SOURCE_NOT_RESIDENT = 10,
+       /* a write that waited for third-party readers (reader_grace.c): off 1 if another open of the file was
+        * seen (or could not be ruled out), len the microseconds waited */
+       MZ_OP_WAIT = 11 };
 
 #endif

@@ -200,6 +200,7 @@ int mz_io_writev(mz_store *s, const mmzip_iovec *iov, int n, uint64_t off, const
     s->file_changes++;
     uint64_t total = 0;
     for (int i = 0; i < n; i++) total += iov[i].len;
+    mz_grace_before_write(s, off, total);
 #ifdef MMZIP_TESTING
     int mode = crash_check(what);
     if (mode == 1) die();
@@ -306,6 +307,11 @@ void mz_io_trace_journal(mz_store *s, int op, uint64_t off, const char *what) {
     TRACE(op, off, NULL, 0, what);
 }
 
+void mz_io_trace_wait(mz_store *s, uint64_t others, uint64_t waited_us, const char *what) {
+    (void)s, (void)others, (void)waited_us, (void)what;
+    TRACE(MZ_OP_WAIT, others, NULL, waited_us, what);
+}
+
 void mz_io_trace_mapped(mz_store *s, uint64_t off, uint64_t len, const char *what) {
     /* Bytes stored through a reservation's mapping reach the page cache without a write call; the trace
      * reports them at the point where they become part of an entry, so that the power-loss simulation knows
@@ -318,6 +324,7 @@ int mz_io_zero(mz_store *s, uint64_t off, uint64_t len, const char *what) {
     if (len == 0) return MMZIP_OK;
     mz_open_cache_stop(s);
     s->file_changes++;
+    mz_grace_before_write(s, off, len);
 #ifdef FALLOC_FL_PUNCH_HOLE
     /* Punching a hole zeroes without writing (and frees the blocks). */
     if (fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0) {
