@@ -39,6 +39,7 @@
  *      member_names.c which file an "archive#/member" name means (mmzip_split_name)
  *      crc32_combine.c CRC-32 algebra: the CRC of a whole from its parts (an edit's new CRC at the cost of the change)
  *   0  crc32.c        the CRC-32 of ZIP
+ *      reader_grace.c how long a write onto the directory a relocation left waits for third-party readers
  *      zip_format.c   byte layouts of the ZIP records we read and write
  *      locks.c        the cross-process writer lock (and its wait in turn), commit lock and entry edit locks (OFD
  *                     locks), the owning process
@@ -382,8 +383,10 @@ int mz_io_writev(struct mz_store *s, const struct mmzip_iovec *iov, int n, uint6
  * MZ_OP_JWRITE; mz_io_trace_journal reports the journal's other operations (MZ_OP_J*). */
 int mz_io_write_fd(struct mz_store *s, int fd, const void *buf, size_t len, uint64_t off, const char *what);
 void mz_io_trace_journal(struct mz_store *s, int op, uint64_t off, const char *what);
-/* Reports a wait before a write (MZ_OP_WAIT) to the test build's trace. */
-void mz_io_trace_wait(struct mz_store *s, uint64_t others, uint64_t waited_us, const char *what);
+/* What every write and punch of the archive does first (reader_grace.c): waits if [off, off + len) is the
+ * directory a relocation just left without keeping it, traced as MZ_OP_WAIT. Also for bytes the caller is about
+ * to write through a mapping (a reservation). */
+void mz_io_grace(struct mz_store *s, uint64_t off, uint64_t len);
 int mz_io_zero(struct mz_store *s, uint64_t off, uint64_t len, const char *what);
 void mz_io_trace_mapped(struct mz_store *s, uint64_t off, uint64_t len, const char *what);
 int mz_io_truncate(struct mz_store *s, uint64_t size, const char *what);
@@ -716,12 +719,13 @@ void mz_kept_prune(mz_store *s);
 /* reader_grace.c */
 /* Marks [from, to), the directory and end records a relocation has just left without keeping them, as bytes
  * that third-party readers which read those end records may be reading: the first write there waits
- * (mz_grace_before_write). Replaces the mark of an earlier relocation. from == to clears it. */
+ * (mz_grace_wait, through mz_io_grace). Replaces the mark of an earlier relocation. from == to clears it. */
 void mz_grace_guard(mz_store *s, uint64_t from, uint64_t to);
-/* Called before any write or punch of [off, off + len) of the archive: if it touches the marked range while
- * the mark is fresh, waits until MZ_READER_GRACE_NS have passed since the relocation or no other open file
- * description of the archive is left, whichever comes first, then clears the mark (traced as MZ_OP_WAIT). */
-void mz_grace_before_write(mz_store *s, uint64_t off, uint64_t len);
+/* Before a write or punch of [off, off + len) of the archive: -1 if it touches no fresh mark. Otherwise waits
+ * until MZ_READER_GRACE_NS have passed since the relocation or no other open file description of the archive
+ * is left, whichever comes first, clears the mark, sets *waited_us and returns 1 if another open was seen (or
+ * could not be ruled out), 0 if not. mz_io_grace calls it and traces the wait. */
+int mz_grace_wait(mz_store *s, uint64_t off, uint64_t len, uint64_t *waited_us);
 
 /* commit.c */
 /* Makes the slack reach `end` (what the next commit writes ends there), relocating the directory past the end

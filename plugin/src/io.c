@@ -200,7 +200,7 @@ int mz_io_writev(mz_store *s, const mmzip_iovec *iov, int n, uint64_t off, const
     s->file_changes++;
     uint64_t total = 0;
     for (int i = 0; i < n; i++) total += iov[i].len;
-    mz_grace_before_write(s, off, total);
+    mz_io_grace(s, off, total);
 #ifdef MMZIP_TESTING
     int mode = crash_check(what);
     if (mode == 1) die();
@@ -307,9 +307,10 @@ void mz_io_trace_journal(mz_store *s, int op, uint64_t off, const char *what) {
     TRACE(op, off, NULL, 0, what);
 }
 
-void mz_io_trace_wait(mz_store *s, uint64_t others, uint64_t waited_us, const char *what) {
-    (void)s, (void)others, (void)waited_us, (void)what;
-    TRACE(MZ_OP_WAIT, others, NULL, waited_us, what);
+void mz_io_grace(mz_store *s, uint64_t off, uint64_t len) {
+    uint64_t waited_us = 0;
+    int others = mz_grace_wait(s, off, len, &waited_us);
+    if (others >= 0) TRACE(MZ_OP_WAIT, (uint64_t)others, NULL, waited_us, "relocate.reader_grace");
 }
 
 void mz_io_trace_mapped(mz_store *s, uint64_t off, uint64_t len, const char *what) {
@@ -324,7 +325,7 @@ int mz_io_zero(mz_store *s, uint64_t off, uint64_t len, const char *what) {
     if (len == 0) return MMZIP_OK;
     mz_open_cache_stop(s);
     s->file_changes++;
-    mz_grace_before_write(s, off, len);
+    mz_io_grace(s, off, len);
 #ifdef FALLOC_FL_PUNCH_HOLE
     /* Punching a hole zeroes without writing (and frees the blocks). */
     if (fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0) {

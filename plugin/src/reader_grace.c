@@ -62,8 +62,8 @@ static int others_may_have_it_open(int fd) {
 #endif
 }
 
-void mz_grace_before_write(mz_store *s, uint64_t off, uint64_t len) {
-    if (!s->grace_until_ns || len == 0 || off >= s->grace_to || off + len <= s->grace_from) return;
+int mz_grace_wait(mz_store *s, uint64_t off, uint64_t len, uint64_t *waited_us) {
+    if (!s->grace_until_ns || len == 0 || off >= s->grace_to || off + len <= s->grace_from) return -1;
     uint64_t until = s->grace_until_ns, start = now_ns(), t = start;
     s->grace_until_ns = 0; /* one wait per relocation: after it, the range is free space like any other */
     int others = 0;
@@ -74,5 +74,6 @@ void mz_grace_before_write(mz_store *s, uint64_t off, uint64_t len) {
         }
         t = now_ns();
     }
-    mz_io_trace_wait(s, (uint64_t)others, (t - start) / 1000, "relocate.reader_grace");
+    *waited_us = (t - start) / 1000;
+    return others;
 }

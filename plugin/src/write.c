@@ -508,7 +508,7 @@ static int reserve(mmzip_t *h, const char *key, uint64_t capacity, uint32_t alig
     uint8_t *hdr = NULL, *view = NULL;
     st = mz_flush_writes(s);
     if (!st) st = mz_ensure_room(s, room_for(s, end, nlen));
-    if (!st) mz_grace_before_write(s, lfh_off, end - lfh_off); /* the caller writes through a mapping */
+    if (!st) mz_io_grace(s, lfh_off, end - lfh_off); /* the caller writes through a mapping */
     if (!st) st = prepare_region(s, data_off, capacity);
     if (st) goto out;
     hdr = malloc(hlen);
@@ -575,7 +575,7 @@ int mmzip_reserve_resize(mmzip_t *h, const char *key, uint64_t capacity, void **
     uint64_t old_end = e->data_off + e->csize, end = e->data_off + capacity;
     if (end > old_end) {
         st = mz_ensure_room(s, room_for(s, end, 0));
-        if (!st) mz_grace_before_write(s, old_end, end - old_end);
+        if (!st) mz_io_grace(s, old_end, end - old_end);
         if (!st) st = prepare_region(s, old_end, end - old_end);
         uint8_t *view;
         if (!st) st = mz_map_writable(&s->map, s->fd, e->data_off, capacity, &view, s->path);
