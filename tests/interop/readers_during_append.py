@@ -222,10 +222,13 @@ def check_bytes(name, data):
 
 
 class SizeThenTail:
-    """zipfile's file, noting the file's end where zipfile takes the size (a seek to the end) and where it reads
-    the end records (a seek relative to the end). They differ where the writer grew the file in between, a
-    window of zipfile's own that no order of writes closes: zipfile then reads every offset shifted by the
-    growth (interop_tail_acceptance, test_zipfile_size_then_tail). zarr's ZipStore is zipfile too, but opens the
+    """zipfile's file, noting the file's end wherever zipfile finds it while it reads the end records: at each
+    seek relative to the end (the size it takes, the end record, the ZIP64 locator and end record) and at each
+    read to the end (the end record, or its last 64 KiB where it searches for one). They differ where the writer
+    grew the file in between, a window of zipfile's own that no order of writes closes: zipfile then reads
+    every offset shifted by the growth, or, grown between its seek to the end record and the read, searches
+    the new tail and misses its ZIP64 records (interop_tail_acceptance, test_zipfile_size_then_tail). Later
+    reads are of the directory and entries, at absolute offsets. zarr's ZipStore is zipfile too, but opens the
     file itself: its failures are not told apart."""
 
     def __init__(self, f):
@@ -238,12 +241,18 @@ class SizeThenTail:
             self.ends.append(pos - offset)
         return pos
 
+    def read(self, n=-1):
+        data = self.f.read(n)
+        if n is None or n < 0:
+            self.ends.append(self.f.tell())
+        return data
+
     def __getattr__(self, name):
         return getattr(self.f, name)
 
     def grew(self):
         return " [the file grew between the size zipfile took and its end records]" \
-            if len(set(self.ends[:2])) > 1 else ""
+            if len(set(self.ends)) > 1 else ""
 
 
 def poll_zipfile(archive):
@@ -345,15 +354,18 @@ def step_kind(what):
 def writer_steps(ops):
     """Per step that changes the file's tail: [count, longest, total seconds]. For the C writers a step is one
     system call (its time runs from the end of the step before, so it is an upper bound); for the others, a
-    whole commit or put whose file size grew (a relocation happened in it) or shrank (a truncate)."""
+    whole commit or put whose file size grew (a relocation happened in it) or shrank (a truncate). The C
+    writers' relocate.reader_grace is the wait before a write onto a directory a relocation did not keep
+    (protocol.md §3.8), whose length the library logs in microseconds."""
     c = {}
-    for t0, t1, what, _, _ in ops:
+    for t0, t1, what, _, length in ops:
         if what.startswith("relocate.directory_copy") or what.endswith((".truncate", ".grew", ".shrank")) \
-                or what in ("commit.switch", "relocate.free_below_kept_tail"):
+                or what in ("commit.switch", "relocate.free_below_kept_tail", "relocate.reader_grace"):
+            took = length / 1e6 if what == "relocate.reader_grace" else t1 - t0
             n = c.setdefault(what, [0, 0.0, 0.0])
             n[0] += 1
-            n[1] = max(n[1], t1 - t0)
-            n[2] += t1 - t0
+            n[1] = max(n[1], took)
+            n[2] += took
     return c
 
 

@@ -16,8 +16,11 @@ size, then reads the end records relative to the end of the file, and computes w
 the size it took. A growth between the two, such as a relocation of the directory that keeps the old tail
 (protocol.md §3.7), shifts every offset by the growth: zipfile reads the old directory, which the relocation
 left intact exactly there, and fails on the first local header ("Bad magic number for file header"), or, where
-the old directory has been written over, on the directory ("Bad magic number for central directory"). No
-order of writes closes this window; only fewer growths make it rarer (reliability.md §3).
+the old directory has been written over, on the directory ("Bad magic number for central directory"). Grown
+between its seek to the end record and the read of it, the read runs to the new end, zipfile searches it for
+the last end record, looks for the ZIP64 records relative to the size it took, misses them, and takes the
+plain end record's 0xFFFFFFFF fields ("Bad offset for central directory"). No order of writes closes this
+window; only fewer growths make it rarer (reliability.md §3).
 """
 import io
 import os
@@ -115,6 +118,23 @@ class GrowsAfterItsSize(io.BytesIO):
         return super().seek(offset, whence)
 
 
+class GrowsBeforeItsTailRead(io.BytesIO):
+    """The file as zipfile sees it when a writer grows it from `before` to `after` bytes after zipfile took its
+    size and seeked to its end record (two seeks relative to the end), before the read of that record, which
+    runs to the new end."""
+
+    def __init__(self, after, before_size):
+        super().__init__(after)
+        self.before_size = before_size
+        self.seeks_from_end = 0
+
+    def seek(self, offset, whence=0):
+        if whence == 2 and self.seeks_from_end < 2:
+            self.seeks_from_end += 1
+            return super().seek(self.before_size + offset)
+        return super().seek(offset, whence)
+
+
 def relocated(raw, at):
     """raw with its directory and end records copied to `at` (past its end, zeros before), as a relocation that
     keeps the old tail leaves it: the old directory and end records stay where they were."""
@@ -158,6 +178,15 @@ def test_zipfile_size_then_tail():
             raise AssertionError("zipfile opened the archive with its directory read at a shifted offset")
         except zipfile.BadZipFile as e:
             check_equal(str(e), "Bad magic number for central directory", "zipfile's error")
+        # Grown between the seek to the end record and its read: the read is not the 22 bytes of an end record,
+        # so zipfile searches the tail it read for the last one (the new one, placed right), then looks for its
+        # ZIP64 locator relative to the size it took (past the new end), finds none, and takes the plain end
+        # record's fields, which a ZIP64 archive leaves at 0xFFFFFFFF.
+        try:
+            zipfile.ZipFile(GrowsBeforeItsTailRead(grown, len(raw)))
+            raise AssertionError("zipfile opened the archive with its ZIP64 records missed")
+        except zipfile.BadZipFile as e:
+            check_equal(str(e), "Bad offset for central directory", "zipfile's error")
 
 
 if __name__ == "__main__":
