@@ -20,26 +20,10 @@ import subprocess
 import sys
 import zipfile
 
-from mmzip_testlib import BUILD, TempDir, check_equal, main
+from c_writer_run import content, write
+from mmzip_testlib import TempDir, check_equal, main
 
-C_WRITER = os.path.join(BUILD, "tests", "interop", "c_writer")
 GRACE_S = 0.020
-
-
-def content(name):
-    size = int(name.rsplit(".", 1)[1])
-    unit = (name + "|").encode()
-    return (unit * (size // len(unit) + 1))[:size]
-
-
-def write(mode, path, entries, seed, prefix, log, cap=None):
-    args = [C_WRITER, mode, path, path + ".nostop", str(entries), str(seed), str(2 << 20), log, prefix]
-    if cap:
-        args.append(str(cap))
-    r = subprocess.run(args, capture_output=True, text=True)
-    check_equal(r.returncode, 0, "c_writer %s (%s)" % (mode, r.stderr.strip()))
-    with open(log) as f:
-        return [line.split() for line in f]  # when, when the step before it ended, the step, offset, length
 
 
 def graces(ops):
@@ -59,7 +43,7 @@ def graces(ops):
 
 def sessions(d, held):
     a, log = os.path.join(d, "a.zip"), os.path.join(d, "log")
-    write("batch10", a, 1 << 30, 3, "p", os.path.join(d, "base.log"), cap=3_000_000)
+    write("batch10", a, 1 << 30, 3, 2 << 20, "p", os.path.join(d, "base.log"), cap=3_000_000)
     holder = None
     if held:
         # Another open file description of the archive, in another process, for the whole run.
@@ -68,7 +52,7 @@ def sessions(d, held):
                                   stdout=subprocess.PIPE, text=True)
         check_equal(holder.stdout.readline().strip(), "open", "the holder's first line")
     try:
-        ops = write("put-loop", a, 16, 5, "s", log)
+        ops = write("put-loop", a, 16, 5, 2 << 20, "s", log)
     finally:
         if holder:
             holder.stdin.close()

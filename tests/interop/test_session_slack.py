@@ -25,30 +25,12 @@ import re
 import subprocess
 import zipfile
 
-from mmzip_testlib import BUILD, TempDir, check_equal, main, mmzip
-
-C_WRITER = os.path.join(BUILD, "tests", "interop", "c_writer")
-
-
-def content(name):
-    size = int(name.rsplit(".", 1)[1])
-    unit = (name + "|").encode()
-    return (unit * (size // len(unit) + 1))[:size]
-
+from c_writer_run import content, write
+from mmzip_testlib import TempDir, check_equal, main, mmzip
 
 def info(path):
     out = mmzip("info", path).stdout
     return {k: int(v) for k, v in re.findall(r"^(\w+):\s+(\d+) \(", out, re.M)}
-
-
-def write(mode, path, entries, seed, max_size, prefix, log, cap=None):
-    args = [C_WRITER, mode, path, path + ".nostop", str(entries), str(seed), str(max_size), log, prefix]
-    if cap:
-        args.append(str(cap))
-    r = subprocess.run(args, capture_output=True, text=True)
-    check_equal(r.returncode, 0, "c_writer %s (%s)" % (mode, r.stderr.strip()))
-    with open(log) as f:
-        return [line.split() for line in f]  # when, when the step before it ended, the step, offset, length
 
 
 def all_entries_read(path):
