@@ -92,6 +92,13 @@
  *     mapped is unsupported: the other tool may truncate the file under the mapping (SIGBUS).
  *   - Locks are Linux OFD locks; on network file systems that do not support them, mmzip runs without
  *     cross-process exclusion and says so in mmzip_info().
+ *   - Third-party readers (zipfile, unzip, libzip) take no lock: a poll that overlaps a move of the directory
+ *     can fail cleanly and needs a retry (docs/reliability.md §3). To make that rarer, the first write (a put's
+ *     entry, say) over the directory a move has just left (one the move could not keep aside, protocol §3.8) waits
+ *     until 20 ms have passed since the move while the archive is open elsewhere (another open file, in any
+ *     process; a write lease, taken and let go at once, tells; a writer alone never waits). The probe sets the
+ *     descriptor's lease signal to SIGURG: a process that handles SIGURG may see it if another opens the
+ *     archive in that instant.
  *   - Entry names are bytes, at most 65535, without NUL, leading '/', or '..' components. A name that is
  *     valid UTF-8 is written with the ZIP UTF-8 flag; one that is not (a foreign archive's CP437 name, say)
  *     is written without it, so that other readers decode it as CP437 instead of refusing the archive.

@@ -12,7 +12,7 @@
  * young archives in the readers benchmark (reliability.md §3). So the first write that would change a byte of
  * that range waits until MZ_READER_GRACE_NS have passed since the relocation, as long as another open file
  * description of the archive exists: a reader in flight has it open. Where nothing else has the file open, no
- * reader can be reading it, and the write goes ahead at once: a writer alone pays two fcntl calls per such
+ * reader can be reading it, and the write goes ahead at once: a writer alone pays three fcntl calls per such
  * relocation.
  *
  * Whether another open exists: a write lease (F_SETLEASE) is granted only when no other file description of
