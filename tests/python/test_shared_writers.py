@@ -16,6 +16,7 @@
     uncommitted chunk in the file, the lock held) is retried by Dask, and the dataset is complete and exact.
 Integer and float data compared with array_equal: a wrong value is a failure, never a tolerance.
 """
+import gc
 import os
 import sys
 
@@ -108,6 +109,17 @@ def check_dataset(path, want):
     valid_for_zip_tools(path)
 
 
+def settle(store):
+    """Closes a writer's store in this process and collects what still refers to its handle, so that the close,
+    which settles the file (the slack all writers grew is trimmed, under the lock), is over before the checks
+    read the archive. Left to the garbage collector, it came at a moment of the collector's choosing, from any
+    thread of this process (the Dask client's among them), and `unzip -t`, a reader that takes no lock, once
+    found the file cut under it ("End-of-central-directory signature not found": protocol.md §3.5, the
+    truncate window)."""
+    store.close()
+    gc.collect()
+
+
 def write_region(path, t0, t1):
     """An independent writer: its own shared store, one region of the time axis."""
     full = source(nt=48)
@@ -122,10 +134,14 @@ def test_dask_threaded_scheduler():
         path = os.path.join(tmp, "t.zarr.zip")
         ds = source()
         with dask.config.set(scheduler="threads", num_workers=2):
-            ds.chunk({"time": 4}).to_zarr(mmzip.ZarrStore(path, "w", shared=True))
+            store = mmzip.ZarrStore(path, "w", shared=True)
+            ds.chunk({"time": 4}).to_zarr(store)
+            settle(store)
             check_dataset(path, ds)
             more = source(t0=24)
-            more.chunk({"time": 4}).to_zarr(mmzip.ZarrStore(path, "a", shared=True), append_dim="time")
+            store = mmzip.ZarrStore(path, "a", shared=True)
+            more.chunk({"time": 4}).to_zarr(store, append_dim="time")
+            settle(store)
             check_dataset(path, xr.concat([ds, more], "time"))
 
 
@@ -135,10 +151,14 @@ def test_dask_cluster_of_processes():
                                         dashboard_address=None) as cluster, Client(cluster) as client:
         path = os.path.join(tmp, "c.zarr.zip")
         ds = source()
-        ds.chunk({"time": 4}).to_zarr(mmzip.ZarrStore(path, "w", shared=True))
+        store = mmzip.ZarrStore(path, "w", shared=True)
+        ds.chunk({"time": 4}).to_zarr(store)
+        settle(store)
         check_dataset(path, ds)
         more = source(t0=24)
-        more.chunk({"time": 4}).to_zarr(mmzip.ZarrStore(path, "a", shared=True), append_dim="time")
+        store = mmzip.ZarrStore(path, "a", shared=True)
+        more.chunk({"time": 4}).to_zarr(store, append_dim="time")
+        settle(store)
         full = xr.concat([ds, more], "time")
         check_dataset(path, full)
         # Which processes wrote: the chunks come from the workers, not from this process.
@@ -148,7 +168,9 @@ def test_dask_cluster_of_processes():
         # each opening its own shared store in a worker process, fill regions of it.
         path2 = os.path.join(tmp, "r.zarr.zip")
         want = source(nt=48)
-        want.chunk({"time": 4}).to_zarr(mmzip.ZarrStore(path2, "w", shared=True), compute=False)
+        store = mmzip.ZarrStore(path2, "w", shared=True)
+        want.chunk({"time": 4}).to_zarr(store, compute=False)
+        settle(store)
         futures = [client.submit(write_region, path2, t0, t0 + 8, pure=False) for t0 in range(0, 48, 8)]
         check_equal(sorted(client.gather(futures)), list(range(0, 48, 8)), "regions written")
         check_dataset(path2, want)
