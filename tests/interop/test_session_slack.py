@@ -28,6 +28,7 @@ import zipfile
 from c_writer_run import content, write
 from mmzip_testlib import TempDir, check_equal, main, mmzip
 
+
 def info(path):
     out = mmzip("info", path).stdout
     return {k: int(v) for k, v in re.findall(r"^(\w+):\s+(\d+) \(", out, re.M)}

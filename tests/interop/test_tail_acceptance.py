@@ -103,34 +103,18 @@ def test_tail_acceptance():
 
 
 class GrowsAfterItsSize(io.BytesIO):
-    """The file as zipfile sees it when a writer grows it from `before` to `after` bytes right after zipfile
-    took its size (seek to the end, tell), before zipfile reads its last bytes."""
+    """The file as zipfile sees it when a writer grows it from `before` to `after` bytes after zipfile's first
+    `end_seeks` seeks relative to the end: 1, right after it took its size (seek to the end, tell); 2, after it
+    also seeked to its end record, before the read of that record, which runs to the new end."""
 
-    def __init__(self, after, before_size):
+    def __init__(self, after, before_size, end_seeks=1):
         super().__init__(after)
         self.before_size = before_size
-        self.grown = False
+        self.end_seeks = end_seeks
 
     def seek(self, offset, whence=0):
-        if whence == 2 and offset == 0 and not self.grown:
-            self.grown = True
-            return super().seek(self.before_size)
-        return super().seek(offset, whence)
-
-
-class GrowsBeforeItsTailRead(io.BytesIO):
-    """The file as zipfile sees it when a writer grows it from `before` to `after` bytes after zipfile took its
-    size and seeked to its end record (two seeks relative to the end), before the read of that record, which
-    runs to the new end."""
-
-    def __init__(self, after, before_size):
-        super().__init__(after)
-        self.before_size = before_size
-        self.seeks_from_end = 0
-
-    def seek(self, offset, whence=0):
-        if whence == 2 and self.seeks_from_end < 2:
-            self.seeks_from_end += 1
+        if whence == 2 and self.end_seeks > 0:
+            self.end_seeks -= 1
             return super().seek(self.before_size + offset)
         return super().seek(offset, whence)
 
@@ -183,7 +167,7 @@ def test_zipfile_size_then_tail():
         # ZIP64 locator relative to the size it took (past the new end), finds none, and takes the plain end
         # record's fields, which a ZIP64 archive leaves at 0xFFFFFFFF.
         try:
-            zipfile.ZipFile(GrowsBeforeItsTailRead(grown, len(raw)))
+            zipfile.ZipFile(GrowsAfterItsSize(grown, len(raw), end_seeks=2))
             raise AssertionError("zipfile opened the archive with its ZIP64 records missed")
         except zipfile.BadZipFile as e:
             check_equal(str(e), "Bad offset for central directory", "zipfile's error")
