@@ -48,14 +48,28 @@ def graces(ops):
     return out
 
 
-def holding(path):
-    """Another open file description of the archive, in another process, until the returned process's stdin
-    closes."""
-    holder = subprocess.Popen([sys.executable, "-c", "import sys; f = open(sys.argv[1], 'rb'); print('open', "
-                               "flush=True); sys.stdin.read()", path], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    check_equal(holder.stdout.readline().strip(), "open", "the holder's first line")
-    return holder
+def write_held(held, mode, path, entries, prefix, log):
+    """c_writer's write (seed 5, entries up to 2 MiB), with another open file description of the archive in
+    another process for the whole run if `held`; then zipfile reads every entry, byte for byte, and finds all
+    that this write put."""
+    holder = None
+    if held:
+        holder = subprocess.Popen([sys.executable, "-c", "import sys; f = open(sys.argv[1], 'rb'); print('open', "
+                                   "flush=True); sys.stdin.read()", path], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        check_equal(holder.stdout.readline().strip(), "open", "the holder's first line")
+    try:
+        ops = write(mode, path, entries, 5, 2 << 20, prefix, log)
+    finally:
+        if holder:
+            holder.stdin.close()
+            holder.wait()
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+        for n in names:
+            assert z.read(n) == content(n), "%s differs from what was written" % n
+    check_equal(len([n for n in names if n.startswith(prefix + "/")]), entries, "entries the writer put")
+    return ops
 
 
 def releases(ops, base_size):
@@ -82,13 +96,7 @@ def test_kept_directories_held_by_time():
         write("batch10", base, 1 << 40, 3, 2 << 20, "p", os.path.join(d, "base.log"), cap=128 << 20)
         for held in (False, True):
             subprocess.run(["cp", "--sparse=always", base, a], check=True)
-            holder = holding(a) if held else None
-            try:
-                ops = write("commit-each", a, 1500, 5, 2 << 20, "l", log)
-            finally:
-                if holder:
-                    holder.stdin.close()
-                    holder.wait()
+            ops = write_held(held, "commit-each", a, 1500, "l", log)
             rel, kept = releases(ops, os.path.getsize(base))
             relocations = sum(o[2] == "relocate.directory_copy" for o in ops)
             print("%s: %d relocations, %d kept the tail, %d released in the session "
@@ -105,31 +113,13 @@ def test_kept_directories_held_by_time():
                     check_equal(since, 3, "relocations before a release, alone")
             if not held:
                 assert len(rel) >= kept - 4, "alone: %d of %d kept directories released" % (len(rel), kept)
-            with zipfile.ZipFile(a) as z:
-                names = z.namelist()
-                for n in names:
-                    if n.startswith("l/"):
-                        assert z.read(n) == content(n), "%s differs from what was written" % n
-            check_equal(len([n for n in names if n.startswith("l/")]), 1500, "entries the session put")
             os.unlink(a)
 
 
 def sessions(d, held):
     a, log = os.path.join(d, "a.zip"), os.path.join(d, "log")
     write("batch10", a, 1 << 30, 3, 2 << 20, "p", os.path.join(d, "base.log"), cap=3_000_000)
-    # Another open file description of the archive, in another process, for the whole run.
-    holder = holding(a) if held else None
-    try:
-        ops = write("put-loop", a, 16, 5, 2 << 20, "s", log)
-    finally:
-        if holder:
-            holder.stdin.close()
-            holder.wait()
-    with zipfile.ZipFile(a) as z:
-        names = z.namelist()
-        for n in names:
-            assert z.read(n) == content(n), "%s differs from what was written" % n
-    check_equal(len([n for n in names if n.startswith("s/")]), 16, "entries the sessions put")
+    ops = write_held(held, "put-loop", a, 16, "s", log)
     return ops, graces(ops)
 
 

@@ -29,4 +29,9 @@ assert abs(t["poll_seconds"] - 0.6) < 1e-9, t["poll_seconds"]
 # A wrong byte is never allowed, so it is counted even outside the writer's run.
 t = rda.tally(["1.000000 1.001000 wrong k/0000001.5 (size 4, expected 5)"] + polls, ops)
 assert t["wrong"] == 1 and t["polls"] == 4 and t["outside"] == 1002, t
+# zipfile's polls carry its own window (SizeThenTail): summed over the counted polls that report one.
+t = rda.tally(polls[:1000] + ["10.600000 10.700000 ok window=0.000040", "10.700000 10.800000 ok window=0.000060"] +
+              polls[1000:], ops)
+assert t["own_window_polls"] == 2 and abs(t["own_window_seconds"] - 0.0001) < 1e-12, t
+assert t["polls"] == 6 and t["ok"] == 4, t
 print("ok: 4 polls counted, 1001 outside the writer's run; a wrong byte outside it counted")
