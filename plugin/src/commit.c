@@ -214,10 +214,6 @@ static int ensure_room(mz_store *s, uint64_t end, put_move *m) {
     if (cdl) memcpy(buf + (b - w0), s->cd, cdl); /* an empty archive has no directory bytes (s->cd may be NULL) */
     mz_write_trailer(buf + (b - w0) + cdl, s->n_committed, cdl, b, b + cdl, s->comment, s->comment_len);
     int st;
-    /* The slack this relocation frees below a kept tail may be the directory a relocation less than 20 ms
-     * before left without keeping it: wait for its readers (reader_grace.c) now, not under the commit lock,
-     * which mmzip's own readers take to load a commit. */
-    if (keep_tail) mz_io_grace(s, m->lfh_off, old_cd - m->lfh_off);
     mz_lock_commit(s->fd, 1);
     /* The copy and its end records, in one write past the end of the file (the gap before it becomes a
      * hole), one aligned block (place_tail): the old end records and directory stay intact below, and the
@@ -249,8 +245,7 @@ static int ensure_room(mz_store *s, uint64_t end, put_move *m) {
     /* The directories kept by relocations before the last two go back to free space (mz_kept_held). */
     mz_kept_free_forget(s);
     memmove(s->kept_to + 1, s->kept_to, sizeof s->kept_to - sizeof s->kept_to[0]);
-    memmove(s->kept_until_ns + 1, s->kept_until_ns, sizeof s->kept_until_ns - sizeof s->kept_until_ns[0]);
-    s->kept_to[0] = s->kept_until_ns[0] = 0;
+    s->kept_to[0] = 0;
     if (!st) st = mz_release_kept_tails(s);
     /* Not kept: the next write there waits for the readers that found those end records (reader_grace.c).
      * Shared writers are other processes that have the file open: they would wait at every relocation. */
@@ -262,7 +257,6 @@ static int ensure_room(mz_store *s, uint64_t end, put_move *m) {
         if (!st) {
             m->from = m->lfh_off;
             m->to = s->kept_to[0] = old_size;
-            s->kept_until_ns[0] = mz_reader_hold_until(s);
             m->lfh_off = mz_page_up(old_size);
         }
     }

@@ -439,10 +439,6 @@ typedef struct mz_view {
     int stale;             /* ended since the last commit: its CRC still needs the final refresh */
 } mz_view;
 
-/* How many of a store's last relocations' kept ranges it remembers (kept_tail.c): three held by count, the
- * rest only while their time hold lasts. */
-#define MZ_KEPT_SLOTS 16
-
 typedef struct mz_store {
     struct mz_store *next;         /* the per-process registry */
     char *path;
@@ -511,11 +507,9 @@ typedef struct mz_store {
                                     * them, which a write waits to change (reader_grace.c) until grace_until_ns
                                     * (CLOCK_MONOTONIC; 0: no wait pending) */
     uint64_t grace_until_ns;
-    uint64_t kept_to[MZ_KEPT_SLOTS]; /* the ends of the ranges this store's last relocations kept, the last
-                                    * first (0: none): held for three relocations, and for as long as
-                                    * kept_until_ns says (mz_kept_held) */
-    uint64_t kept_until_ns[MZ_KEPT_SLOTS]; /* CLOCK_MONOTONIC time until which kept_to[i] is held whatever the
-                                    * relocations since (mz_reader_hold_until; 0: by count only) */
+    uint64_t kept_to[3];           /* the ends of the ranges this store's last three relocations kept, the
+                                    * last first (0: none): the third relocation after the one that kept a
+                                    * range releases it, commits never (mz_kept_held) */
     uint32_t *sorted;              /* visible entries sorted by name (lazy), for listing */
     uint32_t n_sorted;
     int sorted_valid;
@@ -707,11 +701,10 @@ int mz_kept_tail_allowed(mz_store *s, uint64_t lfh_off, uint64_t budget, uint64_
  * put can use is dead space, as a replaced entry is. */
 uint64_t mz_kept_bytes(mz_store *s);
 /* Punches every kept directory of a committed record that is still intact (its end records where the record
- * says), except those this store holds (mz_kept_held). Called by each relocation (the
+ * says), except those this store's last three relocations kept (mz_kept_held). Called by each relocation (the
  * readers of commits three relocations old are done) and by each commit that replaces or removes. */
 int mz_release_kept_tails(mz_store *s);
-/* 1 if `to` ends a range this store holds: kept by one of its last three relocations, or less than MZ_KEPT_HOLD_NS
- * ago while other opens of the file existed. Not released yet. */
+/* 1 if `to` ends a range one of this store's last three relocations kept: not released yet. */
 int mz_kept_held(const mz_store *s, uint64_t to);
 /* A place for a put of total bytes (header of a name_len-byte name, aligned) in free space of the recorded
  * ranges (holes that no entry of the table covers): 1 and *lfh_out, the space then taken, or 0. The writer
@@ -724,12 +717,6 @@ void mz_kept_free_forget(mz_store *s);
 void mz_kept_prune(mz_store *s);
 
 /* reader_grace.c */
-/* CLOCK_MONOTONIC, in nanoseconds. */
-uint64_t mz_monotonic_ns(void);
-/* Until when a directory a relocation keeps stays intact, however many relocations follow (mz_kept_held): a
- * time MZ_KEPT_HOLD_NS from now if another open file description of the archive exists (or that cannot be
- * ruled out), 0 if none does. */
-uint64_t mz_reader_hold_until(mz_store *s);
 /* Marks [from, to), the directory and end records a relocation has just left without keeping them, as bytes
  * that third-party readers which read those end records may be reading: the first write there waits
  * (mz_grace_wait, through mz_io_grace). Replaces the mark of an earlier relocation. from == to clears it. */

@@ -12,9 +12,9 @@
  * and end records, which stay as they are.
  *
  * A relocation releases every kept directory it finds intact (its end records still where the field says,
- * pointing at it) except those the same store's last three relocations kept, or kept less than two seconds ago
- * while other opens of the file exist (mz_kept_held): a reader still reading it after that is as rare as one
- * that found the old directory overwritten was common. Released, the range is a hole like the slack below it. A later put that
+ * pointing at it) except those the same store's last three relocations kept (mz_kept_held): a reader still
+ * reading it after three more relocations is as rare as one that found the old directory overwritten was
+ * common. Released, the range is a hole like the slack below it. A later put that
  * would otherwise relocate takes a hole inside a recorded range instead, so the space is used again and the
  * file stays within its allowance at rest (the free space here counts against it, with the slack).
  *
@@ -167,15 +167,10 @@ uint64_t mz_kept_bytes(mz_store *s) {
  * core), and a long session on a large archive relocates once per 1 % of growth (§3.2), which a fast writer
  * makes 10 to 30 times a second: released at the next relocation, the directory was punched and refilled
  * under such readers (libzip "Not a zip archive", "No such file"). Held for two relocations more, and across
- * sessions until the next session's first relocation, as before. A slow reader outlasts three relocations too
- * (libzip from 1 GiB under load: 550-630 ms a poll, a relocation every 200 ms): while other opens of the file
- * exist, a range is also held until MZ_KEPT_HOLD_NS after the relocation that kept it (mz_reader_hold_until),
- * for as long as the store remembers it (MZ_KEPT_SLOTS relocations). Its bytes count against the kept-tail
- * budget whether held or released (mz_kept_bytes counts what no entry covers): holding it longer only keeps
- * later puts out of it for that time. */
+ * sessions until the next session's first relocation, as before. */
 int mz_kept_held(const mz_store *s, uint64_t to) {
-    for (size_t i = 0; to && i < MZ_KEPT_SLOTS; i++)
-        if (to == s->kept_to[i]) return i < 3 || (s->kept_until_ns[i] && mz_monotonic_ns() < s->kept_until_ns[i]);
+    for (size_t i = 0; to && i < sizeof s->kept_to / sizeof s->kept_to[0]; i++)
+        if (to == s->kept_to[i]) return 1;
     return 0;
 }
 

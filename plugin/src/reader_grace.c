@@ -36,13 +36,7 @@
  * 14 with 2 ms, 9 with 5 ms, 1 with 20 ms (its polls took 7-9 ms on those archives). */
 #define MZ_READER_GRACE_NS (20ull * 1000 * 1000)
 
-/* How long a directory a relocation kept stays intact while other opens exist, however many relocations
- * follow (kept_tail.c holds it for three). libzip with ZIP_CHECKCONS reads such a directory record by record,
- * then every local header: from a 1 GiB archive, under load, its polls took 550-630 ms while a one-handle
- * writer relocated 5 times a second, and a poll outlasted the three relocations (reliability.md §3). */
-#define MZ_KEPT_HOLD_NS (2000ull * 1000 * 1000)
-
-uint64_t mz_monotonic_ns(void) {
+static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -51,7 +45,7 @@ uint64_t mz_monotonic_ns(void) {
 void mz_grace_guard(mz_store *s, uint64_t from, uint64_t to) {
     s->grace_from = from;
     s->grace_to = to;
-    s->grace_until_ns = from < to ? mz_monotonic_ns() + MZ_READER_GRACE_NS : 0;
+    s->grace_until_ns = from < to ? now_ns() + MZ_READER_GRACE_NS : 0;
 }
 
 /* 0 if no other file description of the archive is open or mapped, anywhere; 1 if one is, or if that cannot
@@ -68,13 +62,9 @@ static int others_may_have_it_open(int fd) {
 #endif
 }
 
-uint64_t mz_reader_hold_until(mz_store *s) {
-    return others_may_have_it_open(s->fd) ? mz_monotonic_ns() + MZ_KEPT_HOLD_NS : 0;
-}
-
 int mz_grace_wait(mz_store *s, uint64_t off, uint64_t len, uint64_t *waited_us) {
     if (!s->grace_until_ns || len == 0 || off >= s->grace_to || off + len <= s->grace_from) return -1;
-    uint64_t until = s->grace_until_ns, start = mz_monotonic_ns(), t = start;
+    uint64_t until = s->grace_until_ns, start = now_ns(), t = start;
     s->grace_until_ns = 0; /* one wait per relocation: after it, the range is free space like any other */
     int others = 0;
     while (t < until && (others = others_may_have_it_open(s->fd))) {
@@ -82,7 +72,7 @@ int mz_grace_wait(mz_store *s, uint64_t off, uint64_t len, uint64_t *waited_us) 
         struct timespec ts = {0, (long)step};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         }
-        t = mz_monotonic_ns();
+        t = now_ns();
     }
     *waited_us = (t - start) / 1000;
     return others;

@@ -14,12 +14,6 @@ of the file was seen, length: microseconds waited).
    machine, loaded or not; how much the readers gain is measured by the readers benchmark (reliability.md §3).
 
 In both, the grace step follows a relocation of its own session, and zipfile reads every entry byte for byte.
-
-3. The directories relocations keep (protocol.md §3.7) are held by time too while other opens exist: a long
-   session on a 128 MiB archive (1,500 puts, a commit after each) keeps the old tail at most relocations. With
-   a holder, no kept directory is released before 2 s have passed since the relocation that kept it, nor
-   before three more relocations (held by count too); alone, each is released at the third relocation after
-   it, however soon (by count only, as before). Both bounds hold on any machine.
 """
 import os
 import subprocess
@@ -30,7 +24,6 @@ from c_writer_run import content, write
 from mmzip_testlib import TempDir, check_equal, main
 
 GRACE_S = 0.020
-HOLD_S = 2.0
 
 
 def graces(ops):
@@ -72,50 +65,6 @@ def write_held(held, mode, path, entries, prefix, log):
     return ops
 
 
-def releases(ops, base_size):
-    """(relocations since, seconds since) the relocation that kept it, per release of a kept directory of this
-    session; and the number of relocations that kept a tail."""
-    kept, out, r, size, at = [], [], -1, base_size, 0.0
-    for o in ops:
-        if o[2] == "relocate.directory_copy":
-            r += 1
-            before, size, at = size, int(o[3]) + int(o[4]), float(o[0])
-        elif o[2] == "relocate.free_below_kept_tail":
-            kept.append((r, at, int(o[3]), before))
-        elif o[2] == "relocate.release_kept_tail":
-            lo, hi = int(o[3]), int(o[3]) + int(o[4])
-            owner = [(k, t) for k, t, a, z in kept if a <= lo and hi <= (z + 4095) // 4096 * 4096]
-            if owner:  # not a range the session that wrote the base archive kept
-                out.append((r - owner[0][0], float(o[0]) - owner[0][1]))
-    return out, len(kept)
-
-
-def test_kept_directories_held_by_time():
-    with TempDir() as d:
-        base, a, log = os.path.join(d, "base.zip"), os.path.join(d, "a.zip"), os.path.join(d, "log")
-        write("batch10", base, 1 << 40, 3, 2 << 20, "p", os.path.join(d, "base.log"), cap=128 << 20)
-        for held in (False, True):
-            subprocess.run(["cp", "--sparse=always", base, a], check=True)
-            ops = write_held(held, "commit-each", a, 1500, "l", log)
-            rel, kept = releases(ops, os.path.getsize(base))
-            relocations = sum(o[2] == "relocate.directory_copy" for o in ops)
-            print("%s: %d relocations, %d kept the tail, %d released in the session "
-                  "(relocations, seconds after it was kept): %s" % (
-                      "held" if held else "alone", relocations, kept, len(rel),
-                      ", ".join("%d/%.3f" % x for x in rel)))
-            assert kept >= 5, "only %d relocations kept the old tail (the test needs some)" % kept
-            for since, secs in rel:
-                assert since >= 3, "a kept directory released %d relocations after it was kept" % since
-                if held:
-                    assert secs >= HOLD_S, ("a kept directory released %.3f s after it was kept, with another "
-                                            "open of the file" % secs)
-                else:
-                    check_equal(since, 3, "relocations before a release, alone")
-            if not held:
-                assert len(rel) >= kept - 4, "alone: %d of %d kept directories released" % (len(rel), kept)
-            os.unlink(a)
-
-
 def sessions(d, held):
     a, log = os.path.join(d, "a.zip"), os.path.join(d, "log")
     write("batch10", a, 1 << 30, 3, 2 << 20, "p", os.path.join(d, "base.log"), cap=3_000_000)
@@ -146,4 +95,4 @@ def test_held_waits():
 
 
 if __name__ == "__main__":
-    main([test_alone_no_wait, test_held_waits, test_kept_directories_held_by_time])
+    main([test_alone_no_wait, test_held_waits])
