@@ -214,6 +214,10 @@ static int ensure_room(mz_store *s, uint64_t end, put_move *m) {
     if (cdl) memcpy(buf + (b - w0), s->cd, cdl); /* an empty archive has no directory bytes (s->cd may be NULL) */
     mz_write_trailer(buf + (b - w0) + cdl, s->n_committed, cdl, b, b + cdl, s->comment, s->comment_len);
     int st;
+    /* The slack this relocation frees below a kept tail may be the directory a relocation less than 20 ms
+     * before left without keeping it: wait for its readers (reader_grace.c) now, not under the commit lock,
+     * which mmzip's own readers take to load a commit. */
+    if (keep_tail) mz_io_grace(s, m->lfh_off, old_cd - m->lfh_off);
     mz_lock_commit(s->fd, 1);
     /* The copy and its end records, in one write past the end of the file (the gap before it becomes a
      * hole), one aligned block (place_tail): the old end records and directory stay intact below, and the
