@@ -24,7 +24,8 @@ Each *cell* is one writer from one starting state, with four pollers on the same
 
 Entry k/NNNNNNN.SIZE holds "k/NNNNNNN.SIZE|" repeated and cut to SIZE bytes, so a poller checks every byte
 it is given against the name alone. Sizes are log-uniform from 1 byte to --max-size (2 MiB). A round writes
---entries entries (a count, not a time); a cell runs rounds until its counts are reached. Each poll is "ok",
+--entries entries (a count, not a time; --large-entries for the writers that keep one handle open, from the
+start "large"); a cell runs rounds until its counts are reached. Each poll is "ok",
 a failure (the reader refused the archive or the entry; counted by reader and by message), a CRC error (the
 reader saw an entry whose bytes do not match its CRC-32) or wrong bytes (the reader returned bytes that
 differ from what was written). The last two must never happen. Polls while the file does not exist yet
@@ -738,6 +739,11 @@ def main():
                     ", ".join(WRITERS))
     ap.add_argument("--starts", default=",".join(STARTS), help="comma-separated, of: none, empty, large")
     ap.add_argument("--entries", type=int, default=1500, help="entries a writer puts per round (default 1500)")
+    ap.add_argument("--large-entries", type=int,
+                    help="entries a writer that keeps one handle open (commit after every put, batches of 10) "
+                         "puts per round from the start 'large' (default --entries): such a writer puts 100 "
+                         "entries there in a fraction of a second, and each round costs seconds of its own (the "
+                         "copy of the archive, the pollers' start, an unzip poll that tests every entry)")
     ap.add_argument("--max-size", type=int, default=2 << 20, help="largest entry, bytes (default 2 MiB)")
     ap.add_argument("--large-size", type=int, default=1 << 30,
                     help="size of the archive of start 'large' (default 1 GiB)")
@@ -808,7 +814,9 @@ def main():
                             for k, t in merged["readers"].items()))
 
             while (r < a.rounds or short_of_counts()) and (r < a.max_rounds or merged is None):
-                merged = merge(merged, run_one(writer, start, work, a.entries, a.seed + r, a.max_size, tools))
+                n = a.large_entries if a.large_entries and start == "large" and \
+                    kind_of(writer) in ("commit-each", "batch10") else a.entries
+                merged = merge(merged, run_one(writer, start, work, n, a.seed + r, a.max_size, tools))
                 r += 1
             merged["rounds"] = r
             total, longest, window = report(merged)
