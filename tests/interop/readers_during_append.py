@@ -813,14 +813,14 @@ def main():
                         any(t["polls"] < (unzip_min if k == "unzip" else a.min_polls)
                             for k, t in merged["readers"].items()))
 
+            kind = kind_of(writer)
+            entries = a.large_entries if a.large_entries and start == "large" and \
+                kind in ("commit-each", "batch10") else a.entries
             while (r < a.rounds or short_of_counts()) and (r < a.max_rounds or merged is None):
-                n = a.large_entries if a.large_entries and start == "large" and \
-                    kind_of(writer) in ("commit-each", "batch10") else a.entries
-                merged = merge(merged, run_one(writer, start, work, n, a.seed + r, a.max_size, tools))
+                merged = merge(merged, run_one(writer, start, work, entries, a.seed + r, a.max_size, tools))
                 r += 1
             merged["rounds"] = r
             total, longest, window = report(merged)
-            kind = kind_of(writer)
             rate = total["fail"] / total["polls"] if total["polls"] else 1.0
             wrong, short, targets = [], [], []
             if total["crc"] or total["wrong"] or merged["final_wrong"] or merged["probe"]["crc"] or \
