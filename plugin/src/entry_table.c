@@ -62,6 +62,7 @@ static void slot_put(mz_store *s, uint32_t idx) {
     mz_entry *e = &s->e[idx];
     const char *nm = mz_name(s, e);
     uint64_t v = (uint64_t)e->hash << 32 | (idx + 1u);
+    e->shadows_older = 0;
     for (uint32_t i = e->hash & s->slot_mask;; i = (i + 1) & s->slot_mask) {
         uint64_t cur = s->slots[i];
         if (cur == 0) {
@@ -69,6 +70,7 @@ static void slot_put(mz_store *s, uint32_t idx) {
             return;
         }
         if ((uint32_t)(cur >> 32) == e->hash && name_eq(s, &s->e[(uint32_t)cur - 1], nm, e->name_len)) {
+            e->shadows_older = e->state == MZ_COMMITTED && s->e[(uint32_t)cur - 1].state == MZ_COMMITTED;
             s->slots[i] = v;
             return;
         }
@@ -107,6 +109,23 @@ uint32_t mz_lookup_head(mz_store *s, const char *name, size_t len) {
         uint64_t v = s->slots[i];
         if (v == 0) return MZ_NONE;
         if ((uint32_t)(v >> 32) == h && name_eq(s, &s->e[(uint32_t)v - 1], name, len)) return (uint32_t)v - 1;
+    }
+}
+
+/* An archive from another writer can hold a name more than once (zarr's ZipStore appends a chunk it
+ * rewrites; the last record wins, in zipfile and here). Replacing or removing that name must drop the earlier
+ * records too: left in the next directory, the newest of them would win there, and its old bytes would come
+ * back to every reader of the archive. Entries are in file order, so the duplicates lie below e. */
+void mz_shadow_committed(mz_store *s, mz_entry *e) {
+    const char *nm = mz_name(s, e);
+    for (uint32_t i = (uint32_t)(e - s->e) + 1; i-- > 0;) {
+        mz_entry *o = &s->e[i];
+        if (o != e && (o->hash != e->hash || !name_eq(s, o, nm, e->name_len))) continue;
+        if (!(o->mark & MZ_MARK_SHADOWED)) {
+            o->mark |= MZ_MARK_SHADOWED;
+            s->n_shadowed++;
+        }
+        if (!o->shadows_older) return;
     }
 }
 

@@ -245,6 +245,8 @@ typedef struct mz_entry {
     uint32_t alignment;    /* data alignment we wrote (pending entries), 0 if unknown */
     uint8_t keeps_room;    /* its directory record carries a room field (MZ_EXTRA_ROOM) */
     uint8_t kept_tail;     /* its directory record carries a kept-tail field (MZ_EXTRA_KEPT) */
+    uint8_t shadows_older; /* committed, and an earlier committed entry has the same name (another writer's
+                            * duplicate, which this one wins over: mz_shadow_committed drops both) */
     uint64_t room;         /* bytes after the data reserved for the entry to grow into in place (edit.c); as
                             * recorded, mz_room_of() clips it to what lies free after the entry */
     /* The name's first bytes, zero-padded: most keys fit, so a lookup compares them without touching the
@@ -642,6 +644,9 @@ uint64_t mz_first_lfh_off(const mz_store *s);
 /* The entry visible under name: for the writer, its newest live version; for readers, the committed one. */
 mz_entry *mz_lookup(mz_store *s, const char *name, size_t len, int writer_view);
 uint32_t mz_lookup_head(mz_store *s, const char *name, size_t len); /* raw head index or MZ_NONE */
+/* Marks committed entry e replaced or removed by the pending change (MZ_MARK_SHADOWED), and every earlier
+ * committed entry of its name with it, so that the next directory holds none of them. Under s->rw. */
+void mz_shadow_committed(mz_store *s, mz_entry *e);
 /* The version of a name visible to a view, given its head index (MZ_NONE gives NULL). */
 mz_entry *mz_visible_version(mz_store *s, uint32_t head, int writer_view);
 int mz_visible(const mz_entry *e, int writer_view);

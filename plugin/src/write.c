@@ -211,10 +211,7 @@ int mz_add_pending(mz_store *s, mz_entry *ne, const char *key, uint32_t head, in
             ne->replaces = head;
         }
     }
-    if (!reserved && ne->replaces != MZ_NONE && !(s->e[ne->replaces].mark & MZ_MARK_SHADOWED)) {
-        s->e[ne->replaces].mark |= MZ_MARK_SHADOWED;
-        s->n_shadowed++;
-    }
+    if (!reserved && ne->replaces != MZ_NONE) mz_shadow_committed(s, &s->e[ne->replaces]);
     uint32_t idx = s->n;
     s->e[idx] = *ne;
     s->n++;
@@ -421,8 +418,7 @@ void mz_remove_locked(mz_store *s, mz_entry *e) {
             unwrite_from(s, e->lfh_off);
         }
     } else {
-        e->mark |= MZ_MARK_SHADOWED;
-        s->n_shadowed++;
+        mz_shadow_committed(s, e);
     }
     s->sorted_valid = 0;
     pthread_rwlock_unlock(&s->rw);
@@ -657,10 +653,7 @@ int mmzip_patch(mmzip_t *h, const char *key, uint64_t size) {
     e->mark &= (uint8_t)~MZ_MARK_RESERVED;
     s->open_reservations--;
     s->n_pending_live++;
-    if (e->replaces != MZ_NONE && !(s->e[e->replaces].mark & MZ_MARK_SHADOWED)) {
-        s->e[e->replaces].mark |= MZ_MARK_SHADOWED;
-        s->n_shadowed++;
-    }
+    if (e->replaces != MZ_NONE) mz_shadow_committed(s, &s->e[e->replaces]);
     s->sorted_valid = 0;
     pthread_rwlock_unlock(&s->rw);
     /* A shrunken reservation that is still the last pending entry gives its slack back, unless a commit made
