@@ -30,7 +30,7 @@ static int run(int argc, char **argv) {
                (unsigned long long)before.st_size);
     if (!changed && t.done == 0)
         printf("%s: nothing %sto recover; the archive was not changed%s\n", archive, t.temps ? "else " : "",
-               t.kept ? " (what is kept above is not mmzip's to repair; new entries are appended after it)" : "");
+               t.kept ? " (what is kept above stays as it is; new entries are appended after it)" : "");
     else if (changed && t.done == 0) /* every change is noted; this would be a gap in the notes */
         printf("%s: the archive was rewritten to its last commit\n", archive);
     return EXIT_OK;

@@ -476,8 +476,12 @@ MMZIP_API int mmzip_putv(mmzip_t *h, const char *key, const mmzip_iovec *iov, in
                          const mmzip_attr *attr);
 
 /*
- * Drops key from the archive's directory at the next commit (its bytes stay until mmzip_pack).
- * MMZIP_ENOTFOUND if absent.
+ * Drops key from the archive's directory at the next commit (its bytes stay until mmzip_pack), and every
+ * earlier record of the same name that another writer left (zipfile, zarr's ZipStore), so that no older value
+ * comes back. The bytes of entries removed from the end of the data go at the close of the last writer only
+ * if no other process has the archive open then (a reader of an older commit may be reading them); otherwise
+ * they stay, and later writers append after them while another process has the file open. MMZIP_ENOTFOUND if
+ * absent.
  */
 MMZIP_API int mmzip_remove(mmzip_t *h, const char *key);
 

@@ -42,7 +42,7 @@
  *      reader_grace.c how long a write onto the directory a relocation left waits for third-party readers
  *      zip_format.c   byte layouts of the ZIP records we read and write
  *      locks.c        the cross-process writer lock (and its wait in turn), commit lock and entry edit locks (OFD
- *                     locks), the owning process
+ *                     locks), the owning process, whether another process has the file open (a lease)
  *      errors.c       status codes and the per-thread error message
  */
 #ifndef MMZIP_INTERNAL_H
@@ -389,6 +389,8 @@ void mz_io_trace_journal(struct mz_store *s, int op, uint64_t off, const char *w
  * directory a relocation just left without keeping it, traced as MZ_OP_WAIT. Also for bytes the caller is about
  * to write through a mapping (a reservation). */
 void mz_io_grace(struct mz_store *s, uint64_t off, uint64_t len);
+/* Where the last data extent of [lo, hi) of the archive ends (lo if none; hi where holes cannot be told). */
+uint64_t mz_written_end(struct mz_store *s, uint64_t lo, uint64_t hi);
 int mz_io_zero(struct mz_store *s, uint64_t off, uint64_t len, const char *what);
 void mz_io_trace_mapped(struct mz_store *s, uint64_t off, uint64_t len, const char *what);
 int mz_io_truncate(struct mz_store *s, uint64_t size, const char *what);
@@ -410,6 +412,9 @@ int mz_lock_writer(int fd);
 int mz_lock_writer_in_turn(int fd, uint32_t wait_ms);
 void mz_unlock_writer(int fd);
 int mz_writer_lock_held(int fd);  /* 1 held by someone else, 0 free, -1 unknown */
+/* 1 if another open file description of fd's file exists, in any process (or a mapping of one), or if that
+ * cannot be told (no leases on this file system, a file this user does not own); 0 if none does. */
+int mz_open_elsewhere(int fd);
 void mz_lock_commit(int fd, int exclusive); /* blocking; silently skipped if unsupported */
 pid_t mz_current_pid(void); /* getpid(), cached; reset in a forked child (locks.c: who owns a store) */
 void mz_unlock_commit(int fd);
@@ -929,6 +934,9 @@ void mz_remove_stale_temps(const char *archive_path, mmzip_recovery_fn fn, void 
 int mz_load_state(mz_store *s, int allow_scan_back, const struct stat *fd_stat, mz_trailer *t_out);
 int mz_store_install(mz_store *s, const mz_trailer *t, mz_cd *cd);
 void mz_store_describe_layout(mz_store *s);
+/* The last writer's close, alone in its process: the bytes of entries removed from the end of the data
+ * become slack if no other process has the file open (store.c). */
+int mz_release_removed_tail(mz_store *s);
 
 /* shared_writer.c: hooks of shared appending (MMZIP_SHARED). Each is a no-op for a store without it. */
 /* Options of an open: MMZIP_SHARED with NO_LOCK is refused; PUBLISH_ON_COMMIT is dropped (the open publishes). */

@@ -344,6 +344,23 @@ int mz_io_zero(mz_store *s, uint64_t off, uint64_t len, const char *what) {
     return MMZIP_OK;
 }
 
+/* Where the last data extent of [lo, hi) ends: the dead bytes a writer left below its directory end there,
+ * and the hole of the slack begins (hi where holes cannot be told, lo if it is all a hole). */
+uint64_t mz_written_end(mz_store *s, uint64_t lo, uint64_t hi) {
+    uint64_t end = lo;
+    for (uint64_t off = lo; off < hi;) {
+        off_t d = lseek(s->fd, (off_t)off, SEEK_DATA);
+        if (d < 0 && errno == ENXIO) break;
+        if (d < 0) return hi;
+        if ((uint64_t)d >= hi) break;
+        off_t h = lseek(s->fd, d, SEEK_HOLE);
+        end = h < 0 || (uint64_t)h > hi ? hi : (uint64_t)h;
+        if (end <= (uint64_t)d) return hi;
+        off = end;
+    }
+    return end;
+}
+
 int mz_io_truncate(mz_store *s, uint64_t size, const char *what) {
     mz_open_cache_stop(s);
     s->file_changes++;

@@ -4,6 +4,10 @@
  * writers waiting for the first in turn pass through (shared appending, shared_writer.c), and one per
  * entry for "this entry is being edited in place" (taken exclusive by an edit, shared by a reader's hold).
  *
+ * Whether anyone else has the file open at all is told by a write lease (mz_open_elsewhere): readers that
+ * take no lock (third-party ones, and mmzip's own read-only handles) hold an open file description, nothing
+ * more.
+ *
  * OFD locks, unlike classic POSIX record locks, belong to the open file, not the process: closing some
  * other descriptor of the same file (netCDF sniffing the magic number, a second mmzip_check) does not drop
  * them, and two descriptors in one process conflict as they should. They are released by the kernel when
@@ -14,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -101,6 +106,23 @@ void mz_unlock_writer(int fd) { (void)ofd(fd, F_OFD_SETLK, F_UNLCK, MZ_WRITER_LO
 int mz_writer_lock_held(int fd) {
     int r = ofd(fd, F_OFD_GETLK, F_WRLCK, MZ_WRITER_LOCK_BYTE);
     return r < 0 ? -1 : r;
+}
+
+/* A write lease (F_SETLEASE) is granted only when no other file description of the file is open, in any
+ * process (nor mapped), and is let go at once. A process that opens the file in the instant the lease is held
+ * breaks it: the kernel then signals the holder, by default with SIGIO, whose default action ends the
+ * process; the descriptor's lease signal is set to SIGURG, which is ignored by default, and the open waits
+ * only until the lease is let go, microseconds later. */
+int mz_open_elsewhere(int fd) {
+#if defined(F_SETLEASE) && defined(F_SETSIG)
+    if (fcntl(fd, F_SETSIG, SIGURG) != 0) return 1;
+    if (fcntl(fd, F_SETLEASE, F_WRLCK) != 0) return 1;
+    (void)fcntl(fd, F_SETLEASE, F_UNLCK);
+    return 0;
+#else
+    (void)fd;
+    return 1;
+#endif
 }
 
 void mz_lock_commit(int fd, int exclusive) {

@@ -15,19 +15,13 @@
  * reader can be reading it, and the write goes ahead at once: a writer alone pays three fcntl calls per such
  * relocation.
  *
- * Whether another open exists: a write lease (F_SETLEASE) is granted only when no other file description of
- * the file is open, in any process (nor mapped), and is let go at once. Where the lease cannot be taken for
- * another reason (a file this user does not own, a file system without leases), the write waits, as if
- * readers were there. A process that opens the file in the instant the lease is held breaks it: the kernel
- * then signals the holder, by default with SIGIO, whose default action ends the process; the descriptor's
- * lease signal is set to SIGURG, which is ignored by default, and the open waits only until the lease is let
- * go, microseconds later.
+ * Whether another open exists: a write lease (mz_open_elsewhere, locks.c). Where the lease cannot be taken
+ * for another reason (a file this user does not own, a file system without leases), the write waits, as if
+ * readers were there.
  */
 #include "internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <time.h>
 
 /* How long after a relocation its old directory is left as it was while other opens exist. Measured with
@@ -48,26 +42,12 @@ void mz_grace_guard(mz_store *s, uint64_t from, uint64_t to) {
     s->grace_until_ns = from < to ? now_ns() + MZ_READER_GRACE_NS : 0;
 }
 
-/* 0 if no other file description of the archive is open or mapped, anywhere; 1 if one is, or if that cannot
- * be told. */
-static int others_may_have_it_open(int fd) {
-#if defined(F_SETLEASE) && defined(F_SETSIG)
-    if (fcntl(fd, F_SETSIG, SIGURG) != 0) return 1;
-    if (fcntl(fd, F_SETLEASE, F_WRLCK) != 0) return 1;
-    (void)fcntl(fd, F_SETLEASE, F_UNLCK);
-    return 0;
-#else
-    (void)fd;
-    return 1;
-#endif
-}
-
 int mz_grace_wait(mz_store *s, uint64_t off, uint64_t len, uint64_t *waited_us) {
     if (!s->grace_until_ns || len == 0 || off >= s->grace_to || off + len <= s->grace_from) return -1;
     uint64_t until = s->grace_until_ns, start = now_ns(), t = start;
     s->grace_until_ns = 0; /* one wait per relocation: after it, the range is free space like any other */
     int others = 0;
-    while (t < until && (others = others_may_have_it_open(s->fd))) {
+    while (t < until && (others = mz_open_elsewhere(s->fd))) {
         uint64_t step = until - t < 1000000 ? until - t : 1000000; /* look again every millisecond */
         struct timespec ts = {0, (long)step};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {

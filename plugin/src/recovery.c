@@ -163,7 +163,9 @@ int mz_plan_recovery(mz_store *s, mz_recovery_plan *p, mmzip_report_fn report, v
              * with bytes prepended is not ours to move either: its gaps are kept like any other's. */
             p->move_directory = 1;
             say(report, ctx, "write the directory (%llu entries) behind the last entry at %llu, where it "
-                "reclaims the bytes of removed entries or of an interrupted relocation",
+                "reclaims the bytes of removed entries or of an interrupted relocation (unless another process "
+                "has the archive open then: bytes below a directory where a commit leaves it are kept for its "
+                "reads, and new entries go after them)",
                 (unsigned long long)s->n_committed, (unsigned long long)s->data_end);
         } else {
             foreign = 1;
@@ -499,6 +501,27 @@ static int recover_structure(mz_store *s) {
             return neutralize_noted(s);
         }
         return MMZIP_OK;
+    }
+    if (plan.move_directory && !plan.cut && !s->concat && s->cd_adjacent && s->end_follows_cd &&
+        s->cd_pos > s->data_end && mz_open_elsewhere(s->fd)) {
+        /* Our directory, where a commit leaves it, with bytes below it that no commit refers to: entries a
+         * session removed from the end of the data while another process had the file open (store.c:
+         * mz_release_removed_tail), or what a killed writer had written. Another process has the file open
+         * now: a reader of an older commit may be reading those entries through pointers it holds, and a
+         * directory or entry written over them would change bytes under it. They stay; new entries go after
+         * them. The next writable open that finds the file to itself reclaims them. */
+        uint64_t w = mz_written_end(s, s->data_end, s->cd_pos);
+        mz_recovery_note(s, MMZIP_RECOVERY_KEPT, NULL, 0, w - s->data_end, w,
+                         "%s: kept the %llu bytes between the last entry (ending at %llu) and the directory that no "
+                         "commit refers to (removed entries, or what a killed writer wrote): another process has the "
+                         "archive open and may be reading them; new entries go after them (at %llu), and a writable "
+                         "open or 'mmzip recover' made while no other process has it open reclaims them", s->path,
+                         (unsigned long long)(w - s->data_end), (unsigned long long)s->data_end,
+                         (unsigned long long)w);
+        s->data_end = s->pending_end = s->zero_from = w;
+        s->clean = s->slack_hole = 1;
+        s->compact = 0;
+        return neutralize_noted(s);
     }
     uint64_t before = s->file_size;
     uint64_t trailer_end = s->locate_end;

@@ -47,48 +47,80 @@ static int check_options(const char *path, mmzip_options *o) {
  * Finds the end of the bytes of the physically last committed entry. An entry whose local header is missing
  * there (the torn tail of a writer that publishes the directory before the data, as the seed protocol
  * does) is hidden from every handle: it was never committed in any useful sense, and a writable open rolls
- * it back. The last intact stored entry gets its CRC checked on first read, for the same reason - unless
- * mmzip wrote it, since mmzip never publishes an entry before its bytes.
+ * it back. Returns that entry (MZ_NONE if none) and sets *end to where new entries may start.
  */
-static int compute_layout(mz_store *s) {
+static uint32_t entries_end(mz_store *s, uint64_t *end_out) {
     for (;;) {
         uint32_t last = MZ_NONE;
-        for (uint32_t i = 0; i < s->n; i++) {
+        for (uint32_t i = 0; i < s->n_committed; i++) {
             if (s->e[i].mark & MZ_MARK_BAD) continue;
             if (last == MZ_NONE || s->e[i].lfh_off > s->e[last].lfh_off) last = i;
         }
+        uint64_t x;
         if (last == MZ_NONE) {
             /* No entries: new ones start where the archive starts. Our end records for an empty archive are
              * plain; ZIP64 ones with no entries come from a relocation that a crash interrupted, and the
              * bytes before them are its debris, not a stub to keep. */
-            s->data_end = s->zip64 ? s->prefix : s->cd_pos;
-            for (uint32_t i = 0; i < s->n; i++) /* all hidden: see below */
-                if (s->e[i].limit > s->data_end) s->data_end = s->e[i].limit;
-            return MMZIP_OK;
+            x = s->zip64 ? s->prefix : s->cd_pos;
+        } else {
+            if (mz_data_end_of(s, &s->e[last], &x) != MMZIP_OK) {
+                s->e[last].mark |= MZ_MARK_BAD;
+                s->sorted_valid = 0;
+                continue;
+            }
+            /* The room kept after the last entry is its own, not free space for the next append. */
+            x += mz_room_of(s, &s->e[last]);
         }
-        uint64_t end;
-        if (mz_data_end_of(s, &s->e[last], &end) != MMZIP_OK) {
-            s->e[last].mark |= MZ_MARK_BAD;
-            s->sorted_valid = 0;
-            continue;
-        }
-        /* The room kept after the last entry is its own, not free space for the next append. */
-        s->data_end = end + mz_room_of(s, &s->e[last]);
         /* Entries hidden for a missing or disagreeing local header stay in the directory (they are not
          * mmzip's to drop): new entries must go after every byte they may own. Without a local header to
          * read, that is up to the next entry or the directory, and at most what the largest header would
          * take. */
-        for (uint32_t i = 0; i < s->n; i++) {
+        for (uint32_t i = 0; i < s->n_committed; i++) {
             mz_entry *b = &s->e[i];
             if (!(b->mark & MZ_MARK_BAD)) continue;
             uint64_t most = b->lfh_off + MZ_LFH_FIXED + b->name_len + 0xFFFFu + b->csize + 24;
-            uint64_t x = b->limit < most ? b->limit : most;
-            if (x > s->data_end) s->data_end = x;
+            uint64_t y = last == MZ_NONE || b->limit < most ? b->limit : most;
+            if (y > x) x = y;
         }
-        if (s->e[last].method == 0 && !mz_written_by_mmzip(s, &s->e[last])) s->e[last].mark |= MZ_MARK_VERIFY;
-        mz_clear_error();
-        return MMZIP_OK;
+        *end_out = x;
+        return last;
     }
+}
+
+/* The last intact stored entry gets its CRC checked on first read, for the reason above - unless mmzip wrote
+ * it, since mmzip never publishes an entry before its bytes. */
+static int compute_layout(mz_store *s) {
+    uint32_t last = entries_end(s, &s->data_end);
+    if (last != MZ_NONE && s->e[last].method == 0 && !mz_written_by_mmzip(s, &s->e[last]))
+        s->e[last].mark |= MZ_MARK_VERIFY;
+    mz_clear_error();
+    return MMZIP_OK;
+}
+
+/*
+ * The last writer's close (alone in its process) and the bytes of entries its session removed from the end of
+ * the data. The session kept them (its commits put nothing there) for the pointers it had handed out to them,
+ * as a reader of an older commit in another process may still be reading them. No pointer of this process
+ * outlives this close; if no other process has the file open either, nobody can be reading them, and they
+ * become slack, which the close trims as any (an archive whose last entries were removed shrinks at once). While
+ * another process has it open they stay where they are, dead bytes that no commit refers to, and later
+ * writable opens keep them for as long as another process has the file open (recovery.c).
+ */
+int mz_release_removed_tail(mz_store *s) {
+    if (!s->n_committed || s->foreign_hold || s->shared || s->unpublished || !s->clean || s->edit ||
+        s->n_pending_live || s->pending_end != s->data_end)
+        return MMZIP_OK;
+    uint64_t x;
+    entries_end(s, &x);
+    if (x < mz_edit_floor(s)) x = mz_edit_floor(s);
+    if (x >= s->data_end || mz_open_elsewhere(s->fd)) return MMZIP_OK;
+    uint64_t was = s->data_end;
+    /* The slack the close keeps must be a hole, as the next open expects of it (slack_is_hole). */
+    int st = mz_io_zero(s, x, was - x, "close.release_removed");
+    if (st) return st;
+    s->data_end = s->pending_end = s->zero_from = x;
+    s->compact = 0;
+    return MMZIP_OK;
 }
 
 /*
@@ -645,7 +677,8 @@ static int release(mmzip_t *h, int commit) {
         /* A shared writer settles under the lock, with a current view, and never replaces the file (other
          * writers have it open); if the lock cannot be had, the next writer's close settles instead. */
         int locked = mz_shared_enter(s);
-        if (!locked) r = mz_settle_at_rest(s);
+        if (!locked && alone) r = mz_release_removed_tail(s);
+        if (!locked && !r) r = mz_settle_at_rest(s);
         else if (locked != MMZIP_EBUSY && locked != MMZIP_ESTALE) r = locked;
         if (!r && alone && !s->shared) r = settle_emptied(s);
         mz_shared_leave(s);
@@ -781,6 +814,14 @@ int mmzip_get_info(mmzip_t *h, mmzip_info *info) {
     info->writable = h->writable;
     int held = mz_writer_lock_held(s->fd);
     info->writer_locked = s->writer_handles > 0 || held == 1;
+    /* With no writer at work, what was written there and no commit refers to (entries removed from the end
+     * while another process had the file open, what a killed writer left) is dead, not slack: the slack is a
+     * hole. A writer's uncommitted entries are where it puts them. */
+    if (!info->writer_locked && info->free_bytes && !s->slack_hole) {
+        uint64_t written = mz_written_end(s, s->data_end, s->cd_pos) - s->data_end;
+        info->free_bytes -= written;
+        info->dead_bytes += written;
+    }
     info->locks_supported = s->locks_supported && held != -1;
     info->zip64 = s->zip64;
     info->durable = (s->opts.flags & MMZIP_DURABLE) != 0;
@@ -813,13 +854,17 @@ static int recover_pass(const char *path, struct mz_recovery_note **notes, uint3
     *n = 0;
     *changes = 0;
     mmzip_t *h;
+    /* The size the caller saw: the open's own repairs may grow the file (a commit of recomputed CRCs that
+     * relocates), and what the close cuts of that growth is no shrinking of the archive. */
+    struct stat seen;
+    uint64_t size_seen = stat(path, &seen) == 0 ? (uint64_t)seen.st_size : UINT64_MAX;
     int st = mmzip_open(path, "r+", NULL, &h);
     if (st) return st;
     mz_store *s = h->s;
     pthread_mutex_lock(&s->wmu);
     if (!s->foreign_hold) {
         /* A relocated directory, or the slack of a writer that was killed before its close removed it. */
-        uint64_t before = s->file_size, changes = s->file_changes;
+        uint64_t before = s->file_size < size_seen ? s->file_size : size_seen, changes = s->file_changes;
         st = s->clean ? mz_settle_at_rest(s) : mz_commit_locked(s, 1);
         if (!st && s->file_changes != changes) mz_recovery_note_directory(s, before);
     }

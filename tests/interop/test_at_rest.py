@@ -8,6 +8,10 @@ ZIP reader rejects.
    from a file and with --dir, after Python's Archive, ZarrStore (62.5 MiB of chunks), mmzip.savez (against
    numpy.savez of the same arrays), after `mmzip pack` and a 2-byte append, after each put of a loop of new
    names (kept tails: their partial pages count), and in what `mmzip info` prints.
+   Entries removed from the end of the data (the last ones) go with the close of the writer that removed
+   them when no other process has the archive open; while one has it open (a reader of an older commit may
+   hold pointers to them) they stay as dead bytes, later writers append after them, and the reader keeps
+   reading them as they were.
 2. A creation that waits on its input, or is killed there (SIGKILL, Ctrl-C's SIGINT), leaves nothing under
    the archive's name; an empty creation publishes the 22-byte empty archive; a writer waiting or killed on
    an existing archive leaves it as every reader accepts it. unzip -t, 7z t, zipfile and libzip (with its
@@ -240,6 +244,103 @@ def test_info_explains():
         check_equal(info_figures(a)[0]["free_bytes"], 0, "free slack after that put")
 
 
+READER = """import hashlib, sys, mmzip
+a = mmzip.Archive(sys.argv[1], "r")
+v = a["b"]
+for line in sys.stdin:
+    print(hashlib.sha256(v).hexdigest(), hashlib.sha256(a["b"]).hexdigest(), flush=True)
+"""
+
+
+def test_removed_at_the_end():
+    import mmzip as mz
+    import zarr
+    with TempDir() as d:
+        b = random_bytes(1 << 20, 7)
+        want = __import__("hashlib").sha256(b).hexdigest()
+
+        # Alone: the close removes them, and the archive is its data.
+        for how in ("Archive", "ZarrStore"):
+            a = os.path.join(d, "alone-%s.zip" % how)
+            mmzip("put", a, "a", "-", input=b"x" * 1000)
+            if how == "Archive":
+                mmzip("put", a, "b", "-", input=b)
+                with mz.Archive(a, "r+") as arc:
+                    del arc["b"]
+            else:
+                with mz.ZarrStore(a, "a") as st:
+                    zarr.open_group(st, "a").create_dataset("v", data=np.arange(1 << 18, dtype="f8"),
+                                                            chunks=(1 << 16,), compressor=None)
+                with mz.ZarrStore(a, "a") as st:
+                    del zarr.open_group(st, "a")["v"]
+            size, entries, directory = check_at_rest(a, "%s removed its last entries" % how)
+            vals, out = info_figures(a)
+            check_equal((vals["dead_bytes"], vals["free_bytes"]), (0, 0), "dead and free bytes (%s)" % how)
+            assert "note:" not in out, out
+            check_equal(mmzip("check", a).stderr.count("recover: nothing to do"), 1, "check (%s)" % how)
+            check_equal(sorted(zipfile.ZipFile(a).namelist()), ["a"] if how == "Archive" else [".zgroup", "a"],
+                        "names after the removal (%s)" % how)
+
+        # A reader of the older commit in another process holds a pointer to b.
+        a = os.path.join(d, "held.zip")
+        mmzip("put", a, "a", "-", input=b"x" * 1000)
+        mmzip("put", a, "b", "-", input=b)
+        reader = subprocess.Popen([sys.executable, "-c", READER, a], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
+        def reader_sees():
+            reader.stdin.write("?\n")
+            reader.stdin.flush()
+            return reader.stdout.readline().split()
+        try:
+            check_equal(reader_sees(), [want, want], "b through the reader's view and its handle")
+            with mz.Archive(a, "r+") as arc:
+                del arc["b"]
+            kept = os.path.getsize(a)
+            assert kept > 1000 + len(b), "%d bytes after the removal, the reader holding b" % kept
+            vals, out = info_figures(a)
+            assert vals["dead_bytes"] >= len(b) and vals["free_bytes"] == 0, vals
+            assert "note:" not in out, out
+            check_equal(sorted(zip_tools_ok(a)), ["a"], "names for the ZIP tools after the removal")
+            rec = mmzip("recover", a)
+            assert "another process has the archive open" in rec.stdout, rec.stdout
+            check_equal(os.path.getsize(a), kept, "size after recover, the reader holding b")
+            mmzip("put", a, "c", "-", input=random_bytes(2 << 20, 8))
+            check_equal(reader_sees(), [want, want], "b through the reader after a put of 2 MiB")
+            c_at = ls_offset(a, "c")
+            assert c_at >= 1000 + len(b), "c written at %d, over the removed b" % c_at
+        finally:
+            reader.stdin.close()
+            reader.wait(timeout=60)
+        check_equal(sorted(zip_tools_ok(a)), ["a", "c"], "names for the ZIP tools")
+        vals, _ = info_figures(a)
+        assert vals["dead_bytes"] >= len(b), vals
+        mmzip("pack", a)
+        check_at_rest(a, "after pack")
+
+        # Held at the removal, alone at the next writable open: it reclaims them.
+        a = os.path.join(d, "held-then-alone.zip")
+        mmzip("put", a, "a", "-", input=b"x" * 1000)
+        mmzip("put", a, "b", "-", input=b)
+        reader = subprocess.Popen([sys.executable, "-c", READER, a], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
+        try:
+            check_equal(reader_sees(), [want, want], "b through the second reader")
+            with mz.Archive(a, "r+") as arc:
+                del arc["b"]
+        finally:
+            reader.stdin.close()
+            reader.wait(timeout=60)
+        assert os.path.getsize(a) > len(b), os.path.getsize(a)
+        rec = mmzip("recover", a)
+        assert "wrote the directory" in rec.stdout, rec.stdout
+        check_at_rest(a, "recover with no reader left")
+
+
+def ls_offset(path, name):
+    from mmzip_testlib import ls_entries
+    return ls_entries(path)[name]["offset"]
+
+
 def fill_pipe(p, n=256 << 10):
     """Writes n bytes to p's standard input and returns once the process has read them all and is blocked
     reading for more: it has opened the archive, written what it read, and does nothing until more comes. A
@@ -444,7 +545,7 @@ def test_writer_killed_after_commit():
 
 
 if __name__ == "__main__":
-    main([test_put_sizes, test_put_loop_of_new_names, test_python_writers, test_info_explains,
+    main([test_put_sizes, test_put_loop_of_new_names, test_python_writers, test_info_explains, test_removed_at_the_end,
           test_creation_killed_or_waiting,
           test_existing_empty_archive_writer_waiting_or_killed, test_existing_archive_writer_waiting_or_killed,
           test_writer_killed_after_commit])
