@@ -188,7 +188,7 @@ static void recover_line(const char *msg, void *ctx) {
 /* Fields of the records that are wrong, and that mmzip reads past as zipfile does (central_dir.c, read.c):
  * one message each, through say(prefix + message). Under the store's read lock. tagged: check's interop: lines
  * (the readers' tag, and the fields only libzip compares); crc_failed (check only, else NULL): per entry, 1 if
- * its bytes failed the CRC-32 by the directory's method. */
+ * its bytes failed the CRC-32 by the directory's method, 2 if so but they match its local header's. */
 static void read_anomalies(mz_store *s, const char *prefix, mmzip_report_fn say, void *ctx, int tagged,
                            const uint8_t *crc_failed) {
     char msg[2300], tag[300];
@@ -229,8 +229,11 @@ static void read_anomalies(mz_store *s, const char *prefix, mmzip_report_fn say,
         unsigned refuse, warn;
         const char *label;
         if (!mz_entry_anomaly(s, e, tagged, why, sizeof why, &refuse, &warn, &label)) continue;
-        /* unzip decodes by the local header's method: where the bytes are that method's, it reads them. */
-        if (crc_failed && crc_failed[i] && mz_get16(s->map.base + e->lfh_off + 8) != e->method)
+        /* unzip decodes by the local header's method: where the bytes are that method's, it reads them. And it
+         * checks them against the local header's CRC-32: where that one is right, the directory's is wrong,
+         * and unzip does not mind. */
+        if (crc_failed && crc_failed[i] &&
+            (mz_get16(s->map.base + e->lfh_off + 8) != e->method || crc_failed[i] == 2))
             refuse &= ~(unsigned)R_UNZIP;
         quoted(q, sizeof q, mz_name(s, e), e->name_len);
         snprintf(msg, sizeof msg, "%s%s: entry '%.300s': %.1000s", prefix, s->path, q, why);
@@ -269,6 +272,28 @@ static void check_interop(checker *c, mz_store *s, const uint8_t *crc_failed) {
                    "(\"Bad magic number for central directory\"), unzip and 7-Zip refuse it too; libzip goes by "
                    "the recorded offset", s->path, (unsigned long long)records, (unsigned long long)s->cd_size,
                    (unsigned long long)s->cd_pos, (unsigned long long)(records - s->cd_pos - s->cd_size));
+    if (s->zip64 && end >= 22u + s->comment_len) {
+        /* Behind ZIP64 end records each field of the plain end record is its sentinel or, where it fits, the
+         * value itself; unzip and 7-Zip take a plain field that is neither, and refuse the archive. */
+        uint8_t eocd[22];
+        if (mz_read_at(s, eocd, sizeof eocd, end - 22 - s->comment_len) == 0 && mz_get32(eocd) == MZ_SIG_EOCD) {
+            static const struct { unsigned off, width; const char *what; } f[] = {
+                {8, 2, "entry count on this disk"}, {10, 2, "entry count"}, {12, 4, "directory size"},
+                {16, 4, "directory offset"}};
+            uint64_t truth[] = {s->n_committed, s->n_committed, s->cd_size, s->cd_pos - s->prefix};
+            for (unsigned k = 0; k < 4; k++) {
+                uint64_t v = f[k].width == 2 ? mz_get16(eocd + f[k].off) : mz_get32(eocd + f[k].off);
+                uint64_t sentinel = f[k].width == 2 ? 0xFFFFu : 0xFFFFFFFFu;
+                if (v != sentinel && v != truth[k])
+                    interop_by(c, R_UNZIP | R_7ZIP, 0, "the plain end record's fields",
+                               "%s: the plain end record's %s is %llu: neither its sentinel (%llx, which sends readers "
+                               "to the ZIP64 end record) nor the %llu the ZIP64 end record and the directory give; "
+                               "mmzip, zipfile and libzip go by the ZIP64 end record, unzip and 7-Zip take the plain "
+                               "field and refuse the archive", s->path, f[k].what, (unsigned long long)v,
+                               (unsigned long long)sentinel, (unsigned long long)truth[k]);
+            }
+        }
+    }
     /* The slack below the directory (protocol.md §3.1) is a hole that no reader looks at. */
     mz_recovery_plan plan;
     int slack_ours = s->slack_hole && mz_plan_recovery(s, &plan, NULL, NULL) == MMZIP_OK && plan.ours;
@@ -333,6 +358,14 @@ static void check_interop(checker *c, mz_store *s, const uint8_t *crc_failed) {
             interop_by(c, R_LIBZIP, 0, "a name that appears twice",
                        "%s: entry '%s' appears more than once; mmzip, zipfile and zarr read the last one, unzip and "
                        "7-Zip list both, libzip refuses the archive", s->path, q);
+        }
+        if (e->name_len >= 4096) {
+            /* Info-ZIP's buffer for a name holds 4,095 bytes and its NUL. */
+            quoted(q, sizeof q, mz_name(s, e), e->name_len);
+            interop_by(c, 0, R_UNZIP, "a name of 4,096 bytes or more",
+                       "%s: entry '%.200s...' has a name of %u bytes: unzip cuts it at 4,095 (\"filename too "
+                       "long--truncating\") and ends with a warning status; zipfile, 7-Zip and libzip read it", s->path,
+                       q, e->name_len);
         }
         if (method_refusers(e->method) && mz_method_supported(e->method)) {
             quoted(q, sizeof q, mz_name(s, e), e->name_len);
@@ -433,12 +466,19 @@ int mmzip_check(mmzip_t *h, mmzip_report_fn report, void *ctx) {
         int st = check_data(h, e, before, total);
         const char *err = mmzip_last_error();
         unsigned refuse = 0;
-        if (st == MMZIP_ECRC && crc_failed) crc_failed[i] = 1;
-        if (st == MMZIP_ECRC)
-            /* unzip goes by a local header's method where it differs from the directory's, and may read
-             * bytes that are right for that method. */
-            problem_by(&c, st, R_ALL & ~(mz_get16(s->map.base + e->lfh_off + 8) != e->method ? R_UNZIP : 0), 0,
+        if (st == MMZIP_ECRC) {
+            /* unzip checks the bytes against the local header's CRC-32 (a mismatch with the directory's alone
+             * does not stop it), and goes by a local header's method where it differs from the directory's, and
+             * may read bytes that are right for that method. */
+            const uint8_t *lh = s->map.base + e->lfh_off;
+            const char *gives = strstr(err, "data gives ");
+            unsigned data_crc = 0;
+            int local_right = !(mz_get16(lh + 6) & MZ_FLAG_DATA_DESCRIPTOR) && gives &&
+                              sscanf(gives + 11, "%8x", &data_crc) == 1 && mz_get32(lh + 14) == data_crc;
+            if (crc_failed) crc_failed[i] = local_right ? 2 : 1;
+            problem_by(&c, st, R_ALL & ~(mz_get16(lh + 8) != e->method || local_right ? R_UNZIP : 0), 0,
                        "a CRC-32 that does not match");
+        }
         else if (st && (e->gp_flags & (MZ_FLAG_ENCRYPTED | MZ_FLAG_STRONG_ENCRYPTION) || e->method == 99))
             problem_by(&c, st, R_ALL, 0, "an encrypted entry (no password given)");
         else if (st && !mz_method_supported(e->method))

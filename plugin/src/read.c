@@ -166,8 +166,21 @@ int mz_entry_anomaly(mz_store *s, const mz_entry *e, int all, char *why, size_t 
         r |= MZ_R_UNZIP | MZ_R_7ZIP | MZ_R_LIBZIP;
         if (!first) first = "a local header's method";
     }
-    /* With a data descriptor the local header may hold zeros (libzip accepts those, and the real values). */
-    int dd_zeros = (lflags & MZ_FLAG_DATA_DESCRIPTOR) && lcrc == 0 && lcsize == 0 && lusize == 0;
+    /* With a data descriptor the local header may hold zeros where the values are not known yet (APPNOTE
+     * 4.4.4): unzip and 7-Zip take the directory's then. Info-ZIP's zip writing to a pipe leaves the CRC-32
+     * and compressed size zero and fills in the size; libzip's consistency check accepts all three zero or all
+     * three right, not a mix. */
+    int dd = (lflags & MZ_FLAG_DATA_DESCRIPTOR) != 0;
+    int dd_zeros = dd && (lcrc == 0 || lcrc == e->crc) && (lcsize == 0 || lcsize == e->csize) &&
+                   (lusize == 0 || lusize == e->usize);
+    if (dd_zeros && all && !(lcrc == 0 && lcsize == 0 && lusize == 0) &&
+        !(lcrc == e->crc && lcsize == e->csize && lusize == e->usize)) {
+        clause(why, len, "a data descriptor follows its data, and its local header gives some of the CRC-32 and "
+               "sizes as zeros and some as the directory's (Info-ZIP zip writing to a pipe does this): libzip's "
+               "consistency check wants all three zero or all three right");
+        r |= MZ_R_LIBZIP;
+        if (!first) first = "a local header's CRC-32 and sizes";
+    }
     if (!dd_zeros && lcrc != e->crc) {
         clause(why, len, "its local header gives CRC-32 %08x, its directory record %08x: the directory's is "
                "checked, as zipfile does", lcrc, e->crc);

@@ -171,6 +171,27 @@ def others_and_edits(d):
             out.append((label, f.read()))
     # Info-ZIP's forced ZIP64 gives directories local headers that need 4.5 and records that need 1.0.
     tool("Info-ZIP zip -fz, with directories", ["zip", "-q", "-r", "-fz", made, "d"])
+    # Writing to a pipe, zip puts data descriptors after the data and leaves the local header's CRC-32 and
+    # compressed size zero, its size filled in (libzip's consistency check wants all three zero or right).
+    tool("Info-ZIP zip to a pipe (data descriptors)", ["bash", "-c", "zip -q -r - d | cat > " + made])
+    # A name longer than Info-ZIP's buffer: unzip truncates it and fails.
+    buf = os.path.join(d, "long.zip")
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("n" * 5000, b"long name\n")
+        z.writestr("short", b"short name\n")
+    with open(buf, "rb") as f:
+        out.append(("a name of 5,000 bytes", f.read()))
+    # mmzip's own archive (ZIP64 end records) with the plain end record's total entry count changed from its
+    # 0xFFFF sentinel: unzip and 7-Zip take the plain count then.
+    ours = os.path.join(d, "ours64.zip")
+    run([MMZIP, "put", ours, "a.txt", "-"], input=b"alpha\n" * 100)
+    run([MMZIP, "put", ours, "b.txt", "-"], input=b"bravo\n" * 50)
+    with open(ours, "rb") as f:
+        b64 = bytearray(f.read())
+    e = len(b64) - 22
+    assert b64[e:e + 4] == b"PK\x05\x06" and b64[e + 10:e + 12] == b"\xff\xff", bytes(b64[e:e + 22])
+    b64[e + 11] = 0xFE
+    out.append(("ZIP64 archive, plain end record's total count not the sentinel", bytes(b64)))
     for method in ("LZMA", "BZip2", "Deflate64", "PPMd"):
         tool("7-Zip, -mm=%s" % method, ["7z", "a", "-bd", "-tzip", "-mm=" + method, made, "d"])
     for name, method in (("LZMA", zipfile.ZIP_LZMA), ("BZIP2", zipfile.ZIP_BZIP2)):
@@ -206,6 +227,7 @@ def others_and_edits(d):
         return struct.unpack_from(fmt, base, off)[0]
     for label, edits in [
             ("local CRC-32 differs", [(lh[1] + 14, "<I", field(lh[1] + 14, "<I") ^ 1)]),
+            ("directory record's CRC-32 differs", [(cd[1] + 16, "<I", field(cd[1] + 16, "<I") ^ 1)]),
             ("local compressed size differs", [(lh[1] + 18, "<I", field(lh[1] + 18, "<I") + 1)]),
             ("local size differs", [(lh[1] + 22, "<I", field(lh[1] + 22, "<I") + 1)]),
             ("local version needed higher", [(lh[1] + 4, "<H", 45)]),
