@@ -99,7 +99,9 @@
  *     process; a write lease, taken and let go at once, tells; a writer alone never waits). The probe sets the
  *     descriptor's lease signal to SIGURG: a process that handles SIGURG may see it if another opens the
  *     archive in that instant.
- *   - Entry names are bytes, at most 65535, without NUL, leading '/', or '..' components. A name that is
+ *   - Entry names are bytes, at most 65535, without NUL, leading '/', or '..' components. A new name has no
+ *     empty or '.' component either ('a//b', './a', 'a/./b': other readers extract them to the file of the
+ *     name without it); such names in another writer's archive are read, replaced and removed. A name that is
  *     valid UTF-8 is written with the ZIP UTF-8 flag; one that is not (a foreign archive's CP437 name, say)
  *     is written without it, so that other readers decode it as CP437 instead of refusing the archive.
  */

@@ -21,7 +21,21 @@ static int check_writable(mmzip_t *h, const char *fn) {
     return mz_refuse_inherited(h->s);
 }
 
-/* The calls that write the entry `key`: a writable handle and a name every ZIP reader takes. */
+/* A name with an empty or "." component ("a//b", "./a", "a/./b", ".") is another spelling of a name without
+ * it: unzip, 7-Zip and zipfile's extractall write both to one file, one over the other. An archive from
+ * another writer may hold such names (they are read, replaced and removed as they are); none is written anew. */
+static int name_canonical(const char *key) {
+    for (const char *c = key;;) {
+        const char *slash = strchr(c, '/');
+        size_t n = slash ? (size_t)(slash - c) : strlen(c);
+        if ((n == 0 && slash) || (n == 1 && c[0] == '.')) return 0;
+        if (!slash) return 1;
+        c = slash + 1;
+    }
+}
+
+/* The calls that write the entry `key`: a writable handle and a name every ZIP reader takes (and, for a put,
+ * one that no other name extracts to). */
 static int check_writer(mmzip_t *h, const char *key, const char *fn) {
     if (h && !key) return mz_fail(MMZIP_EINVAL, "%s: NULL key", fn);
     int st = check_writable(h, fn);
@@ -29,6 +43,15 @@ static int check_writer(mmzip_t *h, const char *key, const char *fn) {
     if (!mz_name_ok(key, strlen(key)))
         return mz_fail(MMZIP_EINVAL, "%s: invalid entry name '%s' (empty, too long, absolute, or with '..')",
                        h->s->path, key);
+    if (strcmp(fn, "mmzip_remove") != 0 && !name_canonical(key)) {
+        pthread_rwlock_rdlock(&h->s->rw);
+        int exists = mz_lookup(h->s, key, strlen(key), 1) != NULL;
+        pthread_rwlock_unlock(&h->s->rw);
+        if (!exists)
+            return mz_fail(MMZIP_EINVAL, "%s: invalid entry name '%s': an empty or '.' component ('a//b', './a', "
+                           "'a/./b') names the same file as the name without it for unzip, 7-Zip and zipfile's "
+                           "extractall, which would write one over the other", h->s->path, key);
+    }
     return MMZIP_OK;
 }
 

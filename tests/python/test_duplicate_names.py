@@ -6,7 +6,11 @@ to every reader after the commit, with no error (a chunk deleted by zarr read ba
 
 Each case writes the archive with the other writer, changes it through one route of mmzip (Archive, ZarrStore
 under zarr, the CLI), then reads it back with zipfile, zarr's own ZipStore and mmzip, and requires the
-directory to hold each name once."""
+directory to hold each name once.
+
+Names that are other spellings of one file ('a//b', './a', 'a/./b' for 'a/b' and 'a'): unzip and zipfile's
+extractall write them to one file, one over the other, so mmzip writes none anew; those another writer left
+are read, replaced and removed as they are."""
 import os
 import sys
 import warnings
@@ -148,6 +152,34 @@ def test_cli_put_replaces_every_record():
         zip_tools_ok(p)
 
 
+def test_names_that_extract_to_one_file():
+    with TempDir() as d:
+        p = os.path.join(d, "a.zip")
+        mmzip_cli("put", p, "a/b", "-", input=b"one")
+        for name in ("a//b", "a/./b", "./a/b", ".", "a/."):
+            r = mmzip_cli("put", p, name, "-", input=b"two", check=False)
+            assert r.returncode == 1 and b"names the same file as the name without it" in r.stderr, (name, r.stderr)
+            with mmzip.Archive(p, "r+") as a:
+                try:
+                    a[name] = b"two"
+                    raise AssertionError("Archive wrote %r" % name)
+                except mmzip.MmzipError as e:
+                    assert "an empty or '.' component" in str(e), e
+        check_equal(names_of(p), ["a/b"], "names after the refused puts")
+        q = os.path.join(d, "theirs.zip")
+        with zipfile.ZipFile(q, "w") as z:
+            z.writestr("./x", b"dot")
+            z.writestr("y//z", b"slashes")
+        check_equal(mmzip_cli("cat", q, "./x").stdout, "dot", "./x of zipfile's archive")
+        mmzip_cli("put", q, "./x", "-", input=b"replaced")
+        with mmzip.Archive(q, "r+") as a:
+            del a["y//z"]
+        with zipfile.ZipFile(q) as z:
+            check_equal(z.namelist(), ["./x"], "names after replacing ./x and removing y//z")
+            check_equal(z.read("./x"), b"replaced", "./x replaced")
+
+
 if __name__ == "__main__":
     main([test_archive_remove_and_replace, test_archive_batch_then_rollback_keeps_every_record,
-          test_zarr_overwrite_and_empty_chunks, test_cli_put_replaces_every_record])
+          test_zarr_overwrite_and_empty_chunks, test_cli_put_replaces_every_record,
+          test_names_that_extract_to_one_file])
