@@ -34,6 +34,8 @@ int cli_archive_name(const char *cmd, const char *name, int create);
 /* True if argv[i] is -h or --help. Prints the command's help to stdout and sets *exit_code. */
 int cli_wants_help(const command *c, int argc, char **argv, int *exit_code);
 int cli_usage(const command *c, const char *why);
+/* cli_usage for an option the command does not know, naming it. */
+int cli_unknown_option(const command *c, const char *option);
 /* Parses the N of --align N (a power of two from 1 to the page size, in decimal) into *align: 0, or, for
  * anything else, the usage error's exit status (2) after saying why. */
 int cli_parse_align(const command *c, const char *text, uint32_t *align);

@@ -65,7 +65,7 @@ static int run(int argc, char **argv) {
     const char *archive = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) t.quiet = 1;
-        else if (argv[i][0] == '-') return cli_usage(&cmd_check, "unknown option");
+        else if (argv[i][0] == '-') return cli_unknown_option(&cmd_check, argv[i]);
         else if (!archive) archive = argv[i];
         else return cli_usage(&cmd_check, "too many arguments");
     }
@@ -113,7 +113,7 @@ static int run(int argc, char **argv) {
     }
     if (st) return cli_fail("check", st);
     if (!t.quiet)
-        printf("%s: OK, %zu entries, every local header and CRC-32 verified%s\n", archive, n,
+        printf("%s: OK, %zu entr%s, every local header and CRC-32 verified%s\n", archive, n, n == 1 ? "y" : "ies",
                t.interop ? " (valid for mmzip, not for every ZIP reader)" : "");
     return EXIT_OK;
 }

@@ -29,7 +29,7 @@ static int run(int argc, char **argv) {
     const char *archive = NULL, *prefix = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-1") == 0 || strcmp(argv[i], "--names") == 0) c.names_only = 1;
-        else if (argv[i][0] == '-' && argv[i][1]) return cli_usage(&cmd_ls, "unknown option");
+        else if (argv[i][0] == '-' && argv[i][1]) return cli_unknown_option(&cmd_ls, argv[i]);
         else if (!archive) archive = argv[i];
         else if (!prefix) prefix = argv[i];
         else return cli_usage(&cmd_ls, "too many arguments");

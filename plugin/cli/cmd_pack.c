@@ -19,7 +19,7 @@ static int run(int argc, char **argv) {
             int bad = cli_parse_align(&cmd_pack, argv[i][7] == '=' ? argv[i] + 8 : argv[++i], &align);
             if (bad) return bad;
         }
-        else if (argv[i][0] == '-') return cli_usage(&cmd_pack, "unknown option");
+        else if (argv[i][0] == '-') return cli_unknown_option(&cmd_pack, argv[i]);
         else if (npos < 2) pos[npos++] = argv[i];
         else return cli_usage(&cmd_pack, "too many arguments");
     }

@@ -337,7 +337,7 @@ static int run(int argc, char **argv) {
         }
         else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) dir = argv[++i];
         else if (strcmp(argv[i], "--folders") == 0) folders = 1;
-        else if (strcmp(argv[i], "-") != 0 && argv[i][0] == '-') return cli_usage(&cmd_put, "unknown option");
+        else if (strcmp(argv[i], "-") != 0 && argv[i][0] == '-') return cli_unknown_option(&cmd_put, argv[i]);
         else if (npos < 3) pos[npos++] = argv[i];
         else return cli_usage(&cmd_put, "too many arguments");
     }

@@ -41,6 +41,12 @@ int cli_usage(const command *c, const char *why) {
     return EXIT_USAGE;
 }
 
+int cli_unknown_option(const command *c, const char *option) {
+    char why[300];
+    snprintf(why, sizeof why, "unknown option '%.250s'", option);
+    return cli_usage(c, why);
+}
+
 const char *cli_bytes(unsigned long long n, char *buf, size_t len) {
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = (double)n;

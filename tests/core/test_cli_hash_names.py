@@ -36,7 +36,7 @@ def test_every_subcommand_at_each_place():
                 check_equal(z.read("k#/é"), data, "zipfile reading %s" % path)
             before = tree(d)
             assert "k#/é" in mmzip("ls", path).stdout
-            assert "OK, 1 entries" in mmzip("check", path).stdout
+            assert "OK, 1 entry," in mmzip("check", path).stdout
             assert "entries:" in mmzip("info", path).stdout
             mmzip("recover", path)
             assert_unchanged(before, tree(d), "ls, check, info, recover of %s" % path)
