@@ -31,16 +31,6 @@ int mz_name_ok(const char *name, size_t len) {
     return 1;
 }
 
-static void quote_name(char *out, size_t outlen, const uint8_t *name, size_t len) {
-    size_t o = 0;
-    for (size_t i = 0; i < len && o + 5 < outlen; i++) {
-        uint8_t c = name[i];
-        if (c >= 0x20 && c < 0x7f && c != '\\') out[o++] = (char)c;
-        else o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
-    }
-    out[o < outlen ? o : outlen - 1] = '\0';
-}
-
 static int cmp_by_offset(const void *a, const void *b, void *ctx) {
     const mz_entry *e = ctx;
     uint64_t x = e[*(const uint32_t *)a].lfh_off, y = e[*(const uint32_t *)b].lfh_off;
@@ -137,7 +127,7 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
                 rec_len = fixed_len + clen;
             } else {
                 uint64_t nl = t->cd_size - off - MZ_CDH_FIXED; /* the part of the name in the directory */
-                quote_name(qn, sizeof qn, name, (size_t)(nl < nlen ? nl : nlen));
+                mz_quote_name(qn, sizeof qn, name, (size_t)(nl < nlen ? nl : nlen));
                 if (t->cd_pos + t->cd_size + past <= records)
                     st = mz_fail(MMZIP_ECORRUPT, "%s: %s: central directory size %llu is %llu byte%s short of the "
                                  "records it holds (record %u, '%s', ends %llu byte%s past it, before the end "
@@ -152,7 +142,7 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
                 goto fail;
             }
         }
-#define QN() quote_name(qn, sizeof qn, name, nlen)
+#define QN() mz_quote_name(qn, sizeof qn, name, nlen)
         /* An empty name, or one holding a NUL, cannot be asked for through a C string: other readers still
          * read the entry (zipfile cuts the name at the NUL), so it stays in the directory, unreachable by
          * name, and mmzip check reports it. The rest of the archive reads as usual. */
@@ -299,7 +289,7 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
             if (first->lfh_off + want > src->size || src->read(src->ctx, hdr, want, first->lfh_off) != 0 ||
                 mz_get32(hdr) != MZ_SIG_LFH || mz_get16(hdr + 26) != first->name_len ||
                 memcmp(hdr + MZ_LFH_FIXED, img + first->cd_rec + MZ_CDH_FIXED, first->name_len) != 0) {
-                quote_name(qn, sizeof qn, img + first->cd_rec + MZ_CDH_FIXED, first->name_len);
+                mz_quote_name(qn, sizeof qn, img + first->cd_rec + MZ_CDH_FIXED, first->name_len);
                 int present = first->lfh_off + 4 <= src->size && mz_get32(hdr) == MZ_SIG_LFH;
                 st = mz_fail(MMZIP_ECORRUPT, "%s: entry '%s': %s at offset %llu, where the central directory puts "
                              "it", src->name, qn, present ? "the local header names another entry"
@@ -313,7 +303,7 @@ int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd) {
             uint64_t next = k + 1 < n ? ents[order ? order[k + 1] : k + 1].lfh_off : t->cd_pos;
             uint64_t min_end = e->lfh_off + MZ_LFH_FIXED + e->name_len + e->csize;
             if (min_end > next || (k + 1 < n && next == e->lfh_off)) {
-                quote_name(qn, sizeof qn, img + e->cd_rec + MZ_CDH_FIXED, e->name_len);
+                mz_quote_name(qn, sizeof qn, img + e->cd_rec + MZ_CDH_FIXED, e->name_len);
                 st = mz_fail(MMZIP_ECORRUPT, "%s: entry '%s' (at %llu, %llu bytes) overlaps the next entry at "
                              "%llu", src->name, qn, (unsigned long long)e->lfh_off, (unsigned long long)e->csize,
                              (unsigned long long)next);

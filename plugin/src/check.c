@@ -64,16 +64,6 @@ static int check_data(mmzip_t *h, mz_entry *e, uint64_t done, uint64_t total) {
     return st;
 }
 
-static void quoted(char *out, size_t outlen, const char *name, size_t len) {
-    size_t o = 0;
-    for (size_t i = 0; i < len && i < 300 && o + 5 < outlen; i++) {
-        unsigned char ch = (unsigned char)name[i];
-        if (ch >= 0x20 && ch < 0x7f && ch != '\\') out[o++] = (char)ch;
-        else o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", ch);
-    }
-    out[o < outlen ? o : outlen - 1] = '\0';
-}
-
 /* The readers mmzip is tested against (tests/interop/test_check_verdict.py), as bits. */
 enum { R_ZIPFILE = MZ_R_ZIPFILE, R_UNZIP = MZ_R_UNZIP, R_7ZIP = MZ_R_7ZIP, R_LIBZIP = MZ_R_LIBZIP, R_ALL = MZ_R_ALL };
 
@@ -235,7 +225,7 @@ static void read_anomalies(mz_store *s, const char *prefix, mmzip_report_fn say,
         if (crc_failed && crc_failed[i] &&
             (mz_get16(s->map.base + e->lfh_off + 8) != e->method || crc_failed[i] == 2))
             refuse &= ~(unsigned)R_UNZIP;
-        quoted(q, sizeof q, mz_name(s, e), e->name_len);
+        mz_quote_name(q, sizeof q, mz_name(s, e), e->name_len);
         snprintf(msg, sizeof msg, "%s%s: entry '%.300s': %.1000s", prefix, s->path, q, why);
         objects_tag(tag, sizeof tag, refuse, warn, label);
         if (tagged) strncat(msg, tag, sizeof msg - strlen(msg) - 1);
@@ -346,7 +336,7 @@ static void check_interop(checker *c, mz_store *s, const uint8_t *crc_failed) {
         mz_entry *e = &s->e[i];
         char q[1300];
         if (e->mark & MZ_MARK_NONAME) {
-            quoted(q, sizeof q, mz_name(s, e), e->name_len);
+            mz_quote_name(q, sizeof q, mz_name(s, e), e->name_len);
             interop_by(c, 0, 0, NULL, "%s: entry %u's name '%s' is %s: mmzip cannot look it up and does not list "
                     "it (zipfile cuts a name at its NUL); it is kept", s->path, i, q,
                     e->name_len == 0 ? "empty" : "cut short by a NUL byte");
@@ -354,21 +344,21 @@ static void check_interop(checker *c, mz_store *s, const uint8_t *crc_failed) {
         }
         if (!(e->mark & MZ_MARK_BAD) && mz_lookup(s, mz_name(s, e), e->name_len, 0) != e &&
             !(e->mark & MZ_MARK_SHADOWED)) {
-            quoted(q, sizeof q, mz_name(s, e), e->name_len);
+            mz_quote_name(q, sizeof q, mz_name(s, e), e->name_len);
             interop_by(c, R_LIBZIP, 0, "a name that appears twice",
                        "%s: entry '%s' appears more than once; mmzip, zipfile and zarr read the last one, unzip and "
                        "7-Zip list both, libzip refuses the archive", s->path, q);
         }
         if (e->name_len >= 4096) {
             /* Info-ZIP's buffer for a name holds 4,095 bytes and its NUL. */
-            quoted(q, sizeof q, mz_name(s, e), e->name_len);
+            mz_quote_name(q, sizeof q, mz_name(s, e), e->name_len);
             interop_by(c, 0, R_UNZIP, "a name of 4,096 bytes or more",
                        "%s: entry '%.200s...' has a name of %u bytes: unzip cuts it at 4,095 (\"filename too "
                        "long--truncating\") and ends with a warning status; zipfile, 7-Zip and libzip read it", s->path,
                        q, e->name_len);
         }
         if (method_refusers(e->method) && mz_method_supported(e->method)) {
-            quoted(q, sizeof q, mz_name(s, e), e->name_len);
+            mz_quote_name(q, sizeof q, mz_name(s, e), e->name_len);
             char who[200];
             reader_list(who, sizeof who, method_refusers(e->method));
             interop_by(c, method_refusers(e->method), 0, "a compression method it lacks",

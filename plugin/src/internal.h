@@ -332,6 +332,9 @@ void mz_trailer_free(mz_trailer *t);
 int mz_cd_load(const mz_source *src, const mz_trailer *t, mz_cd *cd);
 /* Validates that the name is one we accept (no NUL, no leading '/', no '..' component, not empty). */
 int mz_name_ok(const char *name, size_t len);
+/* An entry name for a message: printable ASCII and valid UTF-8 as they are, other bytes and '\\' as \\xNN; cut to
+ * fit outlen (zip_format.c). */
+void mz_quote_name(char *out, size_t outlen, const void *name, size_t len);
 void mz_cd_free(mz_cd *cd);
 
 /* ---------------------------------------------------------------------------------------------------- */

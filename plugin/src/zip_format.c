@@ -8,6 +8,7 @@
  */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -25,6 +26,24 @@ static size_t utf8_sequence_length(const uint8_t *p, const uint8_t *end) {
     if (c == 0xF0 && p[1] < 0x90) return 0; /* overlong */
     if (c == 0xF4 && p[1] >= 0x90) return 0; /* above U+10FFFF */
     return n;
+}
+
+void mz_quote_name(char *out, size_t outlen, const void *name, size_t len) {
+    const uint8_t *p = name, *end = p + len;
+    size_t o = 0;
+    while (p < end && o + 5 < outlen) {
+        size_t n = *p >= 0x80 ? utf8_sequence_length(p, end) : 0;
+        if (n && o + n + 1 < outlen) { /* a name in UTF-8 is shown as it is, as ls shows it */
+            memcpy(out + o, p, n);
+            o += n;
+            p += n;
+        } else if (*p >= 0x20 && *p < 0x7f && *p != '\\') {
+            out[o++] = (char)*p++;
+        } else {
+            o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", *p++);
+        }
+    }
+    out[o < outlen ? o : outlen - 1] = '\0';
 }
 
 uint16_t mz_name_flags(const char *name, size_t len) {

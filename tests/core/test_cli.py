@@ -78,6 +78,23 @@ def test_put_dir_is_one_commit():
         zip_tools_ok(a)
 
 
+def test_names_in_messages():
+    """Names are shown as ls shows them: UTF-8 as it is, other bytes escaped."""
+    with TempDir() as d:
+        a = os.path.join(d, "u.zip")
+        with zipfile.ZipFile(a, "w") as z:
+            z.writestr("d/\u00fcn\u00ef.txt", b"x")
+            z.writestr(zipfile.ZipInfo("raw\\name"), b"y")
+        with zipfile.ZipFile(a) as z:
+            offs = [i.header_offset for i in z.infolist()]
+        b = bytearray(open(a, "rb").read())
+        for o in offs:
+            b[o + 14] ^= 1  # a local header CRC-32 that is not the directory's: a warning naming the entry
+        open(a, "wb").write(b)
+        err = mmzip("ls", a).stderr
+        assert "entry 'd/\u00fcn\u00ef.txt'" in err and "entry 'raw\\x5cname'" in err, err
+
+
 def test_check_finds_corruption():
     with TempDir() as d:
         a = os.path.join(d, "c.zip")
@@ -314,7 +331,7 @@ def test_run_without_command():
 
 
 if __name__ == "__main__":
-    main([test_help_and_usage, test_put_cat_ls, test_put_dir_is_one_commit, test_check_finds_corruption,
+    main([test_help_and_usage, test_names_in_messages, test_put_cat_ls, test_put_dir_is_one_commit, test_check_finds_corruption,
           test_recover_reports, test_pack_and_info, test_pack_refuses_a_damaged_entry, test_busy_exit_code, test_put_leaves_the_slack_a_hole,
           test_stale_temporary_files_removed_by_recover_and_pack,
           test_run_without_command])

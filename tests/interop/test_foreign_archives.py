@@ -73,7 +73,7 @@ def assert_same_as_zipfile(archive, expect=None, sample=None, methods=None):
         if cat_bytes(archive, name) != ref[name]:
             raise AssertionError("mmzip cat reads %r of %s differently from zipfile" % (name, archive))
     out = mmzip_cli("check", archive).stdout
-    assert "OK, %d entries" % len(ref) in out, out
+    assert "OK, %d entr%s" % (len(ref), "y" if len(ref) == 1 else "ies") in out, out
     return ref
 
 
@@ -138,7 +138,7 @@ def test_comment_holding_an_end_signature():
             check_equal(sorted(a.keys()), sorted(contents), "names")
             for k, v in contents.items():
                 assert bytes(a[k]) == v, "entry %r differs" % k
-        assert "OK, %d entries" % len(contents) in mmzip_cli("check", path).stdout
+        assert "OK, %d entr%s" % (len(contents), "y" if len(contents) == 1 else "ies") in mmzip_cli("check", path).stdout
 
 
 def test_long_comments():
@@ -160,7 +160,7 @@ def test_long_comments():
                     check_equal(sorted(a.keys()), sorted(contents), "names, comment of %d bytes" % clen)
                     for k, v in contents.items():
                         assert bytes(a[k]) == v, "entry %r differs, comment of %d bytes" % (k, clen)
-                assert "OK, %d entries" % len(contents) in mmzip_cli("check", path).stdout
+                assert "OK, %d entr%s" % (len(contents), "y" if len(contents) == 1 else "ies") in mmzip_cli("check", path).stdout
 
 
 def test_zipfile_zip64_end_records_many_entries():

@@ -170,7 +170,7 @@ def all_readers_accept(archive, tree, contents):
     zipfile_bytes_equal(archive, contents)
     libzip_verify(archive, tree, contents)
     out = mmzip("check", archive).stdout
-    assert "OK, %d entries" % len(contents) in out, out
+    assert "OK, %d entr%s" % (len(contents), "y" if len(contents) == 1 else "ies") in out, out
 
 
 def test_default_alignment_one_commit_per_entry():
