@@ -24,6 +24,7 @@ void mz_trailer_free(mz_trailer *t) {
 typedef struct candidate {
     mz_trailer t;
     uint64_t alt_cd_pos, alt_concat;
+    int alt_recorded; /* the alternative is the recorded position: its error is the one to report */
     int has_alt;
 } candidate;
 
@@ -126,15 +127,21 @@ static int parse_candidate_ex(const mz_source *src, uint64_t p, int must_end_at_
     }
     t->entries = n;
     t->cd_size = cd_size;
-    /* First choice: the directory where it was recorded (our relocated directories lie there). */
+    /* The directory where it was recorded (our relocated directories lie there), or, where it was recorded
+     * short of the end records, the one that ends where they begin: bytes were prepended (a stub, or another
+     * archive, as `cat a.zip b.zip` makes), and every other reader reads that one. Whichever of the two does
+     * not parse, the other is the alternative. */
     if (cd_off + cd_size <= records_start && cd_off <= records_start) {
         t->cd_pos = cd_off;
         t->concat = 0;
         uint64_t adj = records_start - cd_size;
         if (adj != cd_off && adj > cd_off) {
             c->has_alt = 1;
-            c->alt_cd_pos = adj;
-            c->alt_concat = adj - cd_off;
+            c->alt_cd_pos = cd_off;
+            c->alt_concat = 0;
+            c->alt_recorded = 1;
+            t->cd_pos = adj;
+            t->concat = adj - cd_off;
         }
     } else {
         /* Bytes were prepended: the directory ends where the end records begin (what Python assumes). */
@@ -177,6 +184,8 @@ static int load_candidate(const mz_source *src, candidate *c, mz_trailer *t, mz_
         if (st2 == MMZIP_OK) {
             c->t = alt;
             st = MMZIP_OK;
+        } else if (c->alt_recorded) {
+            st = st2; /* neither parses: say what is wrong where the end record says the directory is */
         } else {
             mz_fail(st, "%s", saved);
         }
