@@ -42,6 +42,11 @@ static int open_archive(mzn_session *s, int mode, int create) {
     mmzip_options opts;
     mmzip_options_init(&opts);
     opts.commit_policy = MMZIP_COMMIT_MANUAL;
+    /* Chunks the compatibility view decodes (Blosc, zstd, big-endian, Fortran order, ...) and metadata are
+     * taken in place (mmzip_get): their stored bytes are checked against the CRC-32 once, before the first
+     * use, as mmzip_read checks the chunks netCDF-C reads itself. Without it a flipped byte of such a chunk
+     * came out as a value. */
+    opts.flags |= MMZIP_VERIFY_CRC;
     const char *how;
     if (create && s->group && access(s->archive_path, F_OK) == 0) {
         /* A new sub-dataset in an existing archive: appended to it, every other entry left as it is. */

@@ -216,11 +216,25 @@ static int scan_strings(mzv_view *v, mzv_array *a, int *nczarr_char) {
         if (!mzv_v2_is_chunk_key(&a->z, key)) continue;
         const void *stored;
         uint64_t stored_len;
-        if (mmzip_get(v->archive, l.names[i], &stored, &stored_len) != MMZIP_OK) continue;
+        /* Every chunk counts: one left out (damaged, or not decodable) could hold the longest string, and the
+         * others would be presented cut to a narrower width. */
+        int got = mmzip_get(v->archive, l.names[i], &stored, &stored_len);
+        if (got == MMZIP_ENOTFOUND) continue;
+        if (got != MMZIP_OK) {
+            int e = mzv_fail(v, NC_ENCZARR, l.names[i],
+                             "cannot read the chunk to size its strings: %s", mmzip_last_error());
+            free_names(&l);
+            return e;
+        }
         mzv_bytes dec;
         char err[256];
         size_t limit = a->conversion == MZV_CONV_VLEN ? (size_t)1 << 31 : (size_t)a->chunk_elements * a->z.dtype.itemsize + 4096;
-        if (mzv_chain_decode(&a->chain, stored, (size_t)stored_len, limit, &dec, err, sizeof err) != 0) continue;
+        if (mzv_chain_decode(&a->chain, stored, (size_t)stored_len, limit, &dec, err, sizeof err) != 0) {
+            int e = mzv_fail(v, NC_ENCZARR, l.names[i],
+                             "cannot decode the chunk to size its strings: %s", err);
+            free_names(&l);
+            return e;
+        }
         if (a->conversion != MZV_CONV_VLEN && first && a->z.dtype.width == 1 && dec.len == a->chunk_elements) {
             /* One byte per element where numpy needs four: written by NCZarr as char. */
             *nczarr_char = 1;

@@ -231,8 +231,8 @@ int mz_verify_crc(mz_store *s, mz_entry *e, const uint8_t *data, uint64_t len) {
         char why[1024];
         if (!mz_unfinished_why(s, e, why, sizeof why)[0] && (e->mark & MZ_MARK_VERIFY) &&
             !mz_anomaly_why(s, e, why, sizeof why))
-            snprintf(why, sizeof why, "it is the last entry and looks torn by an interrupted writer: run 'mmzip "
-                     "recover'");
+            snprintf(why, sizeof why, "it is the last entry of an archive another program wrote: torn by that "
+                     "writer's interruption, or damaged (mmzip does not roll back entries it did not write)");
         return mz_fail(MMZIP_ECRC, "%s: entry '%.*s': CRC-32 mismatch (directory says %08x, data gives %08x)%s%s",
                        s->path, ENAME(e), e->crc, c, why[0] ? "; " : "", why);
     }

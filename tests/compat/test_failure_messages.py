@@ -208,6 +208,49 @@ def test_not_a_zip():
         assert line
 
 
+def test_damaged_chunk_of_a_translated_array():
+    """A byte flipped in a chunk the compatibility view decodes (compressed, big-endian, Fortran order, float16,
+    fixed-width strings): ncdump and netCDF4-python fail naming the archive and the chunk's entry. The view took
+    such chunks in place without their CRC-32, and the flipped value came out with exit status 0 (an outside
+    review)."""
+    import numcodecs
+    rng = np.random.default_rng(5)
+    arrays = {
+        "blosc": dict(data=rng.integers(-2**31, 2**31 - 1, 64, dtype="i4"),
+                      compressor=numcodecs.Blosc(cname="lz4", shuffle=0)),
+        "zstd": dict(data=rng.integers(-2**31, 2**31 - 1, 64, dtype="i4"), compressor=numcodecs.Zstd()),
+        "big_endian": dict(data=np.arange(64, dtype=">i4"), compressor=None),
+        "order_f": dict(data=np.arange(64, dtype="<i4").reshape(8, 8), compressor=None, order="F"),
+        "float16": dict(data=np.arange(64, dtype="<f2"), compressor=None),
+        # A damaged chunk of strings fails the dataset's open: the view reads every chunk to size the strings.
+        "fixed_strings": dict(data=np.array(["abcd"] * 16, dtype="<U4"), compressor=None),
+    }
+    with TempDir() as tmp:
+        for name, kw in arrays.items():
+            path = os.path.join(tmp, "%s.zarr.zip" % name)
+            st = zarr.ZipStore(path, mode="w")
+            zarr.group(store=st).create_dataset(name, chunks=kw["data"].shape, **kw)
+            st.close()
+            chunk = "%s/0%s" % (name, ".0" if name == "order_f" else "")
+            raw = bytearray(open(path, "rb").read())
+            with zipfile.ZipFile(path) as z:
+                info = z.getinfo(chunk)
+            start = info.header_offset + 30 + len(chunk) + \
+                int.from_bytes(raw[info.header_offset + 28:info.header_offset + 30], "little")
+            raw[start + info.compress_size - 2] ^= 0x10
+            with open(path, "wb") as f:
+                f.write(raw)
+            r = C.ncdump(path, "-v", name, check=False)
+            assert r.returncode != 0, "ncdump read the damaged %s:\n%s" % (name, r.stdout[-400:])
+            assert path in r.stderr and "entry '%s': CRC-32 mismatch" % chunk in r.stderr, r.stderr
+            try:
+                with C.open_netcdf(path) as ds:
+                    got = ds[name][:]
+                raise AssertionError("netCDF4 read the damaged %s: %r" % (name, got))
+            except (RuntimeError, OSError) as e:
+                assert "NetCDF" in str(e) or "HDF" in str(e), e
+
+
 def test_directory():
     with TempDir() as tmp:
         # a zarr-python directory store named like an archive: the message gives the URL netCDF-C reads it by
@@ -228,4 +271,4 @@ def test_directory():
 
 if __name__ == "__main__":
     main([test_unlimited_dimension, test_newer_release_string_attributes_on_4_9_0, test_zip_without_zarr,
-          test_not_a_zip, test_directory])
+          test_not_a_zip, test_damaged_chunk_of_a_translated_array, test_directory])
