@@ -1,7 +1,7 @@
 /*
  * nc_interpose.c - the public netCDF functions through which datasets are opened, created, synced and
- * aborted: nc_open, nc__open, nc_create, nc__create, nc_sync, nc_abort; and nc_def_dim, only to say why an
- * unlimited dimension is refused.
+ * aborted: nc_open, nc__open, nc_create, nc__create, nc_sync, nc_abort; nc_def_dim, only to say why an
+ * unlimited dimension is refused; and nc_rename_dim, nc_rename_var, nc_rename_grp, which it refuses.
  *
  * Open and create rewrite the names this plugin serves into the URLs NCZarr needs (path_routing.h), and
  * bind the session NCZarr opens during the call to the ncid (registry.h). After an NC_WRITE open of a
@@ -129,4 +129,54 @@ EXPORT int nc_def_dim(int ncid, const char *name, size_t len, int *idp) {
                  "or define it with its length",
                  s->archive_path, name ? name : "", mzn_abi_version_string());
     return rc;
+}
+
+/* NCZarr (netCDF-C 4.9.0 to 4.10.1) renames in memory only what its next metadata write covers: a renamed
+ * dimension leaves the variables' dimension references on the old name (the archive then crashes netCDF-C at
+ * open), a renamed variable leaves its chunks under the old name (its data reads as fill, or the open fails),
+ * and the close reports success. Refused, before anything changes, with the way out. */
+static int refuse_rename(int ncid, const char *what, const char *name, const char *newname) {
+    mzn_session *s = mzn_registry_find(ncid);
+    if (!s) return NC_NOERR;
+    mzn_diag("%s: cannot rename %s '%s' to '%s': the NCZarr of netCDF-C %s does not rename its stored metadata "
+             "and chunks, and the dataset would no longer open or read; copy it to a netCDF-4 file (nccopy), "
+             "rename there (ncrename), and copy it back", s->archive_path, what, name ? name : "",
+             newname ? newname : "", mzn_abi_version_string());
+    return NC_ENCZARR;
+}
+
+EXPORT int nc_rename_dim(int ncid, int dimid, const char *name) {
+    MZN_NEXT(int (*)(int, int, const char *), next, "nc_rename_dim");
+    if (!next) return NC_EINTERNAL;
+    char old[NC_MAX_NAME + 1] = "";
+    if (mzn_registry_find(ncid)) {
+        MZN_NEXT(int (*)(int, int, char *, size_t *), inq, "nc_inq_dim");
+        if (inq) inq(ncid, dimid, old, NULL);
+        return refuse_rename(ncid, "dimension", old, name);
+    }
+    return next(ncid, dimid, name);
+}
+
+EXPORT int nc_rename_var(int ncid, int varid, const char *name) {
+    MZN_NEXT(int (*)(int, int, const char *), next, "nc_rename_var");
+    if (!next) return NC_EINTERNAL;
+    char old[NC_MAX_NAME + 1] = "";
+    if (mzn_registry_find(ncid)) {
+        MZN_NEXT(int (*)(int, int, char *), inq, "nc_inq_varname");
+        if (inq) inq(ncid, varid, old);
+        return refuse_rename(ncid, "variable", old, name);
+    }
+    return next(ncid, varid, name);
+}
+
+EXPORT int nc_rename_grp(int grpid, const char *name) {
+    MZN_NEXT(int (*)(int, const char *), next, "nc_rename_grp");
+    if (!next) return NC_EINTERNAL;
+    char old[NC_MAX_NAME + 1] = "";
+    if (mzn_registry_find(grpid)) {
+        MZN_NEXT(int (*)(int, char *), inq, "nc_inq_grpname");
+        if (inq) inq(grpid, old);
+        return refuse_rename(grpid, "group", old, name);
+    }
+    return next(grpid, name);
 }

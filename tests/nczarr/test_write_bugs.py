@@ -4,6 +4,9 @@ an archive through the plugin.
   - Writes into existing chunks land (netCDF-C drops them silently), in every put form: var1, vara, vars,
     varm, var, typed and untyped, before and after nc_sync.
   - A write into a chunk that cannot be rewritten (compressed) returns an error and changes nothing.
+  - Renaming a dimension, variable or group is refused, naming the way out: NCZarr renamed nothing stored,
+    and the dataset no longer opened (a dimension: netCDF-C crashed at the next open) or read its data as fill
+    (a variable), after a close that reported success (an outside review).
 On an affected netCDF-C, the same programs against netCDF-C's own directory store are run as controls,
 to show that the bugs are real there and that the plugin is what prevents them."""
 import hashlib
@@ -185,6 +188,48 @@ def test_unrewritable_chunk_refused():
         check_equal(zarr_read_all(archive)["packed"][0], list(range(8)), "zarr-python values after both attempts")
 
 
+RENAMES = r"""
+import sys, mmzip
+mmzip.enable_netcdf()
+import netCDF4, numpy as np
+path = sys.argv[1]
+with netCDF4.Dataset(path, "w") as ds:
+    ds.createDimension("x", 3)
+    ds.createVariable("v", "i4", ("x",))[:] = [1, 2, 3]
+    ds.createGroup("g")
+for mode in ("a", "w"):
+    target = path if mode == "a" else path + ".new.zarr.zip"
+    with netCDF4.Dataset(target, mode) as ds:
+        if mode == "w":
+            ds.createDimension("x", 3)
+            ds.createVariable("v", "i4", ("x",))[:] = [1, 2, 3]
+            ds.createGroup("g")
+        for rename in (lambda: ds.renameDimension("x", "y"), lambda: ds.renameVariable("v", "w"),
+                       lambda: ds.renameGroup("g", "h")):
+            try:
+                rename()
+                print("renamed in mode", mode)
+            except RuntimeError as e:
+                print("refused:", e)
+    with netCDF4.Dataset(target) as ds:
+        print(mode, list(ds.dimensions), list(ds.variables), list(ds.groups), ds["v"][:].tolist())
+"""
+
+
+def test_renames_refused():
+    with TempDir() as d:
+        path = os.path.join(d, "r.zarr.zip")
+        r = mmzip_run(PYTHON, "-c", RENAMES, path)
+        out = r.stdout.splitlines()
+        check_equal(out.count("refused: NetCDF: NCZarr error"), 6, "renames refused:\n" + r.stdout)
+        assert "renamed" not in r.stdout, r.stdout
+        check_equal(out[-1], "w ['x'] ['v'] ['g'] [1, 2, 3]", "the new dataset after the refused renames")
+        check_equal(out[-5], "a ['x'] ['v'] ['g'] [1, 2, 3]", "the appended dataset after the refused renames")
+        for what, old, new in (("dimension", "x", "y"), ("variable", "v", "w"), ("group", "g", "h")):
+            assert "cannot rename %s '%s' to '%s'" % (what, old, new) in r.stderr, r.stderr
+        assert "ncrename" in r.stderr, r.stderr
+
+
 if __name__ == "__main__":
-    main([test_chunk_updates_land, test_attributes_survive_write_sessions, test_update_with_slash_separated_chunks,
+    main([test_renames_refused, test_chunk_updates_land, test_attributes_survive_write_sessions, test_update_with_slash_separated_chunks,
           test_unrewritable_chunk_refused])
