@@ -46,5 +46,6 @@ const command cmd_cat = {
     "usage: mmzip cat ARCHIVE KEY\n\n"
     "Writes the bytes of entry KEY to standard output, decoded if compressed (deflate, bzip2, LZMA, zstd,\n"
     "xz). The CRC-32 is checked first, for stored entries too: on a mismatch nothing is written and the\n"
-    "error names the entry. Exit status 1 if there is no such entry or it cannot be read intact.\n",
+    "error names the entry. Exit status 1 if there is no such entry or it cannot be read intact.\n\n"
+    "  -h, --help    show this help\n",
     run};
