@@ -131,6 +131,16 @@ int h5mz_member_open(h5mz_member *m, h5mz_archive *archive, const char *name, un
     m->archive = archive;
     m->how = how;
     if (!(m->name = strdup(name))) return h5mz_fail(MMZIP_ENOMEM, "%s: out of memory", path);
+    if (keep_bytes && writing) {
+        /* A write session's next version of the member is sealed with a CRC-32 of its own, computed over what it
+         * holds then: damaged bytes taken into it (a draft copies them, a growth moves them) would pass every
+         * check from then on. So the member is checked before anything is written. */
+        st = mmzip_verify(h, name);
+        if (st)
+            return h5mz_fail_core(st, "%s: member '%s' cannot be opened for writing: its bytes do not match its "
+                                  "CRC-32 (damaged), and a new version would carry the damage under a CRC-32 of its "
+                                  "own; restore the member from a copy", path, name);
+    }
     if (keep_bytes) {
         const void *data;
         uint64_t size;

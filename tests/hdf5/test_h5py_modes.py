@@ -174,6 +174,45 @@ def test_errors_are_clear():
             check_equal(fh.read(), b"not an archive" * 100, "a file that is not an archive, after mode w")
 
 
+def test_damaged_member_not_opened_for_writing():
+    """A member whose bytes no longer match its CRC-32 is refused in modes a and r+: a write session's new
+    version (a copy when the member grows past the entry after it) was sealed with a CRC-32 of its own, and the
+    damage then passed every check (an outside review: x[5000] read 80000.0 with verify=True)."""
+    import subprocess
+    import zipfile
+    from mmzip_testlib import MMZIP
+    with TempDir() as d:
+        arc = os.path.join(d, "d.zip")
+        with open_member(arc, "m.h5", "w") as f:
+            f.create_dataset("x", data=np.arange(100000, dtype="f8"))
+            off = f["x"].id.get_offset()
+        blob = os.path.join(d, "blob")
+        with open(blob, "wb") as fh:
+            fh.write(b"z" * 1000)
+        subprocess.run([MMZIP, "put", arc, "after", blob], check=True)
+        info = zipfile.ZipFile(arc).getinfo("m.h5")
+        raw = bytearray(open(arc, "rb").read())
+        lh = info.header_offset
+        start = lh + 30 + int.from_bytes(raw[lh + 26:lh + 28], "little") + int.from_bytes(raw[lh + 28:lh + 30], "little")
+        raw[start + off + 8 * 5000 + 6] ^= 0x40  # x[5000]: 5000.0 -> 80000.0
+        with open(arc, "wb") as fh:
+            fh.write(raw)
+        before = bytes(raw)
+        for mode in ("a", "r+"):
+            try:
+                with open_member(arc, "m.h5", mode) as f:
+                    f.create_dataset("more", data=np.ones(200000))
+                raise AssertionError("mode %s opened the damaged member" % mode)
+            except OSError as e:
+                # h5py's mode a falls back to creating the file when opening fails, and raises that error
+                # (the member exists); the driver's own message is r+'s.
+                if mode == "r+":
+                    assert "member 'm.h5' cannot be opened for writing" in str(e) and "CRC-32 mismatch" in str(e), e
+        check_equal(open(arc, "rb").read(), before, "the archive after the refused write sessions")
+        r = subprocess.run([MMZIP, "check", arc], capture_output=True, text=True)
+        assert r.returncode == 1 and "entry 'm.h5': CRC-32 mismatch" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
 if __name__ == "__main__":
     main([test_modes_on_an_archive_with_other_entries, test_new_archive_in_modes_w_and_a,
-          test_latest_format_and_userblock, test_errors_are_clear])
+          test_latest_format_and_userblock, test_errors_are_clear, test_damaged_member_not_opened_for_writing])

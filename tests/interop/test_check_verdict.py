@@ -181,6 +181,15 @@ def others_and_edits(d):
         z.writestr("short", b"short name\n")
     with open(buf, "rb") as f:
         out.append(("a name of 5,000 bytes", f.read()))
+    # The first entry replaced: its dead bytes before the first live entry. 7-Zip looks for the first entry in
+    # the file's first 8 MiB only: it warns below that, and refuses the archive beyond.
+    for mib in (4, 9):
+        dead = os.path.join(d, "dead%d.zip" % mib)
+        run([MMZIP, "put", dead, "a", "-"], input=b"\0" * (mib << 20))
+        run([MMZIP, "put", dead, "b", "-"], input=b"b\n")
+        run([MMZIP, "put", dead, "a", "-"], input=b"a2\n")
+        with open(dead, "rb") as f:
+            out.append(("first entry of %d MiB replaced" % mib, f.read()))
     # mmzip's own archive (ZIP64 end records) with the plain end record's total entry count changed from its
     # 0xFFFF sentinel: unzip and 7-Zip take the plain count then.
     ours = os.path.join(d, "ours64.zip")
