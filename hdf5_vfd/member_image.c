@@ -377,10 +377,18 @@ int h5mz_member_write(h5mz_member *m, uint64_t addr, size_t size, const void *bu
     }
     if (m->inplace) {
         st = inplace_write(m, addr, size, buf);
-        if (st) return st;
-        if (end > m->eof) m->eof = end;
-        m->unpublished = 1;
-        return MMZIP_OK;
+        if (st == MMZIP_ETOOBIG) {
+            /* Its room was counted while it was the archive's last entry, and another member's new version
+             * has been placed right after it since: it moves to a new version of its own (nothing of this
+             * write was done). */
+            st = inplace_to_draft(m, end);
+            if (st) return st;
+        } else {
+            if (st) return st;
+            if (end > m->eof) m->eof = end;
+            m->unpublished = 1;
+            return MMZIP_OK;
+        }
     }
     st = ensure_capacity(m, end);
     if (st) return st;
@@ -437,6 +445,12 @@ int h5mz_member_publish(h5mz_member *m) {
     int st;
     if (m->inplace) {
         st = mmzip_edit_publish(m->edit, m->eof);
+        if (st == MMZIP_ETOOBIG) {
+            /* It grew past the room it has since another member's new version was placed after it (above). */
+            st = inplace_to_draft(m, m->eof);
+            if (st) return st;
+            return h5mz_member_publish(m);
+        }
         if (st)
             return h5mz_fail_core(st, "%s: member '%s': cannot commit its changes (the archive keeps the previous "
                                   "version)", path_of(m), m->name);

@@ -213,6 +213,43 @@ def test_damaged_member_not_opened_for_writing():
         assert r.returncode == 1 and "entry 'm.h5': CRC-32 mismatch" in r.stdout + r.stderr, r.stdout + r.stderr
 
 
+def test_two_members_written_in_one_process():
+    """b.h5, the archive's last entry, is edited in place and not flushed; a.h5 is written and flushed, and its
+    new version goes right after b.h5; then b.h5 grows, by data or by metadata alone. It moves to a new version
+    of its own. Before, its room was still counted as the last entry's: the write or the flush failed ("cannot
+    grow ... in place"), and so did the close, and the session's changes to b.h5 were lost (an outside review)."""
+    for growth in ("data", "metadata"):
+        with TempDir() as d:
+            arc = os.path.join(d, "run.zip")
+            for m in ("a.h5", "b.h5"):
+                with open_member(arc, m, "a") as f:
+                    f["init"] = np.arange(10)
+            fb = open_member(arc, "b.h5", "a")
+            fb["small"] = np.arange(5)
+            fa = open_member(arc, "a.h5", "a")
+            fa["x"] = np.arange(1000.0)
+            fa.flush()
+            if growth == "data":
+                fb["grow"] = np.arange(100000.0)
+            else:
+                for i in range(200):
+                    fb.create_group("g%03d" % i).attrs["i"] = i
+            fb.flush()
+            fb.close()
+            fa.close()
+            with open_member(arc, "b.h5", "r") as f:
+                check_equal(f["small"][:].tolist(), list(range(5)), "b.h5 small (%s)" % growth)
+                if growth == "data":
+                    check_equal(f["grow"][-1], 99999.0, "b.h5 grow (%s)" % growth)
+                else:
+                    check_equal(len([k for k in f if k.startswith("g")]), 200, "b.h5 groups")
+                    check_equal(int(f["g199"].attrs["i"]), 199, "b.h5 g199")
+            with open_member(arc, "a.h5", "r") as f:
+                check_equal(f["x"][999], 999.0, "a.h5 x (%s)" % growth)
+            zip_tools_ok(arc)
+
+
 if __name__ == "__main__":
     main([test_modes_on_an_archive_with_other_entries, test_new_archive_in_modes_w_and_a,
-          test_latest_format_and_userblock, test_errors_are_clear, test_damaged_member_not_opened_for_writing])
+          test_latest_format_and_userblock, test_errors_are_clear, test_damaged_member_not_opened_for_writing,
+          test_two_members_written_in_one_process])
