@@ -167,8 +167,9 @@ static int check_nczarr_listings(mzv_view *v) {
         if (is_array && !names) names = mzj_get(l, "arrays");
         if (listed(names, name)) continue;
         if (!is_array && is_subdataset(&v->groups[i - v->array_count])) {
+            /* Named from the archive's root, as an address takes it ('#/lung/inner' from the dataset at lung/). */
             char **grown = realloc(subs, (n_subs + 1) * sizeof *subs);
-            if (!grown || !(grown[n_subs] = strdup(path))) rc = NC_ENOMEM;
+            if (!grown || !(grown[n_subs] = mzv_entry_name(v, path))) rc = NC_ENOMEM;
             else n_subs++;
             if (grown) subs = grown;
             continue;

@@ -171,6 +171,14 @@ def test_root_dataset_with_subdatasets():
         check_equal(len(notes), 1, "one note:\n" + r.stderr)
         assert "'kidney'" in notes[0] and archive + "#/kidney" in notes[0], notes[0]
         check_equal(C.cdl(archive + "#/kidney").data["c"], WANT["g2/c"], "the sub-dataset on its own")
+        # A sub-dataset nested in another: the note gives its address from the archive's root, which opens
+        # (it gave '#/inner' for kidney/inner, which does not).
+        C.mmzip_run("nccopy", ncgen(tmp, "g1", G1), archive + "#/kidney/inner")
+        r = C.ncdump(archive + "#/kidney")
+        notes = [l for l in r.stderr.splitlines() if "note:" in l]
+        check_equal(len(notes), 1, "one note for kidney:\n" + r.stderr)
+        assert "'kidney/inner'" in notes[0] and archive + "#/kidney/inner'" in notes[0], notes[0]
+        check_equal(C.cdl(archive + "#/kidney/inner").data["a"], WANT["g1/a"], "the nested sub-dataset")
 
 
 def test_nczarr_dataset_with_arrays_another_writer_added():
