@@ -677,9 +677,12 @@ static int release(mmzip_t *h, int commit) {
         /* A shared writer settles under the lock, with a current view, and never replaces the file (other
          * writers have it open); if the lock cannot be had, the next writer's close settles instead. */
         int locked = mz_shared_enter(s);
-        if (!locked && alone) r = mz_release_removed_tail(s);
-        if (!locked && !r) r = mz_settle_at_rest(s);
-        else if (locked != MMZIP_EBUSY && locked != MMZIP_ESTALE) r = locked;
+        if (!locked) {
+            if (alone) r = mz_release_removed_tail(s);
+            if (!r) r = mz_settle_at_rest(s);
+        } else if (locked != MMZIP_EBUSY && locked != MMZIP_ESTALE) {
+            r = locked;
+        }
         if (!r && alone && !s->shared) r = settle_emptied(s);
         mz_shared_leave(s);
         pthread_mutex_unlock(&s->wmu);
