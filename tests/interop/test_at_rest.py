@@ -286,7 +286,7 @@ def test_removed_at_the_end():
         mmzip("put", a, "a", "-", input=b"x" * 1000)
         mmzip("put", a, "b", "-", input=b)
         reader = subprocess.Popen([sys.executable, "-c", READER, a], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  text=True)
+                                  text=True, env=asan_preload.child_env())
         def reader_sees():
             reader.stdin.write("?\n")
             reader.stdin.flush()
@@ -322,7 +322,7 @@ def test_removed_at_the_end():
         mmzip("put", a, "a", "-", input=b"x" * 1000)
         mmzip("put", a, "b", "-", input=b)
         reader = subprocess.Popen([sys.executable, "-c", READER, a], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  text=True)
+                                  text=True, env=asan_preload.child_env())
         try:
             check_equal(reader_sees(), [want, want], "b through the second reader")
             with mz.Archive(a, "r+") as arc:
