@@ -394,7 +394,6 @@ static int settle_table(mz_store *s, uint8_t *img, uint64_t img_len) {
 static int dead_start(mz_store *s, int dry);
 
 /* 1 if a local header mmzip wrote (it carries the 0xA11E alignment field) lies at pos, within [pos, limit). */
-static int archive_within(mz_store *s, uint64_t pos, uint64_t limit);
 static int mmzip_header_at(mz_store *s, uint64_t pos, uint64_t limit) {
     if (pos + MZ_LFH_FIXED > limit) return 0;
     const uint8_t *h = s->map.base + pos;
@@ -410,11 +409,13 @@ static int mmzip_header_at(mz_store *s, uint64_t pos, uint64_t limit) {
     return 0;
 }
 
-/* 1 if [pos, limit) holds an end of central directory record: a whole archive lies before this one (`cat
- * a.zip b.zip`, two archives mmzip wrote), not dead entries of this one. */
-static int archive_within(mz_store *s, uint64_t pos, uint64_t limit) {
+/* 1 if [pos, limit) starts with a header mmzip wrote, as dead entries of this archive do where room after one
+ * of them breaks their chain, and holds no end of central directory record: bytes that do are a whole archive
+ * before this one (`cat a.zip b.zip`, two archives mmzip wrote), not its dead entries. */
+static int mmzip_dead_start_at(mz_store *s, uint64_t pos, uint64_t limit) {
     static const uint8_t eocd[4] = {'P', 'K', 5, 6};
-    return limit > pos && memmem(s->map.base + pos, (size_t)(limit - pos), eocd, sizeof eocd) != NULL;
+    return mmzip_header_at(s, pos, limit) &&
+           memmem(s->map.base + pos, (size_t)(limit - pos), eocd, sizeof eocd) == NULL;
 }
 
 int mz_neutralize_dead_start(mz_store *s) { return dead_start(s, 0); }
@@ -423,8 +424,7 @@ int mz_dead_start_pending(mz_store *s) {
     uint64_t first_live = s->cd_pos, start = s->neutralized_to > s->prefix ? s->neutralized_to : s->prefix;
     for (uint32_t i = 0; i < s->n; i++)
         if (s->e[i].lfh_off < first_live) first_live = s->e[i].lfh_off;
-    return (dead_start(s, 2) == 2 || (mmzip_header_at(s, start, first_live) && !archive_within(s, start, first_live))) &&
-           dead_start(s, 1) == 1;
+    return (dead_start(s, 2) == 2 || mmzip_dead_start_at(s, start, first_live)) && dead_start(s, 1) == 1;
 }
 
 /* Walks the dead local headers before the first live entry, clearing their signatures (dry 1: returns 1 at the
@@ -438,8 +438,7 @@ static int dead_start(mz_store *s, int dry) {
      * room kept after one of them, start with a header mmzip wrote). Bytes before an archive whose offsets
      * were made absolute (a self-extractor's stub, another archive: its local headers are followed by its own
      * directory) are no such chain: they are foreign, and kept. */
-    if (!dry && dead_start(s, 2) != 2 && (!mmzip_header_at(s, start, first_live) || archive_within(s, start, first_live)))
-        return MMZIP_OK;
+    if (!dry && dead_start(s, 2) != 2 && !mmzip_dead_start_at(s, start, first_live)) return MMZIP_OK;
     uint64_t pos = start;
     while (pos + MZ_LFH_FIXED <= first_live) {
         const uint8_t *h = s->map.base + pos;
