@@ -89,7 +89,8 @@ static int add_chunk(mzn_writeback *p, char *key, const size_t *index) {
     return NC_NOERR;
 }
 
-/* Records the chunk at index if it exists (with '.' or '/' as dimension separator); checks its size. */
+/* Records the chunk at index if it exists (with '.' or '/' as dimension separator), or if netCDF-C flushed
+ * it as a fill chunk that was dropped (session_state.h); checks an existing chunk's size. */
 static int consider_chunk(mzn_writeback *p, const char *prefix, const size_t *index) {
     static const char separators[] = {'.', '/'};
     for (size_t i = 0; i < sizeof separators; i++) {
@@ -98,6 +99,10 @@ static int consider_chunk(mzn_writeback *p, const char *prefix, const size_t *in
         if (!key) return NC_ENOMEM;
         mzn_size64 size;
         int rc = mzn_session_len(p->session, key, &size);
+        if (rc == NC_EEMPTY && mzn_keymap_has(&p->session->dropped_fill_chunks, key)) {
+            rc = NC_NOERR;
+            size = p->chunk_bytes;
+        }
         if (rc == NC_EEMPTY) {
             free(key);
             continue;
@@ -220,14 +225,27 @@ static void scatter(const mzn_writeback *p, const unsigned char *part, const siz
     }
 }
 
-static int write_back_chunk(mzn_writeback *p, const touched_chunk *t, unsigned char *chunk, unsigned char *part) {
+/* The bytes the chunk holds before the put: the stored ones, or the fill chunk netCDF-C flushed for it. */
+static int chunk_before(mzn_writeback *p, const touched_chunk *t, unsigned char *chunk) {
     const void *stored;
     size_t stored_len;
     int rc = mzn_session_peek(p->session, t->key, &stored, &stored_len);
+    if (rc == NC_EEMPTY) {
+        const mzn_blob *fill = mzn_keymap_get(&p->session->dropped_fill_chunks, t->key);
+        if (!fill || fill->len == 0 || p->chunk_bytes % fill->len) return NC_EEMPTY;
+        for (size_t o = 0; o < p->chunk_bytes; o += fill->len) memcpy(chunk + o, fill->bytes, fill->len);
+        return NC_NOERR;
+    }
     if (rc != NC_NOERR) return rc;
     if (stored_len != p->chunk_bytes) return NC_ENCZARR; /* checked in prepare; the view may differ now */
-    /* The stored bytes keep the part of an edge chunk beyond the array. */
     memcpy(chunk, stored, p->chunk_bytes);
+    return NC_NOERR;
+}
+
+static int write_back_chunk(mzn_writeback *p, const touched_chunk *t, unsigned char *chunk, unsigned char *part) {
+    /* The bytes before the put keep the part of an edge chunk beyond the array. */
+    int rc = chunk_before(p, t, chunk);
+    if (rc != NC_NOERR) return rc;
     size_t cstart[NC_MAX_VAR_DIMS], ccount[NC_MAX_VAR_DIMS];
     for (int d = 0; d < p->rank; d++) {
         cstart[d] = t->index[d] * p->chunk[d];

@@ -36,6 +36,10 @@ typedef struct mzn_session {
     mzn_keymap attrs_read;       /* .zattrs keys read in this session */
     mzn_keymap created_metadata; /* metadata keys absent from the archive when this session first wrote
                                   * them: its own, rewritten freely (others: metadata_guard.h) */
+    mzn_keymap dropped_fill_chunks; /* chunk key -> mzn_blob* (one fill element): chunks the archive lacks
+                                     * whose fill chunk netCDF-C flushed and the view dropped; on a netCDF-C
+                                     * that loses chunk updates, its cache takes later writes to them without
+                                     * writing them (chunk_writeback.h) */
     mzn_stats stats;             /* time spent in this map's calls (stats.h; kept only when enabled) */
     void *root_slot;             /* an open reservation of the root ".zgroup", the archive's first entry, that
                                   * publishing fills (root_slot.h); or NULL */

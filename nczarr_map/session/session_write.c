@@ -153,6 +153,40 @@ static int view_allows(mzn_session *s, const char *key, const void *data, size_t
     return r;
 }
 
+/* The shortest element (1, 2, 4 or 8 bytes) that data repeats, or 0. */
+static size_t repeated_element(const unsigned char *data, size_t len) {
+    for (size_t n = 1; n <= 8; n *= 2) {
+        if (len < n || len % n) return 0;
+        size_t o = n;
+        while (o < len && memcmp(data + o, data, n) == 0) o += n;
+        if (o == len) return n;
+    }
+    return 0;
+}
+
+/*
+ * A chunk write the view dropped as netCDF-C's fill chunk for a chunk the archive does not hold: a netCDF-C
+ * that loses chunk updates has now flushed that cache entry, and the writes it takes next stay in its cache
+ * (chunk_writeback.h). Remembers the fill element so that the write-back can rebuild the chunk around them.
+ */
+static int remember_dropped_fill(mzn_session *s, const char *key, const void *data, size_t len) {
+    if (!s->release->loses_chunk_updates) return NC_NOERR;
+    const void *archived;
+    uint64_t archived_len;
+    int st = archived_object(s, key, &archived, &archived_len);
+    if (st == MMZIP_OK) return NC_NOERR; /* an archived chunk rewritten unchanged: the write-back finds it */
+    size_t n = repeated_element(data, len);
+    if (st != MMZIP_ENOTFOUND || n == 0) return NC_NOERR; /* the view drops only uniform fill chunks */
+    mzn_blob *b = mzn_blob_new(data, n);
+    void *old = NULL;
+    if (!b || mzn_keymap_put(&s->dropped_fill_chunks, key, b, &old) != 0) {
+        free(b);
+        return NC_ENOMEM;
+    }
+    free(old);
+    return NC_NOERR;
+}
+
 int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t len) {
     if (!key || key[0] != '/') return NC_EINVAL;
     if (!s->writable) {
@@ -185,7 +219,9 @@ int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t 
         return rc;
     }
     int r = view_allows(s, key, data, len);
-    if (r != 0) return r < 0 ? r : NC_NOERR;
+    if (r == 1) return remember_dropped_fill(s, key, data, len);
+    if (r != 0) return r;
+    free(mzn_keymap_remove(&s->dropped_fill_chunks, key));
     char *name = mzn_session_entry_name(s, key);
     if (!name) return NC_ENOMEM;
     int st = mmzip_put(s->archive, name, data, len, 0);
