@@ -418,6 +418,64 @@ static int mmzip_dead_start_at(mz_store *s, uint64_t pos, uint64_t limit) {
            memmem(s->map.base + pos, (size_t)(limit - pos), eocd, sizeof eocd) == NULL;
 }
 
+/* The local header offset a directory record at rec (within limit) names, or UINT64_MAX if it cannot be read. */
+static uint64_t record_lfh_offset(const uint8_t *rec, const uint8_t *limit) {
+    uint16_t nlen = mz_get16(rec + 28), xlen = mz_get16(rec + 30);
+    if (rec + MZ_CDH_FIXED + nlen + xlen > limit) return UINT64_MAX;
+    uint64_t off = mz_get32(rec + 42);
+    if (off != 0xFFFFFFFFu) return off;
+    const uint8_t *x = rec + MZ_CDH_FIXED + nlen;
+    for (uint32_t k = 0; k + 4 <= xlen;) {
+        uint16_t id = mz_get16(x + k), len = mz_get16(x + k + 2);
+        if (id == MZ_EXTRA_ZIP64 && k + 4u + len <= xlen) {
+            /* The ZIP64 field holds, in order, the sizes that are 0xFFFFFFFF in the record, then the offset. */
+            uint32_t at = 4u + (mz_get32(rec + 24) == 0xFFFFFFFFu ? 8u : 0u) + (mz_get32(rec + 20) == 0xFFFFFFFFu ? 8u : 0u);
+            return at + 8u <= 4u + len ? mz_get64(x + k + at) : UINT64_MAX;
+        }
+        k += 4u + len;
+    }
+    return UINT64_MAX;
+}
+
+/*
+ * Where the directory a relocation of this archive kept (protocol.md §3.7) ends, if one starts at pos, before
+ * limit: its records, each naming a local header mmzip wrote below pos, then its end records (the ZIP64 ones, if
+ * any, and the end of central directory record with its comment), then zeros up to a page boundary. 0 if
+ * [pos, limit) does not start so. Such a directory lies among the dead entries once the entries after it are
+ * superseded (7-Zip refused the archive for the intact local headers beyond it: an outside review); a foreign
+ * archive's directory names headers without mmzip's alignment field, and another archive mmzip wrote, with
+ * this one appended (`cat a.zip b.zip`), is followed by this one's first byte.
+ */
+static uint64_t kept_directory_end(mz_store *s, uint64_t pos, uint64_t limit) {
+    const uint8_t *base = s->map.base, *end = base + limit;
+    const uint8_t *p = base + pos;
+    uint32_t records = 0;
+    while (p + MZ_CDH_FIXED <= end && mz_get32(p) == MZ_SIG_CDH) {
+        uint64_t lfh = record_lfh_offset(p, end);
+        if (lfh == UINT64_MAX || lfh > UINT64_MAX - s->prefix || lfh + s->prefix >= pos ||
+            !mmzip_header_at(s, lfh + s->prefix, pos))
+            return 0;
+        p += MZ_CDH_FIXED + mz_get16(p + 28) + mz_get16(p + 30) + mz_get16(p + 32);
+        records++;
+    }
+    if (p + 56 <= end && mz_get32(p) == MZ_SIG_Z64_EOCD) {
+        uint64_t size = mz_get64(p + 4);
+        if (size > (uint64_t)(end - p) - 12) return 0;
+        p += 12 + size;
+    }
+    if (p + 20 <= end && mz_get32(p) == MZ_SIG_Z64_LOC) p += 20;
+    if (p + 22 > end || mz_get32(p) != MZ_SIG_EOCD) return 0;
+    p += 22;
+    if (mz_get16(p - 2) > end - p) return 0;
+    p += mz_get16(p - 2);
+    if (!records) return 0;
+    /* The put that kept it started its entry at the next page after the old end of the file (kept_tail.c); an
+     * archive concatenated before this one is followed by it at once. */
+    const uint8_t *next = p;
+    while (next < end && *next == 0) next++;
+    return (uint64_t)(next - base) % 4096 == 0 ? (uint64_t)(p - base) : 0;
+}
+
 int mz_neutralize_dead_start(mz_store *s) { return dead_start(s, 0); }
 
 int mz_dead_start_pending(mz_store *s) {
@@ -451,6 +509,12 @@ static int dead_start(mz_store *s, int dry) {
             if (q == first_live && q > pos) {
                 pos = first_live;
                 break;
+            }
+            uint64_t after = q + 4 <= first_live && mz_get32(s->map.base + q) == MZ_SIG_CDH
+                                 ? kept_directory_end(s, q, first_live) : 0;
+            if (after > pos) { /* a kept directory among the dead entries: they go on after its end records */
+                pos = after;
+                continue;
             }
             uint64_t next = q + 4 <= first_live && mz_get32(s->map.base + q) == MZ_SIG_LFH ? q
                             : q >= pos + 4 && q + MZ_LFH_FIXED - 4 <= first_live ? q - 4 : pos;
