@@ -53,7 +53,7 @@ import mmzip
 mmzip.enable_netcdf()
 import netCDF4, numpy as np
 d = netCDF4.Dataset(sys.argv[1], sys.argv[2])
-n = d.createVariable("added_" + sys.argv[2].replace("+", "p"), "i2", ("x",))
+n = d.createVariable("added_" + sys.argv[2].replace("+", "p") + (sys.argv[3] if len(sys.argv) > 3 else ""), "i2", ("x",))
 n[:] = [-1, -2, -3, -4, -5]
 n.comment = "appended"
 d.close()
@@ -80,7 +80,7 @@ def test_write_and_append():
 
 
 def test_append_through_urls():
-    """Modes "a" and "r+" on the URL forms append (netCDF4-python alone would take a URL for a missing file,
+    """Modes "a" and "r+" on the URL forms, and on paths with a "#mode=" fragment, append (netCDF4-python alone would take a URL for a missing file,
     because os.path.exists is false for it, and create the dataset anew over the archive); "a" on the URL
     of a missing archive still creates it."""
     with TempDir() as d:
@@ -88,8 +88,12 @@ def test_append_through_urls():
         python(WRITE, path)
         for mode, form in (("a", "nczarr"), ("r+", "zarr")):
             python(APPEND, "file://%s#mode=%s,zip" % (path, form), mode)
+        # The path with netCDF's fragment (netcdf-guide.md section 2): os.path.exists is false for it too, and
+        # mode "a" replaced the archive with an empty dataset (an outside review).
+        python(APPEND, path + "#mode=zarr", "a", "_bare")
+        python(APPEND, path + "#mode=nczarr,zip", "r+", "_bare")
         got = netcdf_read_all(path, enable_plugin=True)
-        for name in ("added_a", "added_rp"):
+        for name in ("added_a", "added_rp", "added_a_bare", "added_rp_bare"):
             # After the pure-Zarr ("mode=zarr") session the archive reads as plain Zarr, whose fill_value
             # (here netCDF's default for short) the view shows as _FillValue, as xarray's Zarr reader does.
             if got[name][1].get("_FillValue") == -32767:

@@ -110,11 +110,12 @@ def _dataset_exists(name):
         return True
     if name.startswith("file://"):
         path, _, fragment = name[len("file://"):].partition("#")
-        path = urllib.parse.unquote(path)
-        group = [urllib.parse.unquote(p[6:]) for p in fragment.split("&") if p.lower().startswith("group=")]
-        if group and os.path.isfile(path):
-            return _dataset_exists(path + "#/" + group[-1].strip("/"))
-        return os.path.exists(path)
+        return _fragment_dataset_exists(urllib.parse.unquote(path), fragment)
+    mode = name.lower().find("#mode=")
+    if mode > 0:
+        # A path with netCDF's fragment ("data.zarr.zip#mode=zarr", netcdf-guide.md section 2): the archive
+        # before it (an outside review: mode "a" created over the archive, deleting what it held).
+        return _fragment_dataset_exists(name[:mode], name[mode + 1:])
     if "#/" in name:
         # The reading every route makes of the name (mmzip_split_name): an ambiguous one is left to
         # netCDF-C's open, which refuses it naming both readings, rather than created over.
@@ -132,6 +133,14 @@ def _dataset_exists(name):
         except OSError:
             return True  # let netCDF-C open it and report what is wrong, rather than create over it
     return False
+
+
+def _fragment_dataset_exists(path, fragment):
+    """Whether the dataset of an archive path and a URL fragment ("mode=nczarr,zip&group=/lung") exists."""
+    group = [urllib.parse.unquote(p[6:]) for p in fragment.split("&") if p.lower().startswith("group=")]
+    if group and os.path.isfile(path):
+        return _dataset_exists(path + "#/" + group[-1].strip("/"))
+    return os.path.exists(path)
 
 
 class _DatasetAwarePath:
