@@ -8,7 +8,7 @@
     processes (each opening its own shared store); the values read back equal the source, exactly, after
     each stage, and the archive passes zipfile and unzip after each;
   * a store opened after another writer's commit sees it (zarr's write of part of a chunk keeps that writer's
-    values);
+    values), and so do stores between their writes (shared), or before their first (mode "a"), or refuse;
   * faults: a writer process killed (SIGKILL) while it holds the lock with a batch written and not committed,
     at a point it announces through a pipe: the other writers, waiting for the lock, go on; the next holder
     repairs; the archive holds everything committed (the killed one's earlier writes included) and nothing of
@@ -298,7 +298,81 @@ def test_a_store_opened_after_another_writers_commit_sees_it():
         valid_for_zip_tools(path)
 
 
+APPEND_5_TO_9 = r"""
+import sys, numpy as np, zarr, mmzip
+with mmzip.ZarrStore(sys.argv[1], "a", shared=sys.argv[2] == "shared") as st:
+    zarr.open_array(st, mode="r+").append(np.arange(5, 10, dtype="i4"))
+"""
+
+
+def test_reads_between_writes_see_other_writers():
+    """zarr decides a write from what it reads: a part of a chunk from the chunk, an append from the .zarray's
+    shape. A store that read as of its own last write (shared=True), or as of its open (mode "a" before its
+    first write), put another writer's older values back over its newer ones, or appended over its rows, with
+    no error, though the writers took turns (an outside review). A shared store reads the newest commit; a
+    store in mode "a" reads metadata as of the newest commit, and its first write is refused, with nothing
+    written, if an entry it read has changed since."""
+    import zarr
+    mmzip_bin = os.environ.get("MMZIP_BIN", "mmzip")
+    with TempDir() as d:
+        for shared in (True, False):
+            path = os.path.join(d, "turns-%s.zarr.zip" % shared)
+            with mmzip.ZarrStore(path, "w") as st:
+                zarr.open_array(st, mode="w", shape=(5,), chunks=(10,), dtype="i4", fill_value=0,
+                                compressor=None)[:] = np.arange(5)
+            p = mmzip.ZarrStore(path, "a", shared=shared)
+            p._METADATA_REFRESH_S = 0  # every metadata read refreshes: the path under test, whatever the timing
+            check_equal(zarr.open_array(p, mode="r").shape, (5,), "the shape before the other writer's append")
+            run([sys.executable, "-c", APPEND_5_TO_9, path, "shared" if shared else "single"])
+            zarr.open_array(p, mode="r+").append(np.arange(10, 15, dtype="i4"))
+            p.close()
+            with zarr.ZipStore(path, mode="r") as zs:
+                check_equal(zarr.open_array(zs, mode="r")[:].tolist(), list(range(15)),
+                            "shared=%s: both appends, taking turns" % shared)
+            valid_for_zip_tools(path)
+
+        # Shared: a part of a chunk another writer wrote after this store's last write.
+        path = os.path.join(d, "part.zarr.zip")
+        with mmzip.ZarrStore(path, "w") as st:
+            zarr.open_array(st, mode="w", shape=(10,), chunks=(10,), dtype="u1", fill_value=0, compressor=None)
+        p = mmzip.ZarrStore(path, "a", shared=True)
+        p["mark"] = b"this store's last write"
+        run([mmzip_bin, "put", "--wait", path, "0", "-"], input=bytes(range(1, 11)))
+        zarr.open_array(p, mode="r+")[5:10] = 99
+        p.close()
+        with zarr.ZipStore(path, mode="r") as zs:
+            check_equal(zarr.open_array(zs, mode="r")[:].tolist(), [1, 2, 3, 4, 5] + [99] * 5,
+                        "the other writer's half of the chunk, kept")
+
+        # Mode "a": a chunk read before another writer replaced it is not written on.
+        path = os.path.join(d, "stale.zarr.zip")
+        with mmzip.ZarrStore(path, "w") as st:
+            zarr.open_array(st, mode="w", shape=(10,), chunks=(10,), dtype="u1", fill_value=0, compressor=None)
+            st["0"] = bytes(10)
+        p = mmzip.ZarrStore(path, "a")
+        p._METADATA_REFRESH_S = 1e9  # no refresh: the chunk stays as read, the case the first write checks
+        a = zarr.open_array(p, mode="r+")
+        check_equal(a[:].tolist(), [0] * 10, "the chunk as first read")
+        run([mmzip_bin, "put", path, "0", "-"], input=bytes(range(1, 11)))
+        before = open(path, "rb").read()
+        for attempt in range(2):  # the array keeps what it read: a second try is refused too
+            try:
+                a[5:10] = 99
+                raise AssertionError("a write made on a chunk another writer replaced was accepted")
+            except mmzip.MmzipError as e:
+                assert "another writer committed changes to what this store had read (0)" in str(e), str(e)
+                assert "Open the store again" in str(e), str(e)
+        check_equal(open(path, "rb").read() == before, True, "the archive after the refused writes")
+        p.close()
+        with mmzip.ZarrStore(path, "a") as q:
+            zarr.open_array(q, mode="r+")[5:10] = 99
+        with zarr.ZipStore(path, mode="r") as zs:
+            check_equal(zarr.open_array(zs, mode="r")[:].tolist(), [1, 2, 3, 4, 5] + [99] * 5,
+                        "the write done again through a new store")
+        valid_for_zip_tools(path)
+
+
 if __name__ == "__main__":
     main([test_pickled_copies_write, test_dask_threaded_scheduler, test_writer_killed_holding_the_lock,
           test_dask_cluster_of_processes, test_dask_retry_after_a_killed_worker,
-          test_a_store_opened_after_another_writers_commit_sees_it])
+          test_a_store_opened_after_another_writers_commit_sees_it, test_reads_between_writes_see_other_writers])

@@ -43,6 +43,7 @@ import ctypes
 import os
 import sys
 import threading
+import time
 import warnings
 import weakref
 import zipfile
@@ -316,7 +317,9 @@ class ZarrStore(Store):
     What "a" costs: on an existing archive, nothing until the first write. The store opens it read-only (no
     lock, no change to the file; other processes may read and write it meanwhile), and the first write
     (``store[key] = ...``, ``del store[key]``, ``rmdir``) takes the writer lock, so a second writer fails
-    there (``MmzipError``, EBUSY), not at the open, and the store then sees the newest commit. Only a writer
+    there (``MmzipError``, EBUSY), not at the open, and the store then sees the newest commit. Before it, the
+    store reads metadata as of the newest commit, and the first write is refused (EBUSY, nothing written) if
+    an entry the store read has changed since. Only a writer
     commits at ``close()``. A missing archive is created: it appears, empty if nothing was written, at
     the first commit (``flush()`` or ``close()``); an empty file (a creation that was interrupted) is
     started afresh. Use "r" to be sure nothing is ever written, "r+" to take the lock at the open.
@@ -338,9 +341,9 @@ class ZarrStore(Store):
     a write loses that write only. Copies made by pickling (Dask and multiprocessing workers) are shared
     writers too, opened with "r+" (the original created the archive: in this mode a new archive is written
     at once, empty, instead of at the first commit); the copies in one process share one handle, kept until
-    the process exits (it holds no lock between writes). Between
-    its writes a shared store reads the archive as of its last write or ``refresh()``; an unpickled copy
-    starts from the newest commit. Mode "r" ignores it.
+    the process exits (it holds no lock between writes). Every
+    read of a shared store sees the newest commit (zarr writes a part of a chunk, or an append, from what it
+    read). Mode "r" ignores it.
 
     ``durable=True`` fsyncs every commit (survives a power loss, not only a crash of the process).
     ``alignment`` aligns the data of new entries (power of two up to the page size; default 64).
@@ -361,6 +364,10 @@ class ZarrStore(Store):
     """
 
     _erasable = True
+    # What __init__ sets, for copies made by unpickling (__setstate__), which never are in mode "a"'s first phase.
+    _read_set = None
+    _conflict = None
+    _refreshed_at = 0.0
 
     def __init__(self, path, mode="a", *, compression=zipfile.ZIP_STORED, allowZip64=True, durable=False,
                  alignment=None, dimension_separator=None, shared=False, lock_timeout=60.0):
@@ -394,6 +401,9 @@ class ZarrStore(Store):
         self.pickled_from_mode = None
         self._released = False    # let go of the archive for a writer of this process (_let_go)
         self._upgradable = False  # mode "a" on an existing archive, read-only until the first write
+        self._read_set = {}       # while upgradable: entry name -> what was read (_note_read), None past the limit
+        self._conflict = None     # why the first write was refused (_upgrade): every later write is too
+        self._refreshed_at = time.monotonic()  # the last refresh of a reader in mode "a" (_metadata_catch_up)
         self._mu = threading.Lock()  # the handle being replaced (_upgrade, a reopen): other threads wait
         self._open(mode)
 
@@ -486,8 +496,50 @@ class ZarrStore(Store):
         _reader_remove(self)
         return True  # the handle closes as `h` goes, unless another thread is using it this instant
 
+    # Mode "a" reads without the writer lock until its first write, and another process may commit
+    # meanwhile. zarr decides a write from what it read (an append from the .zarray's shape, a part of a chunk
+    # from the chunk), so a write made on what another writer has since changed puts old values back over its
+    # new ones (an outside review: rows another process appended, overwritten). The first write therefore
+    # checks, under the writer lock, that every entry the store read is still the one it read, and refuses
+    # otherwise. Past _READ_LIMIT entries read, any commit since the store's view counts.
+    _READ_LIMIT = 100000
+
+    def _note_read(self, name, info):
+        read = self._read_set
+        if read is None:
+            return
+        if len(read) >= self._READ_LIMIT and name not in read:
+            self._read_set = None
+            return
+        read[name] = None if info is None else (int(info.data_offset), int(info.crc32), int(info.size))
+
+    @staticmethod
+    def _view_fingerprint(h):
+        """What a commit that changes any entry changes in a handle's view: its count, live and dead bytes."""
+        info = _core.Info()
+        _check(_c().mmzip_get_info(h.h, ctypes.byref(info)))
+        return (int(info.entries), int(info.live_bytes), int(info.dead_bytes))
+
+    def _changed_since_read(self, before, writer):
+        """The names of the entries the store read that writer (holding the lock) sees otherwise; with the read
+        entries past the limit, a mark if the view changed at all (before: the reader's fingerprint)."""
+        if self._read_set is None:
+            return [] if before == self._view_fingerprint(writer) else \
+                ["(more than %d entries read; the archive has had a commit since)" % self._READ_LIMIT]
+        changed = []
+        info = _core.EntryInfo()
+        for name, seen in self._read_set.items():
+            rc = _c().mmzip_stat(writer.h, name, ctypes.byref(info))
+            if rc not in (0, _core.ENOTFOUND):
+                _check(rc, self.path)
+            now = None if rc else (int(info.data_offset), int(info.crc32), int(info.size))
+            if now != seen:
+                changed.append(name.decode("utf-8", "replace"))
+        return changed
+
     def _upgrade(self, what):
-        """Mode "a": the first write takes the writer lock (a writable handle in place of the reader)."""
+        """Mode "a": the first write takes the writer lock (a writable handle in place of the reader), once no
+        entry the store read has changed since."""
         old = self._h
         if old is not None:
             old.places = (-1, {})
@@ -496,21 +548,43 @@ class ZarrStore(Store):
                                       "lock at the first write, and %d view(s) returned by store[key] are still "
                                       "alive (they need the read-only mapping): drop them first, or open with "
                                       "mode 'r+'" % (what, self.path, old.read_views.n), filename=self.path)
+        # The core opens no writer beside a reader of this process: the reader goes first.
+        before = self._view_fingerprint(old) if old is not None and self._read_set is None else None
         self._h = None
         _reader_remove(self)
         del old
         try:
             self._h = _open_handle(self.path, "w+", self._options("a"))
+            changed = self._changed_since_read(before, self._h) if before or self._read_set else []
+            if changed:
+                self._h = None  # the writer lock goes with the handle
+                self._conflict = ("another writer committed changes to what this store had read (%s) since it "
+                                  "read it, and a write made on the older values would put them back over the "
+                                  "newer ones; nothing was written. Open the store again, and the zarr arrays "
+                                  "or xarray datasets on it (they keep what they read), then do the operation "
+                                  "again (or open every writer's store with shared=True)"
+                                  % (", ".join(changed[:5]) + (", ..." if len(changed) > 5 else "")))
+                raise self._conflict_error(what)
         except BaseException:
             try:
-                self._open_reader()  # still a reader, as before the write was tried
+                self._open_reader()  # still a reader, now of the newest commit
+                self._read_set = {}
             except MmzipError:
                 self._released = True
             raise
         self._upgradable = False
+        self._read_set = None
         return self._h
 
+    def _conflict_error(self, what):
+        return _core.error_for(_core.EBUSY, "mmzip.ZarrStore: cannot %s in %s: %s" % (what, self.path, self._conflict),
+                               filename=self.path)
+
     def _writer(self, what):
+        if self._conflict:
+            # zarr's arrays on this store keep the metadata they read: a later write through them would be
+            # made on it again.
+            raise self._conflict_error(what)
         if self._upgradable:
             with self._mu:
                 if self._upgradable:
@@ -660,12 +734,37 @@ class ZarrStore(Store):
             return bytes(value)
         return value
 
+    def _shared_catch_up(self, h):
+        """A shared store reads the newest commit: zarr reads a chunk or an array's .zarray before it writes
+        what it made of it (a part of the chunk, an append), and a read as of this store's last write put
+        another writer's older values back over its newer ones, or appended over its rows (an outside
+        review). The core compares the directory with the one it last saw, under the writer lock."""
+        if self.shared and h.writable:
+            _check(_c().mmzip_refresh(h.h), self.path)
+
+    # Mode "a" before its first write: metadata is read as of the newest commit, as a directory store reads it,
+    # so that what zarr and xarray decide a write from (an array's shape, its dimensions) is current. A refresh
+    # compares the whole directory (its CRC-32: some milliseconds on an archive of a million entries), so
+    # metadata read in a burst (xarray opening a dataset) takes one refresh per _METADATA_REFRESH_S; the check
+    # at the first write (_upgrade) stands behind it.
+    _METADATA_REFRESH_S = 0.05
+
+    def _metadata_catch_up(self, h):
+        now = time.monotonic()
+        if now - self._refreshed_at >= self._METADATA_REFRESH_S:
+            _check(_c().mmzip_refresh(h.h), self.path)
+            self._refreshed_at = time.monotonic()
+        return h
+
     def _get(self, key):
         h = self._h
         if h is None:
             h = self._handle()  # raises if closed; reopens a reader that let go for a writer
         if h.writable:
+            self._shared_catch_up(h)
             return self._get_writer(h, key)
+        if self._upgradable and key.rpartition("/")[2] in _METADATA_NAMES:
+            h = self._metadata_catch_up(h)
         # Read-only: where a key's bytes are does not change until the core's generation counter moves (a
         # refresh, or a commit of a writer of this process sharing the store), so a key read before costs one
         # dict lookup and a slice: no ctypes call. The bytes a view shows never change for the life of the
@@ -691,6 +790,8 @@ class ZarrStore(Store):
         k = self._key(key)
         info = _core.EntryInfo()
         rc = _c().mmzip_stat(h.h, k, ctypes.byref(info))
+        if self._upgradable:
+            self._note_read(k, info if rc == 0 else None)
         if rc == _core.ENOTFOUND:
             raise KeyError(key)
         _check(rc)
@@ -781,7 +882,15 @@ class ZarrStore(Store):
     def __contains__(self, key):
         if not isinstance(key, str):
             return False
-        return bool(_c().mmzip_exists(self._handle().h, self._key(key)))
+        h = self._handle()
+        self._shared_catch_up(h)
+        if self._upgradable and not h.writable:
+            try:
+                self._get(key)
+                return True
+            except KeyError:
+                return False
+        return bool(_c().mmzip_exists(h.h, self._key(key)))
 
     def _names(self, prefix, flags):
         """Entry names under prefix (relative to the store's root, as are the names returned)."""
