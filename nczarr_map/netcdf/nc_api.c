@@ -53,4 +53,6 @@ MZN_NC_BIND(int, nc_inq_var_chunking, (int ncid, int varid, int *storagep, size_
             (ncid, varid, storagep, chunksizesp), NC_ENOTBUILT)
 MZN_NC_BIND(int, nc_get_vara, (int ncid, int varid, const size_t *startp, const size_t *countp, void *ip),
             (ncid, varid, startp, countp, ip), NC_ENOTBUILT)
+MZN_NC_BIND(int, nc_inq_format, (int ncid, int *formatp), (ncid, formatp), NC_ENOTBUILT)
+MZN_NC_BIND(int, nc_enddef, (int ncid), (ncid), NC_ENOTBUILT)
 MZN_NC_BIND(int, nclistpush, (void *list, const void *elem), (list, elem), 0)

@@ -29,6 +29,8 @@ int mzn_nc_inq_type(int ncid, int xtype, char *name, size_t *size);
 int mzn_nc_inq_dimlen(int ncid, int dimid, size_t *lenp);
 int mzn_nc_inq_var_chunking(int ncid, int varid, int *storagep, size_t *chunksizesp);
 int mzn_nc_get_vara(int ncid, int varid, const size_t *startp, const size_t *countp, void *ip);
+int mzn_nc_inq_format(int ncid, int *formatp);
+int mzn_nc_enddef(int ncid);
 
 /* nclistpush() of libdispatch/nclist.c (exported by every libnetcdf, not declared in netcdf.h): appends
  * elem to an NClist; returns non-zero on success, 0 on failure or when libnetcdf is not loaded. */

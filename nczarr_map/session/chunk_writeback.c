@@ -145,9 +145,24 @@ static int describe_variable(mzn_writeback *p, int *applies) {
     return NC_NOERR;
 }
 
+/*
+ * A put in define mode leaves it first (netCDF-4's implicit nc_enddef, libnczarr/zvar.c check_for_vara), and
+ * leaving it flushes the chunk cache: a chunk written earlier in the session only in the cache (or read while
+ * missing) is stored then, inside the put, after the plan was made, and the put's own change to it is lost
+ * (an attribute set in data mode, as netCDF4-python's setncattr does, enters define mode: an outside review).
+ * So define mode is left before the plan, as the put would; a classic-model dataset refuses the put instead.
+ */
+static void leave_define_mode(int ncid) {
+    int format = 0;
+    if (mzn_nc_inq_format(ncid, &format) == NC_NOERR && format == NC_FORMAT_NETCDF4_CLASSIC) return;
+    int rc = mzn_nc_enddef(ncid);
+    if (rc != NC_NOERR && rc != NC_ENOTINDEFINE) mzn_trace("nc_enddef before a put: netCDF error %d", rc);
+}
+
 int mzn_writeback_prepare(mzn_session *s, int ncid, int varid, mzn_region_kind kind, const size_t *start,
                           const size_t *count, const ptrdiff_t *stride, mzn_writeback **plan) {
     *plan = NULL;
+    leave_define_mode(ncid);
     mzn_writeback *p = calloc(1, sizeof *p);
     if (!p) return NC_ENOMEM;
     p->session = s;
