@@ -719,6 +719,15 @@ int mzv_present_array(mzv_view *v, mzv_array *a) {
         mzj_free(zfill);
         zfill = NULL;
     }
+    /* numpy's NaT (INT64_MIN) is missing to every reader of the archive's own dtype (zarr-python, xarray's
+     * Zarr reader, which masks no other value of a datetime array); netCDF readers see the integers with
+     * units, and without a _FillValue xarray's netcdf4 engine decoded NaT as 1970-01-01 (an outside review).
+     * An archive's own _FillValue attribute still wins. */
+    if (!zfill && (a->z.dtype.cls == MZV_DT_DATETIME || a->z.dtype.cls == MZV_DT_TIMEDELTA) &&
+        !(zfill = mzj_new_int(INT64_MIN))) {
+        mzj_free(add);
+        return NC_ENOMEM;
+    }
     mzv_attr_plan plan = {a->dim_names, shown_rank(a), numeric ? a->pdtype : NULL,
                           !strcmp(a->pdtype, "<U1") && !a->fixed_strings, add, zfill,
                           v->zarr_v3 && a->z.dtype.cls == MZV_DT_FLOAT};

@@ -162,6 +162,38 @@ def test_documented_forms():
         assert c.text.count("short v(") == 1, "_FillValue of type short on a short variable"
 
 
+def test_nat_through_xarray_netcdf4_engine():
+    """numpy's NaT is missing to zarr-python and xr.open_zarr; through the netCDF route xarray decodes the
+    integers with their units, and without a _FillValue it made NaT 1970-01-01 (an outside review). The view
+    gives datetime and timedelta arrays _FillValue = NaT's integer: the netcdf4 engine shows what open_zarr
+    shows, NaT where NaT is and the epoch where the epoch is."""
+    import warnings
+    import xarray as xr
+    with TempDir() as tmp:
+        path = os.path.join(tmp, "nat.zarr.zip")
+        store = zarr.ZipStore(path, mode="w")
+        root = zarr.group(store=store)
+        data = {"when": np.array(["2020-01-01T00:00", "NaT", "1970-01-01T00:00", "2021-06-01T12:00"], dtype="M8[s]"),
+                "days_be": np.array(["2000-03-01", "NaT", "1970-01-01", "NaT"], dtype=">M8[D]"),
+                "lag": np.array([1, -9223372036854775808, 0, 5], dtype="m8[s]")}
+        for name, values in data.items():
+            root.array(name, values).attrs["_ARRAY_DIMENSIONS"] = ["t"]
+        store.close()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with xr.open_zarr(zarr.ZipStore(path, mode="r"), consolidated=False) as z, \
+                    xr.open_dataset(path, engine="netcdf4") as n:
+                for name in data:
+                    want = z[name].values
+                    check_equal(np.isnat(want).tolist(), np.isnat(data[name]).tolist(), "open_zarr's NaT in " + name)
+                    got = n[name].values
+                    check_equal(got.astype("M8[ns]" if got.dtype.kind == "M" else "m8[ns]").tolist(),
+                                want.astype("M8[ns]" if want.dtype.kind == "M" else "m8[ns]").tolist(),
+                                name + " through the netcdf4 engine, against open_zarr")
+        c = C.cdl(path)
+        check_equal(c.vars["when"]["attrs"]["_FillValue"], [-9223372036854775808], "the _FillValue shown")
+
+
 def test_no_tool_crashes():
     with TempDir() as tmp:
         path = os.path.join(tmp, "dtypes.zarr.zip")
@@ -280,6 +312,6 @@ def test_control_characters_in_string_attributes():
 
 
 if __name__ == "__main__":
-    main([test_values_through_netcdf4_python, test_control_characters_in_string_attributes,
+    main([test_nat_through_xarray_netcdf4_engine, test_values_through_netcdf4_python, test_control_characters_in_string_attributes,
           test_documented_forms, test_no_tool_crashes, test_nczarr_own_scalars,
           test_nczarr_of_debian_release])
