@@ -219,15 +219,39 @@ static int zarr_metadata_outside(const mmzip_entry_info *info, void *ctx) {
     return mzn_is_zarr_metadata_entry(info->name, info->name_len);
 }
 
+/* Stops at the first entry outside the new dataset. */
+static int entry_outside(const mmzip_entry_info *info, void *ctx) {
+    const outside_scan *o = ctx;
+    return !(info->name_len >= o->prefix_len && memcmp(info->name, o->prefix, o->prefix_len) == 0);
+}
+
+/* 1 if the archive holds nothing under the directory prefix[0, end) but the new dataset. */
+static int directory_is_new(mmzip_t *archive, const char *prefix, size_t end, outside_scan *o) {
+    char *dir = strndup(prefix, end);
+    if (!dir) return -1;
+    int st = mmzip_list_ex(archive, dir, MMZIP_LIST_NO_DATA_OFFSET, entry_outside, o);
+    free(dir);
+    return st == MMZIP_OK ? 1 : st == 1 ? 0 : -1;
+}
+
 int mzn_subdataset_add_parent_groups(mmzip_t *archive, const char *prefix) {
     static const char group[] = "{\"zarr_format\": 2}";
     outside_scan o = {prefix, strlen(prefix)};
     int st = mmzip_list_ex(archive, NULL, MMZIP_LIST_NO_DATA_OFFSET, zarr_metadata_outside, &o);
-    if (st == 1) return MMZIP_OK;
-    if (st != MMZIP_OK) return st;
+    if (st != MMZIP_OK && st != 1) return st;
+    /* Other Zarr data: the root stays as it is. Under a root group, directories between it and the new dataset
+     * that hold nothing else become groups too: without them the archive no longer read as a whole (the
+     * dataset's group had no parent group; an outside review, the atlas of netcdf-guide.md section 2). */
+    int others = st == 1;
+    if (others && !mmzip_exists(archive, ".zgroup")) return MMZIP_OK;
     /* "" and every "a/" above "a/b/": the parents of the dataset's own .zgroup. */
-    for (size_t end = 0; end < o.prefix_len; end++) {
+    for (size_t end = others ? 1 : 0; end < o.prefix_len; end++) {
         if (end && prefix[end - 1] != '/') continue;
+        if (others) {
+            int fresh = directory_is_new(archive, prefix, end, &o);
+            if (fresh < 0) return MMZIP_ENOMEM;
+            if (!fresh) continue;
+        }
         char *name = malloc(end + sizeof ".zgroup");
         if (!name) return MMZIP_ENOMEM;
         memcpy(name, prefix, end);

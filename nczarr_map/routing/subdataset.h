@@ -70,8 +70,9 @@ void mzn_subdataset_report(const char *archive_path, const char *path, const mzn
  * dataset's entry prefix "a/b/"): stages a plain Zarr v2 group ({"zarr_format": 2} as ".zgroup") at the
  * archive root and at each directory between it and the new dataset, so that zarr-python and xarray open the
  * archive at its root and find the dataset as a group, and netCDF reading the whole archive shows it as one.
- * An archive that already holds other Zarr data is left as it is (a group at its root would change how its
- * existing datasets are read). Written with mmzip_put; the caller commits. Returns MMZIP_OK or an mmzip
+ * An archive that already holds other Zarr data keeps its root as it is (a group there would change how its
+ * existing datasets are read); under a root group, the directories between it and the new dataset that hold
+ * nothing else get their group. Written with mmzip_put; the caller commits. Returns MMZIP_OK or an mmzip
  * error (the core's message says why).
  */
 int mzn_subdataset_add_parent_groups(mmzip_t *archive, const char *prefix);

@@ -123,6 +123,29 @@ def test_nested_first_subdataset_writes_each_group_above():
         check_equal(C.cdl(archive).data["runs/y2024/g1/a"], [1, 2, 3], "ncdump of the whole archive")
 
 
+def test_later_nested_subdataset_writes_the_groups_between():
+    """The atlas of netcdf-guide.md section 2: '#/lung', then '#/liver/sub'. The archive then held Zarr data, so
+    no group was written above liver/sub, and neither ncdump (exit 1) nor zarr-python (liver missing) read the
+    archive as a whole (an outside review). Under the root group, a directory that holds nothing else becomes a
+    group; one that holds another dataset does not."""
+    with TempDir() as tmp:
+        archive = os.path.join(tmp, "atlas.dafs.zarr.zip")
+        C.mmzip_run("nccopy", ncgen(tmp, "g1", G1), archive + "#/lung")
+        C.mmzip_run("nccopy", ncgen(tmp, "g2", G2), archive + "#/liver/sub")
+        C.mmzip_run("nccopy", ncgen(tmp, "g1", G1), archive + "#/lung/inner")
+        with zipfile.ZipFile(archive) as z:
+            groups = sorted(n for n in z.namelist() if n.endswith(".zgroup"))
+        check_equal(groups, [".zgroup", "liver/.zgroup", "liver/sub/.zgroup", "lung/.zgroup", "lung/inner/.zgroup"],
+                    "the groups")
+        with zarr.ZipStore(archive, mode="r") as store:
+            root = zarr.open_group(store, mode="r")
+            check_equal(sorted(root.group_keys()), ["liver", "lung"], "zarr-python's groups at the root")
+            check_equal(root["liver/sub/c"][:].tolist(), WANT["g2/c"], "zarr-python: liver/sub/c")
+        c = C.cdl(archive)
+        check_equal(c.data["liver/sub/c"], WANT["g2/c"], "ncdump of the whole archive: liver/sub/c")
+        check_equal(c.data["lung/a"], WANT["g1/a"], "ncdump of the whole archive: lung/a")
+
+
 def test_archive_of_datasets_without_root_group_refused():
     with TempDir() as tmp:
         made = two_subdatasets(tmp, "made.zip")
@@ -230,5 +253,6 @@ def test_nczarr_dataset_with_arrays_another_writer_added():
 
 if __name__ == "__main__":
     main([test_subdatasets_read_as_groups, test_nested_first_subdataset_writes_each_group_above,
+          test_later_nested_subdataset_writes_the_groups_between,
           test_archive_of_datasets_without_root_group_refused, test_root_dataset_with_subdatasets,
           test_nczarr_dataset_with_arrays_another_writer_added])
