@@ -17,10 +17,13 @@
 
 /* The bracket common to every form: prepare, run the real put, write back. */
 #define BRACKETED_PUT(kind, start, count, stride, real_call)                                                  \
-    mzn_session *s = mzn_writeback_session(ncid);                                                             \
+    mzn_session *s = mzn_put_session(ncid);                                                                   \
     if (!s) return real_call;                                                                                 \
+    int rc = mzn_note_put_region(s, ncid, varid, kind, start, count, stride);                                 \
+    if (rc != NC_NOERR) return rc;                                                                            \
+    if (!mzn_writeback_session(ncid)) return real_call;                                                       \
     mzn_writeback *plan;                                                                                      \
-    int rc = mzn_writeback_prepare(s, ncid, varid, kind, start, count, stride, &plan);                        \
+    rc = mzn_writeback_prepare(s, ncid, varid, kind, start, count, stride, &plan);                            \
     if (rc != NC_NOERR) return rc;                                                                            \
     return mzn_writeback_finish(plan, real_call)
 

@@ -8,8 +8,9 @@
 #include <string.h>
 
 #include "diag.h"
-#include "registry.h"
 #include "nc_api.h"
+#include "put_regions.h"
+#include "registry.h"
 
 /* One existing chunk the put touches. */
 typedef struct touched_chunk {
@@ -30,9 +31,14 @@ struct mzn_writeback {
     size_t n_chunks, cap_chunks;
 };
 
-mzn_session *mzn_writeback_session(int ncid) {
+mzn_session *mzn_put_session(int ncid) {
     mzn_session *s = mzn_registry_find(ncid);
-    return s && s->writable && s->release->loses_chunk_updates ? s : NULL;
+    return s && s->writable ? s : NULL;
+}
+
+mzn_session *mzn_writeback_session(int ncid) {
+    mzn_session *s = mzn_put_session(ncid);
+    return s && s->release->loses_chunk_updates ? s : NULL;
 }
 
 static void free_plan(mzn_writeback *p) {
@@ -159,6 +165,48 @@ static void leave_define_mode(int ncid) {
     if (rc != NC_NOERR && rc != NC_ENOTINDEFINE) mzn_trace("nc_enddef before a put: netCDF error %d", rc);
 }
 
+/* The box of chunk indices [first[d], last[d]] a put's region touches; 0 if it writes nothing (or its region is
+ * invalid, which the real put reports). */
+static int chunk_box(const mzn_writeback *p, mzn_region_kind kind, const size_t *start, const size_t *count,
+                     const ptrdiff_t *stride, size_t *first, size_t *last) {
+    for (int d = 0; d < p->rank; d++) {
+        size_t lo = 0, hi = p->dim_len[d] - 1;
+        if (kind != MZN_REGION_ALL) {
+            if (!start) return 0;
+            lo = start[d];
+            hi = lo;
+            if (kind == MZN_REGION_BOX) {
+                if (!count || count[d] == 0) return 0; /* writes nothing */
+                ptrdiff_t st = stride ? stride[d] : 1;
+                if (st < 1) return 0;
+                hi = lo + (count[d] - 1) * (size_t)st;
+            }
+        }
+        if (lo >= p->dim_len[d]) return 0;
+        if (hi >= p->dim_len[d]) hi = p->dim_len[d] - 1;
+        first[d] = lo / p->chunk[d];
+        last[d] = hi / p->chunk[d];
+    }
+    return 1;
+}
+
+int mzn_note_put_region(mzn_session *s, int ncid, int varid, mzn_region_kind kind, const size_t *start,
+                        const size_t *count, const ptrdiff_t *stride) {
+    mzn_writeback p = {.session = s, .ncid = ncid, .varid = varid};
+    int applies = 0;
+    size_t first[NC_MAX_VAR_DIMS], last[NC_MAX_VAR_DIMS];
+    if (describe_variable(&p, &applies) != NC_NOERR || !applies || !chunk_box(&p, kind, start, count, stride, first, last))
+        return NC_NOERR;
+    char *prefix = NULL;
+    if (variable_key_prefix(ncid, p.var_name, &prefix) != NC_NOERR) return NC_NOERR;
+    uint64_t f[NC_MAX_VAR_DIMS], l[NC_MAX_VAR_DIMS];
+    for (int d = 0; d < p.rank; d++) f[d] = first[d], l[d] = last[d];
+    if (p.rank == 0) f[0] = l[0] = 0;
+    int rc = mzn_put_regions_add(s, prefix, p.rank, f, l) == 0 ? NC_NOERR : NC_ENOMEM;
+    free(prefix);
+    return rc;
+}
+
 int mzn_writeback_prepare(mzn_session *s, int ncid, int varid, mzn_region_kind kind, const size_t *start,
                           const size_t *count, const ptrdiff_t *stride, mzn_writeback **plan) {
     *plan = NULL;
@@ -174,26 +222,8 @@ int mzn_writeback_prepare(mzn_session *s, int ncid, int varid, mzn_region_kind k
     if (describe_variable(p, &applies) != NC_NOERR || !applies) goto nothing;
 
     size_t first[NC_MAX_VAR_DIMS], last[NC_MAX_VAR_DIMS], index[NC_MAX_VAR_DIMS] = {0};
-    for (int d = 0; d < p->rank; d++) {
-        size_t lo = 0, hi = p->dim_len[d] - 1;
-        if (kind != MZN_REGION_ALL) {
-            if (!start) goto nothing;
-            lo = start[d];
-            hi = lo;
-            if (kind == MZN_REGION_BOX) {
-                if (!count) goto nothing;
-                if (count[d] == 0) goto nothing; /* writes nothing */
-                ptrdiff_t st = stride ? stride[d] : 1;
-                if (st < 1) goto nothing;
-                hi = lo + (count[d] - 1) * (size_t)st;
-            }
-        }
-        if (lo >= p->dim_len[d]) goto nothing;
-        if (hi >= p->dim_len[d]) hi = p->dim_len[d] - 1;
-        first[d] = lo / p->chunk[d];
-        last[d] = hi / p->chunk[d];
-        index[d] = first[d];
-    }
+    if (!chunk_box(p, kind, start, count, stride, first, last)) goto nothing;
+    for (int d = 0; d < p->rank; d++) index[d] = first[d];
     int rc = variable_key_prefix(ncid, p->var_name, &prefix);
     if (rc != NC_NOERR) goto nothing;
     /* Odometer over the chunk indices of the bounding box. */

@@ -33,9 +33,22 @@ typedef enum mzn_region_kind {
 
 typedef struct mzn_writeback mzn_writeback;
 
+/* The writable session serving ncid, or NULL (not a dataset we serve, or read-only). Thread-safe. */
+mzn_session *mzn_put_session(int ncid);
+
 /* The session whose chunk updates the running netCDF-C would lose for ncid, or NULL (not a dataset we
  * serve, read-only, or a netCDF-C without the bug). Thread-safe. */
 mzn_session *mzn_writeback_session(int ncid);
+
+/*
+ * Records the chunks a put writes into (the bounding box of its region, in chunk indices; put_regions.h),
+ * every release: a chunk a put wrote into holds data whatever its values, which the view must not take for
+ * the fill chunk netCDF-C writes back for a missing chunk it merely read (view.h, mzv_check_chunk_write).
+ * Errors describing the variable or its region are left for the real put; out of memory is NC_ENOMEM.
+ */
+int mzn_note_put_region(mzn_session *s, int ncid, int varid, mzn_region_kind kind, const size_t *start,
+                        const size_t *count, const ptrdiff_t *stride);
+
 
 /*
  * Lists the existing chunks a put will touch. Returns NC_NOERR and sets *plan (NULL when there is nothing

@@ -32,6 +32,7 @@ static void free_session(mzn_session *s) {
     mzn_keymap_clear(&s->attrs_read, NULL);
     mzn_keymap_clear(&s->created_metadata, NULL);
     mzn_keymap_clear(&s->dropped_fill_chunks, free);
+    mzn_keymap_clear(&s->put_regions, free);
     free(s->base.url);
     free(s->archive_path);
     free(s->prefix);

@@ -36,6 +36,9 @@ typedef struct mzn_session {
     mzn_keymap attrs_read;       /* .zattrs keys read in this session */
     mzn_keymap created_metadata; /* metadata keys absent from the archive when this session first wrote
                                   * them: its own, rewritten freely (others: metadata_guard.h) */
+    mzn_keymap put_regions;      /* variable key prefix ("/g/v/") -> mzn_put_boxes*: the chunks this session's
+                                  * nc_put_var* calls wrote into (chunk_writeback.h), which hold data whatever
+                                  * their values */
     mzn_keymap dropped_fill_chunks; /* chunk key -> mzn_blob* (one fill element): chunks the archive lacks
                                      * whose fill chunk netCDF-C flushed and the view dropped; on a netCDF-C
                                      * that loses chunk updates, its cache takes later writes to them without

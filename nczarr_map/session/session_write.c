@@ -7,6 +7,7 @@
 #include "byte_order.h"
 #include "diag.h"
 #include "metadata_guard.h"
+#include "put_regions.h"
 #include "root_slot.h"
 #include "session.h"
 #include "status.h"
@@ -142,14 +143,17 @@ static int declare_written_byte_order(mzn_session *s, const char *key, const voi
     return NC_NOERR;
 }
 
+static void view_allows_failed(mzn_session *s, const char *key, int r) {
+    mzn_diag("%s: %s: write refused: the object is presented translated by the compatibility view (or belongs "
+             "to an array that is), and the archive keeps its original form (netCDF error %d)",
+             s->archive_path, key, r);
+}
+
 /* Asks the view whether the bytes may be stored: 0 store, 1 drop (unchanged), 2 store mzv_replacement()
  * instead, or its error. */
 static int view_allows(mzn_session *s, const char *key, const void *data, size_t len) {
     int r = mzv_check_write(s->view, key, data, len);
-    if (r < 0)
-        mzn_diag("%s: %s: write refused: the object is presented translated by the compatibility view (or belongs "
-                 "to an array that is), and the archive keeps its original form (netCDF error %d)",
-                 s->archive_path, key, r);
+    if (r < 0) view_allows_failed(s, key, r);
     return r;
 }
 
@@ -218,7 +222,8 @@ int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t 
         free(owned);
         return rc;
     }
-    int r = view_allows(s, key, data, len);
+    int r = mzv_check_chunk_write(s->view, key, data, len, mzn_put_regions_cover(s, key));
+    if (r < 0) view_allows_failed(s, key, r);
     if (r == 1) return remember_dropped_fill(s, key, data, len);
     if (r != 0) return r;
     free(mzn_keymap_remove(&s->dropped_fill_chunks, key));

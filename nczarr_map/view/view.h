@@ -85,7 +85,14 @@ int mzv_get(mzv_view *v, const char *key, const void **data, size_t *len);
  */
 int mzv_check_write(mzv_view *v, const char *key, const void *data, size_t len);
 /*
- * (continued) and, for a .zattrs only:
+ * mzv_check_write for a chunk the session's own puts wrote into (written != 0): a chunk of the array's fill
+ * the archive does not hold is then data, stored (for an array whose fill_value is null, netCDF's default fill
+ * values are data like any other: an outside review found such a write dropped and read back as zeros).
+ * Otherwise as mzv_check_write.
+ */
+int mzv_check_chunk_write(mzv_view *v, const char *key, const void *data, size_t len, int written);
+/*
+ * (continued, mzv_check_write) and, for a .zattrs only:
  *   2  the object is presented translated and netCDF changed attributes in it: store mzv_replacement's bytes
  *      instead - the archive's own attributes with only netCDF's changes applied (attributes added, given
  *      another value, or deleted relative to what the view presented). What the view made up (added

@@ -293,44 +293,14 @@ static int uniform(const unsigned char *data, size_t len, const unsigned char *e
     return 1;
 }
 
-/* netCDF's default fill value of the presented dtype, which 4.9.0 uses when fill_value is null. */
-static size_t netcdf_default_fill(const char *pdtype, unsigned char *out) {
-    union {
-        signed char b;
-        short s;
-        int i;
-        long long ll;
-        unsigned char ub;
-        unsigned short us;
-        unsigned int ui;
-        unsigned long long ull;
-        float f;
-        double d;
-    } u;
-    size_t n;
-    if (!strcmp(pdtype, "<i1")) u.b = NC_FILL_BYTE, n = 1;
-    else if (!strcmp(pdtype, "<u1")) u.ub = NC_FILL_UBYTE, n = 1;
-    else if (!strcmp(pdtype, "<U1")) u.ub = NC_FILL_CHAR, n = 1;
-    else if (!strcmp(pdtype, "<i2")) u.s = NC_FILL_SHORT, n = 2;
-    else if (!strcmp(pdtype, "<u2")) u.us = NC_FILL_USHORT, n = 2;
-    else if (!strcmp(pdtype, "<i4")) u.i = NC_FILL_INT, n = 4;
-    else if (!strcmp(pdtype, "<u4")) u.ui = NC_FILL_UINT, n = 4;
-    else if (!strcmp(pdtype, "<i8")) u.ll = NC_FILL_INT64, n = 8;
-    else if (!strcmp(pdtype, "<u8")) u.ull = NC_FILL_UINT64, n = 8;
-    else if (!strcmp(pdtype, "<f4")) u.f = NC_FILL_FLOAT, n = 4;
-    else if (!strcmp(pdtype, "<f8")) u.d = NC_FILL_DOUBLE, n = 8;
-    else return 0;
-    memcpy(out, &u, n);
-    return n;
-}
-
 static int refuse_chunk(mzv_view *v, const char *key) {
     return mzv_fail(v, NC_EPERM, key,
                     "write refused: this array is presented translated by the compatibility view (another dtype, "
                     "shape or encoding than the archive's) and the archive keeps its original chunks");
 }
 
-static int check_chunk(mzv_view *v, mzv_array *a, const char *key, const char *chunk_key, const void *data, size_t len) {
+static int check_chunk(mzv_view *v, mzv_array *a, const char *key, const char *chunk_key, const void *data, size_t len,
+                       int written) {
     uint64_t index[MZV_MAX_RANK + 1];
     if (mzv_chunk_key_parse(a, chunk_key, index) != 0) return 0;
     if (a->data_translated) {
@@ -357,20 +327,19 @@ static int check_chunk(mzv_view *v, mzv_array *a, const char *key, const char *c
     int same;
     if (st == MMZIP_OK) {
         same = size == len && memcmp(stored, data, len) == 0;
+    } else if (written) {
+        same = 0; /* the session's puts wrote into it: data, whatever its values */
     } else {
-        /* The fill chunk 4.9.0 writes back is what it read a missing chunk as: the .zarray's fill_value as it
-         * was presented, or, where that is null (4.9.0's no_fill, libnczarr/zsync.c), netCDF's default fill.
-         * Only that chunk is no change. A chunk of the default fill where the array has a fill value of its
-         * own is data: taken for a fill chunk, it was dropped and read back as the fill value (an outside
-         * review: v[2:4] = -2147483647 read back as the _FillValue 7); and a chunk of zeros where it has none
-         * likewise. */
+        /* The fill chunk netCDF-C writes back for a missing chunk it merely read is what it read it as: the
+         * .zarray's fill_value as presented, or, where that is null (no_fill, libnczarr/zsync.c), zeros
+         * (NCZ_ensure_fill_chunk, every release). Only that chunk is no change. A chunk of netCDF's default
+         * fill is data where the fill_value is null: taken for a fill chunk, it was dropped and read back as
+         * zeros (an outside review), while the zeros chunk of a merely read missing chunk was stored. */
         const unsigned char *fill = mzv_fill_chunk(a);
         const mzj_value *fv = a->zarray.json ? mzj_get(a->zarray.json, "fill_value") : a->z.fill_value;
         int own_fill = fv && fv->kind != MZJ_NULL;
-        unsigned char dflt[8];
-        size_t dn = own_fill ? 0 : netcdf_default_fill(a->pdtype, dflt);
-        same = len == a->chunk_bytes && ((fill && own_fill && memcmp(fill, data, len) == 0) ||
-                                         (dn && a->elem_out == dn && uniform(data, len, dflt, dn)));
+        static const unsigned char zero = 0;
+        same = len == a->chunk_bytes && (own_fill ? fill && memcmp(fill, data, len) == 0 : uniform(data, len, &zero, 1));
     }
     if (same) return 1;
     if (a->translated) return refuse_chunk(v, key);
@@ -378,6 +347,10 @@ static int check_chunk(mzv_view *v, mzv_array *a, const char *key, const char *c
 }
 
 int mzv_check_write(mzv_view *v, const char *key, const void *data, size_t len) {
+    return mzv_check_chunk_write(v, key, data, len, 0);
+}
+
+int mzv_check_chunk_write(mzv_view *v, const char *key, const void *data, size_t len, int written) {
     if (!v || !v->enabled || !key || key[0] != '/') return 0;
     if (v->zarr_v3) /* the storage map refuses to open v3 for writing; this is the view's own guard */
         return mzv_fail(v, NC_EPERM, key, "write refused: the archive is Zarr v3, which netCDF-C writes as v2");
@@ -399,5 +372,5 @@ int mzv_check_write(mzv_view *v, const char *key, const void *data, size_t len) 
     }
     const char *chunk_key;
     mzv_array *a = mzv_find_chunk_owner(v, rel, &chunk_key);
-    return a ? check_chunk(v, a, key, chunk_key, data, len) : 0;
+    return a ? check_chunk(v, a, key, chunk_key, data, len, written) : 0;
 }

@@ -577,7 +577,7 @@ static void test_untranslated_writes(void) {
     put_text(h, "x/.zattrs", "{\"_ARRAY_DIMENSIONS\": [\"x\"], \"scale\": 0.123456789}");
     int32_t first[] = {1, 2};
     put(h, "x/0", first, 8);
-    /* An array with no fill value: 4.9.0 reads a missing chunk as netCDF's default fill. */
+    /* An array with no fill value: netCDF-C (no_fill) reads a missing chunk as zeros, every release. */
     put_text(h, "y/.zarray", "{\"zarr_format\": 2, \"shape\": [4], \"chunks\": [2], \"dtype\": \"<i4\", "
                              "\"compressor\": null, \"fill_value\": null, \"filters\": null, \"order\": \"C\"}");
     put_text(h, "y/.zattrs", "{\"_ARRAY_DIMENSIONS\": [\"x\"]}");
@@ -602,8 +602,10 @@ static void test_untranslated_writes(void) {
     const char *zarray_back = "{\"zarr_format\": 2, \"shape\": [4], \"dtype\": \"<i4\", \"chunks\": [2], "
                               "\"fill_value\": 0, \"order\": \"C\", \"compressor\": null, \"filters\": null}";
     CHECK(mzv_check_write(v, "/x/.zarray", zarray_back, strlen(zarray_back)) == 1);
-    CHECK(mzv_check_write(v, "/y/1", dflt, 8) == 1);  /* the default fill 4.9.0 read a missing chunk as */
-    CHECK(mzv_check_write(v, "/y/1", zeros, 8) == 0); /* zeros are data there: stored */
+    CHECK(mzv_check_write(v, "/y/1", zeros, 8) == 1); /* the zeros netCDF-C read a missing chunk as */
+    CHECK(mzv_check_write(v, "/y/1", dflt, 8) == 0);  /* netCDF's default fill is data there: stored */
+    CHECK(mzv_check_chunk_write(v, "/y/1", zeros, 8, 1) == 0); /* zeros a put wrote: data, stored */
+    CHECK(mzv_check_chunk_write(v, "/x/1", zeros, 8, 1) == 0); /* the fill value a put wrote: stored too */
     mzv_close(v);
     CHECK(mmzip_close(h) == MMZIP_OK);
     unlink(archive_path);

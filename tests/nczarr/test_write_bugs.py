@@ -249,6 +249,51 @@ def test_writes_land_around_syncs_and_define_mode():
             check_equal(got["zarr.zip"], got["nc"], "the archive after %s, against the netCDF-4 file" % steps)
 
 
+NULL_FILL = r"""
+import sys, mmzip
+mmzip.enable_netcdf()
+import hashlib, netCDF4, numpy as np, zarr
+path = sys.argv[1]
+st = zarr.ZipStore(path, mode="w")
+g = zarr.group(store=st)
+g.create_dataset("v", shape=(9,), chunks=(3,), dtype="f8", fill_value=None, compressor=None)[3:6] = [1, 2, 3]
+g.create_dataset("i", shape=(6,), chunks=(3,), dtype="i4", fill_value=None, compressor=None)[3:6] = [4, 5, 6]
+st.close()
+digest = lambda: hashlib.sha256(open(path, "rb").read()).hexdigest()
+before = digest()
+with netCDF4.Dataset(path, "a") as ds:   # reads the missing chunks: netCDF-C writes back zeros for them
+    print("read", ds["v"][:].tolist(), ds["i"][:].tolist())
+print("idle session changed the archive:", digest() != before)
+with netCDF4.Dataset(path, "a") as ds:
+    ds["v"][0:3] = np.ma.masked_all(3)   # netCDF's default fill: missing data to netCDF readers
+    ds["v"][3] = np.ma.masked
+    ds["i"][0:3] = [0, 0, 0]             # zeros written on purpose into a missing chunk
+with netCDF4.Dataset(path) as ds:
+    print("netCDF", ds["v"][:].tolist(), ds["i"][:].tolist())
+z = zarr.open_group(zarr.ZipStore(path, mode="r"), mode="r")
+print("zarr", z["v"][0:6].tolist(), z["i"][:].tolist(), sorted(k for k in z.store.keys() if not k.endswith((".zarray", ".zgroup"))))
+"""
+
+
+def test_arrays_without_fill_value():
+    """A Zarr array whose fill_value is null (zarr-python's fill_value=None, DataAxesFormats'): netCDF-C reads
+    its missing chunks as zeros. Masked values written through netCDF4-python (netCDF's default fill) were
+    taken for the fill chunk netCDF-C writes back for a chunk it merely read, dropped, and read back as 0.0
+    (exit status 0; an outside review), while an idle session's read of a missing chunk stored a chunk of
+    zeros. Now the chunks a put wrote into are stored whatever their values, and only the zeros netCDF-C
+    writes back for a chunk it merely read are dropped."""
+    with TempDir() as d:
+        out = mmzip_run(PYTHON, "-c", NULL_FILL, os.path.join(d, "nofill.zarr.zip")).stdout.splitlines()
+        big = 9.969209968386869e36
+        check_equal(out[0], "read [0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 0.0, 0.0, 0.0] [0, 0, 0, 4, 5, 6]",
+                    "missing chunks read as zeros")
+        check_equal(out[1], "idle session changed the archive: False", "an idle session")
+        check_equal(out[2], "netCDF [None, None, None, None, 2.0, 3.0, 0.0, 0.0, 0.0] [0, 0, 0, 4, 5, 6]",
+                    "netCDF after the masked writes")
+        check_equal(out[3], "zarr %s [0, 0, 0, 4, 5, 6] ['i/0', 'i/1', 'v/0', 'v/1']" % ([big] * 4 + [2.0, 3.0]),
+                    "zarr-python after the masked writes")
+
+
 RENAMES = r"""
 import sys, mmzip
 mmzip.enable_netcdf()
@@ -292,5 +337,5 @@ def test_renames_refused():
 
 
 if __name__ == "__main__":
-    main([test_renames_refused, test_writes_land_around_syncs_and_define_mode, test_chunk_updates_land, test_attributes_survive_write_sessions, test_update_with_slash_separated_chunks,
+    main([test_arrays_without_fill_value, test_renames_refused, test_writes_land_around_syncs_and_define_mode, test_chunk_updates_land, test_attributes_survive_write_sessions, test_update_with_slash_separated_chunks,
           test_unrewritable_chunk_refused])
