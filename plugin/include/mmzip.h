@@ -853,8 +853,10 @@ MMZIP_API int mmzip_unfinished_edits(mmzip_t *h, mmzip_unfinished_fn fn, void *c
  * (and, if it came between naming the temporary file and the rename, that file, which the next mmzip_pack or
  * mmzip_recover of the archive removes); an existing out_path is replaced only by a complete archive. Holds
  * the writer lock throughout (MMZIP_SHARED in opts is ignored; shared writers wait meanwhile, and those that
- * had the old file open get MMZIP_ESTALE at their next transaction). Readers that have the old file open keep
- * reading it. Every stored entry's CRC-32 is checked as it is copied: a mismatch fails with MMZIP_ECRC naming
+ * had the old file open get MMZIP_ESTALE at their next transaction). Readers in other processes that have the
+ * old file open keep reading it; in this process, pack opens the archive for writing as mmzip_open does, so it
+ * fails (MMZIP_EBUSY, saying so) while a read-only handle of the same archive is open here: close those first.
+ * Every stored entry's CRC-32 is checked as it is copied: a mismatch fails with MMZIP_ECRC naming
  * the entry, and nothing is changed (compressed entries are copied with their CRC, unchecked; entries kept
  * only because mmzip drops nothing, torn or unnamed, are copied as they are).
  */
