@@ -11,7 +11,8 @@ typedef struct {
     int quiet;
     unsigned errors, interop;
     unsigned untagged;            /* interop: lines without a {objects: ...} tag: effect on readers unknown */
-    char objection[N_READERS][200]; /* per reader, the first objection: "refuses it (why)" or "warns (why)" */
+    char objection[N_READERS][200]; /* per reader, its worst objection, the first of its kind: "refuses it
+                                     * (why)" or "warns (why)" */
 } tally;
 
 /* Reads the tag " {objects: R verb, R verb: why}" or " {objects: none}" that ends an interop line. */
@@ -29,8 +30,10 @@ static void tally_objections(tally *t, const char *msg) {
     for (const char *p = tag; p && (!colon || p < colon);) {
         for (int i = 0; i < N_READERS; i++) {
             size_t n = strlen(reader_names[i]);
-            if (strncmp(p, reader_names[i], n) != 0 || p[n] != ' ' || t->objection[i][0]) continue;
+            if (strncmp(p, reader_names[i], n) != 0 || p[n] != ' ') continue;
             int warns = strncmp(p + n + 1, "warns", 5) == 0;
+            /* The worst objection wins: a refusal replaces a warning found before it. */
+            if (t->objection[i][0] && (warns || strncmp(t->objection[i], "refuses", 7) == 0)) continue;
             snprintf(t->objection[i], sizeof t->objection[i], "%s (%.*s)", warns ? "warns" : "refuses it",
                      (int)(why_len < 150 ? why_len : 150), why);
         }

@@ -326,6 +326,11 @@ static void check_interop(checker *c, mz_store *s, const uint8_t *crc_failed) {
                    z7_lost ? "refuses it: it looks for the first entry in the file's first 8 MiB only (\"Cannot open "
                              "the file as [zip] archive\"); 'mmzip pack' rewrites the archive without them"
                            : "warns \"The archive is open with offset\"");
+    if (s->n_committed && first > s->prefix && mz_dead_start_pending(s))
+        interop_by(c, R_7ZIP, 0, "dead local headers that keep their signature",
+                   "%s: dead local headers before the first entry keep their signature (a writer stopped between "
+                   "its commit and clearing them): 7-Zip takes them for members and refuses the archive (\"Headers "
+                   "Error\"); 'mmzip recover', or the next writable open, clears them", s->path);
     if (s->n_committed == 0 && s->cd_pos > 0)
         interop_by(c, R_UNZIP | R_7ZIP, 0, "an empty directory after other bytes",
                    "%s: the archive has no entries, and its end record follows %llu bytes that are not an entry "
