@@ -226,6 +226,20 @@ static int open_target(mmzip_file *f, const char *name, h5mz_target *target, uns
     return pst;
 }
 
+/* name less the absolute form of the directory of the relative path referrer (its first dir bytes), or NULL if
+ * name is not in that directory. */
+static const char *strip_absolute_directory(const char *name, const char *referrer, size_t dir) {
+    char *d = strndup(dir ? referrer : ".", dir ? dir : 1);
+    char *abs = d ? realpath(d, NULL) : NULL;
+    free(d);
+    if (!abs) return NULL;
+    size_t n = strlen(abs);
+    const char *rel = strncmp(name, abs, n) == 0 && (name[n] == '/' || (n == 1 && abs[0] == '/')) ? name + n : NULL;
+    free(abs);
+    if (rel && *rel == '/') rel++;
+    return rel;
+}
+
 /*
  * A member opened as "a.zip" with the member given apart (h5py's member=, H5Pset_fapl_mmzip) refers to a VDS
  * source or link target "x.h5" as HDF5 builds it: beside the archive ("dir/x.h5"), or as given. That is what
@@ -239,17 +253,25 @@ static char *referred_member(const mmzip_fapl *fa, const char *name) {
     const char *slash = strrchr(fa->referrer, '/');
     size_t dir = slash ? (size_t)(slash - fa->referrer) + 1 : 0;
     const char *rel = name;
-    if (name[0] == '/' || dir) {
+    if (name[0] == '/' && fa->referrer[0] != '/') {
+        /* External links are named from the referring file's absolute directory (H5_build_extpath). */
+        rel = strip_absolute_directory(name, fa->referrer, dir);
+        if (!rel) return NULL;
+    } else if (name[0] == '/' || dir) {
         if (strncmp(name, fa->referrer, dir) != 0) return NULL;
         rel = name + dir;
     }
     if (!*rel || strstr(rel, "..")) return NULL;
-    size_t n = strlen(fa->referrer), r = strlen(rel);
-    char *out = malloc(n + 2 + r + 1);
+    /* Relative to the referring member's own directory in the archive ("dir/" of "dir/m.h5"), as HDF5 would
+     * have built it beside the file before it went into the archive. */
+    const char *mslash = fa->member ? strrchr(fa->member, '/') : NULL;
+    size_t n = strlen(fa->referrer), md = mslash ? (size_t)(mslash - fa->member) + 1 : 0, r = strlen(rel);
+    char *out = malloc(n + 2 + md + r + 1);
     if (!out) return NULL;
     memcpy(out, fa->referrer, n);
     memcpy(out + n, "#/", 2);
-    memcpy(out + n + 2, rel, r + 1);
+    memcpy(out + n + 2, fa->member, md);
+    memcpy(out + n + 2 + md, rel, r + 1);
     return out;
 }
 

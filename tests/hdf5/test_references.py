@@ -151,5 +151,57 @@ def test_archive_with_a_dead_first_member_is_no_plain_file():
                     name, kw, layout, got)
 
 
+def test_sources_and_targets_that_are_sibling_members():
+    """dir/m.h5 refers to other.h5 (a VDS source and an external link target) beside it; both go into the
+    archive as dir/m.h5 and dir/other.h5, and only the archive is left. The guide (section 5): other.h5 is
+    looked up first as the member dir/other.h5. Through h5py it was not (an outside review): with member= the
+    VDS read as fill values, the external link failed in both name forms (h5py follows links with a sec2
+    access list of its own), and a stale other.h5 beside the archive was read instead, with no error. Checked
+    against the same files read by plain h5py before they went into the archive, and by h5dump under
+    `mmzip run`."""
+    mmzip.register_h5py()
+    want = np.arange(5, dtype="<i8") * 10
+    with TempDir() as d:
+        os.makedirs(os.path.join(d, "dir"))
+        with h5py.File(os.path.join(d, "dir", "other.h5"), "w") as f:
+            f["data"] = want
+        with h5py.File(os.path.join(d, "dir", "m.h5"), "w") as f:
+            f["ext"] = h5py.ExternalLink("other.h5", "/data")
+            lay = h5py.VirtualLayout(shape=(5,), dtype="<i8")
+            lay[:] = h5py.VirtualSource("other.h5", "data", shape=(5,))
+            f.create_virtual_dataset("vds", lay, fillvalue=-1)
+        with h5py.File(os.path.join(d, "dir", "m.h5"), "r") as f:
+            check_equal((f["vds"][:].tolist(), f["ext"][:].tolist()), (want.tolist(), want.tolist()), "control")
+        arc = os.path.join(d, "run.zip")
+        for m in ("dir/m.h5", "dir/other.h5"):
+            run([MMZIP, "put", arc, m, os.path.join(d, m)])
+        shutil.rmtree(os.path.join(d, "dir"))
+        cwd = os.getcwd()
+        try:
+            os.chdir(d)
+            for decoy in (False, True):
+                if decoy:  # a stale file of the target's name beside the archive, and in the directory
+                    for p in ("other.h5", "dir/other.h5"):
+                        os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
+                        with h5py.File(p, "w") as f:
+                            f["data"] = want * -100
+                for name, kw in (("run.zip", {"member": "dir/m.h5"}), ("run.zip#/dir/m.h5", {}),
+                                 (arc, {"member": "dir/m.h5"}), (arc + "#/dir/m.h5", {})):
+                    with h5py.File(name, "r", driver="mmzip", **kw) as f:
+                        got = (f["vds"][:].tolist(), f["ext"][:].tolist())
+                    check_equal(got, (want.tolist(), want.tolist()),
+                                "%s %r%s: the VDS and the external link" % (name, kw, ", a stale decoy beside" if decoy else ""))
+            p = mmzip_run("h5dump", "-d", "/ext", "run.zip#/dir/m.h5")
+            assert "0, 10, 20, 30, 40" in p.stdout, p.stdout
+        finally:
+            os.chdir(cwd)
+        # A plain HDF5 file's external link is followed as h5py always did.
+        with h5py.File(os.path.join(d, "plain.h5"), "w") as f:
+            f["ext"] = h5py.ExternalLink("other.h5", "/data")
+        with h5py.File(os.path.join(d, "plain.h5"), "r") as f:
+            check_equal(f["ext"][:].tolist(), (want * -100).tolist(), "a plain file's link, after register_h5py")
+
+
 if __name__ == "__main__":
-    main([test_vds_source_and_external_link_beside_the_archive, test_archive_with_a_dead_first_member_is_no_plain_file])
+    main([test_vds_source_and_external_link_beside_the_archive, test_archive_with_a_dead_first_member_is_no_plain_file,
+          test_sources_and_targets_that_are_sibling_members])

@@ -230,6 +230,43 @@ def register_h5py():
                              "known flags are 1, durable, and 2, verify)" % (member, flags))
 
     h5py.register_driver("mmzip", set_fapl)
+    _follow_links_with_the_driver(h5py)
+
+
+_h5_driver_files = {}  # HDF5 file number -> 1 if that file was opened with this driver
+
+
+def _follow_links_with_the_driver(h5py):
+    """h5py opens the target of every external link with a fresh file access list of its own (sec2, the default
+    driver): a target that is a member of the referring file's archive, named relative to it as it was beside
+    the file before the file went into the archive, was not found, or a stale file of that name beside the
+    archive was read instead, with no error (an outside review). For files opened with this driver the links are
+    followed with the referring file's own access list instead (HDF5's default: its driver, which looks for the
+    member first, docs/hdf5-guide.md section 5); other files keep h5py's."""
+    import importlib
+    base = importlib.import_module(h5py.File.__module__.rsplit(".", 1)[0] + ".base")
+    cls = base.CommonStateObject
+    if getattr(cls, "_mmzip_lapl", None) is not None:
+        return
+    h5p, h5i = h5py.h5p, h5py.h5i
+    inherit = h5p.create(h5p.LINK_ACCESS)  # no external-link access list: the referring file's is used
+    driver = ctypes.CDLL(_lib_path("libmmzip_h5fd.so")).H5FD_mmzip_init
+    driver.restype = ctypes.c_int64
+    h5py_lapl = cls._lapl
+
+    def _lapl(self):
+        try:
+            fileno = self.id.fileno
+            ours = _h5_driver_files.get(fileno)
+            if ours is None:
+                ours = h5i.get_file_id(self.id).get_access_plist().get_driver() == driver()
+                _h5_driver_files[fileno] = ours
+        except Exception:  # noqa: BLE001 - an object h5py itself could not place: h5py's own list
+            ours = False
+        return inherit if ours else h5py_lapl.fget(self)
+
+    cls._mmzip_lapl = inherit
+    cls._lapl = property(_lapl)
 
 
 # ---------------------------------------------------------------------------------------------------------
