@@ -214,7 +214,10 @@ static int open_plain(mmzip_file *f, const char *path, unsigned flags) {
 static int open_target(mmzip_file *f, const char *name, h5mz_target *target, unsigned flags) {
     int existing = !(flags & (H5F_ACC_CREAT | H5F_ACC_TRUNC | H5F_ACC_EXCL));
     int named = h5mz_names_member(name);
-    if (existing && !named && h5mz_plain_is_hdf5(target->archive)) return open_plain(f, target->archive, flags);
+    /* A member named apart (h5py's member=) is a member: the file is no archive, not the file to open (an
+     * outside review: the plain file was read, and written in mode "a", with no error). */
+    if (existing && !named && !target->member && h5mz_plain_is_hdf5(target->archive))
+        return open_plain(f, target->archive, flags);
     int st = open_member(f, target, flags, f->flags);
     if (st != MMZIP_ENOTFOUND || !existing || !named || !target->member) return st;
     char *saved = strdup(h5mz_last_error());

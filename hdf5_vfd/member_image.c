@@ -115,6 +115,10 @@ int h5mz_member_open(h5mz_member *m, h5mz_archive *archive, const char *name, un
     int exists = st == MMZIP_OK;
     if (!exists && !(how & H5MZ_OPEN_CREATE))
         return h5mz_fail(MMZIP_ENOTFOUND, "%s: the archive has no member '%s'", path, name);
+    /* A name the archive cannot take fails its first write, long after the open succeeded, and h5py then
+     * crashed closing the file (an outside review): refused here. */
+    if (!exists && (st = mmzip_check_name(h, name)) != MMZIP_OK)
+        return h5mz_fail_core(st, "%s: cannot create member '%s'", path, name);
     if (exists && (how & H5MZ_OPEN_EXCLUSIVE))
         return h5mz_fail(H5MZ_EEXIST, "%s: member '%s' already exists%s", path, name,
                          info.method != 0 ? " (it is compressed, which the mmzip driver opens read-only)" : "");

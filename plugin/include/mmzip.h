@@ -457,6 +457,14 @@ MMZIP_API const uint64_t *mmzip_generation(mmzip_t *h);
 MMZIP_API int mmzip_put(mmzip_t *h, const char *key, const void *data, uint64_t size, uint32_t alignment);
 
 /*
+ * MMZIP_OK if mmzip_put(h, key, data, size > 0, ...) would accept key as a name, on any handle (read-only
+ * ones too): not empty, absolute, over 65,535 bytes or holding a ".." component, and, for a name h does not
+ * hold yet, no empty or "." component; not ending in '/'. Otherwise MMZIP_EINVAL with put's message, so that
+ * a caller that writes later (the HDF5 driver creating a member) can refuse the name at once. Writes nothing.
+ */
+MMZIP_API int mmzip_check_name(mmzip_t *h, const char *key);
+
+/*
  * Like mmzip_put, but the data comes from count buffers, concatenated (the Python package writes a .npy
  * header and its array without joining them), and the entry's modification time and Unix mode may be given
  * (attr NULL: the defaults of mmzip_put). mtime is in seconds since 1970 (the extended timestamp holds 1970 to 2038 and the DOS fields

@@ -36,10 +36,23 @@ static int name_canonical(const char *key) {
 
 /* The calls that write the entry `key`: a writable handle and a name every ZIP reader takes (and, for a put,
  * one that no other name extracts to). */
+static int check_name(mmzip_t *h, const char *key, const char *fn);
+static int folder_with_data(mz_store *s, const char *key, const char *what);
+
 static int check_writer(mmzip_t *h, const char *key, const char *fn) {
     if (h && !key) return mz_fail(MMZIP_EINVAL, "%s: NULL key", fn);
     int st = check_writable(h, fn);
-    if (st) return st;
+    return st ? st : check_name(h, key, fn);
+}
+
+int mmzip_check_name(mmzip_t *h, const char *key) {
+    if (!h || !key) return mz_fail(MMZIP_EINVAL, "mmzip_check_name: NULL argument");
+    int st = check_name(h, key, "mmzip_put");
+    if (st == MMZIP_OK && key[0] && key[strlen(key) - 1] == '/') st = folder_with_data(h->s, key, "its bytes");
+    return st;
+}
+
+static int check_name(mmzip_t *h, const char *key, const char *fn) {
     if (!mz_name_ok(key, strlen(key)))
         return mz_fail(MMZIP_EINVAL, "%s: invalid entry name '%s' (empty, too long, absolute, or with '..')",
                        h->s->path, key);

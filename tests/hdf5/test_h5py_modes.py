@@ -162,6 +162,22 @@ def test_errors_are_clear():
         with open(not_zip, "wb") as fh:
             fh.write(b"not an archive" * 100)
         cases.append((lambda: open_member(not_zip, "m.h5", "w"), OSError, "plain.h5: not a ZIP archive"))
+        # A plain HDF5 file named with member=: the member was ignored and the plain file read, and written in
+        # mode "a", with no error (an outside review).
+        plain_h5 = os.path.join(d, "run.zip")
+        with h5py.File(plain_h5, "w") as f:
+            f["precious"] = [1, 2, 3]
+        with open(plain_h5, "rb") as fh:
+            plain_bytes = fh.read()
+        for mode in ("r", "r+", "a"):
+            cases.append((lambda mode=mode: open_member(plain_h5, "results/day1.h5", mode), OSError,
+                          "run.zip: not a ZIP archive"))
+        # Names the archive cannot take are refused at the open, not at the first write (after which h5py
+        # crashed at exit: an outside review).
+        for bad, why in (("a//b.h5", "an empty or '.' component"), ("a/./b.h5", "an empty or '.' component"),
+                         ("dir/", "ends in '/'"), ("../x.h5", "with '..'")):
+            cases.append((lambda bad=bad: open_member(arc, bad, "w"), OSError, "cannot create member '%s'" % bad))
+            cases.append((lambda bad=bad: open_member(arc, bad, "a"), OSError, why))
         for opener, exc, text in cases:
             try:
                 opener().close()
@@ -169,9 +185,12 @@ def test_errors_are_clear():
             except exc as e:
                 if text not in str(e):
                     raise AssertionError("error %r does not say %r" % (str(e), text))
-        zip_tools_ok(arc)
+        names = zip_tools_ok(arc)
+        assert not set(names) & {"a//b.h5", "a/./b.h5", "dir/", "../x.h5", "a/b.h5"}, names
         with open(not_zip, "rb") as fh:
             check_equal(fh.read(), b"not an archive" * 100, "a file that is not an archive, after mode w")
+        with open(plain_h5, "rb") as fh:
+            check_equal(fh.read() == plain_bytes, True, "a plain HDF5 file named with member=, after modes r+, a")
 
 
 def test_damaged_member_not_opened_for_writing():
