@@ -338,6 +338,100 @@ static int scan_back(const mz_source *src, mz_trailer *t, mz_cd *cd) {
     return result;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* If the directory record at rec (rec_len bytes available) names a local header, sets *off (as recorded) and
+ * *name / *name_len; returns 1. */
+static int record_names(const uint8_t *rec, size_t rec_len, uint64_t *off, const uint8_t **name, uint16_t *name_len) {
+    if (rec_len < MZ_CDH_FIXED) return 0;
+    uint16_t n = mz_get16(rec + 28), x = mz_get16(rec + 30);
+    if (n == 0 || MZ_CDH_FIXED + (size_t)n + x > rec_len) return 0;
+    *off = mz_get32(rec + 42);
+    if (*off == 0xFFFFFFFFu) {
+        const uint8_t *e = rec + MZ_CDH_FIXED + n;
+        int found = 0;
+        for (uint32_t k = 0; k + 4 <= x;) {
+            uint16_t id = mz_get16(e + k), len = mz_get16(e + k + 2);
+            if (id == MZ_EXTRA_ZIP64 && k + 4u + len <= x) {
+                uint32_t at = 4u + (mz_get32(rec + 24) == 0xFFFFFFFFu ? 8u : 0u) + (mz_get32(rec + 20) == 0xFFFFFFFFu ? 8u : 0u);
+                if (at + 8u > 4u + len) return 0;
+                *off = mz_get64(e + k + at);
+                found = 1;
+                break;
+            }
+            k += 4u + len;
+        }
+        if (!found) return 0;
+    }
+    *name = rec + MZ_CDH_FIXED;
+    *name_len = n;
+    return 1;
+}
+
+/*
+ * After a scan back found the end records t (directory cd) before the end of the file: 1 if the bytes after
+ * them hold a directory record that names an entry cd does not, whose local header is there with that name
+ * (sets *later_rec to the record's position and copies the name into later_name). No state mmzip's protocol
+ * leaves puts such a record past the last valid end records (an interrupted relocation leaves part of a copy
+ * of the committed directory, nothing else, protocol.md §3.4): it is a later commit whose end records were
+ * damaged or cut off (a truncated copy, an overwrite), and the end records found are an older state, or those
+ * of an archive stored as an entry. Serving them read the older state with no error, and a writable open or
+ * recover cut every later entry (an outside review).
+ */
+static int later_directory_after(const mz_source *src, const mz_trailer *t, const mz_cd *cd, uint64_t *later_rec,
+                                 char *later_name, size_t name_cap) {
+    uint64_t *known = malloc(((size_t)cd->count + 1) * sizeof *known);
+    uint8_t *buf = malloc(MZ_SCAN_BLOCK + MZ_CDH_FIXED + 3 * 65535u);
+    int found = 0;
+    if (!known || !buf) goto out;
+    for (uint32_t i = 0; i < cd->count; i++) known[i] = cd->entries[i].lfh_off;
+    qsort(known, cd->count, sizeof *known, cmp_u64);
+    for (uint64_t lo = t->end; lo < src->size && !found;) {
+        if (src->fd >= 0) { /* holes read as zeros: nothing to find in them */
+            off_t d = lseek(src->fd, (off_t)lo, SEEK_DATA);
+            if (d < 0 || (uint64_t)d >= src->size) break;
+            if ((uint64_t)d > lo) lo = (uint64_t)d;
+        }
+        uint64_t want = src->size - lo;
+        size_t len = (size_t)(want < MZ_SCAN_BLOCK + MZ_CDH_FIXED + 3 * 65535u ? want : MZ_SCAN_BLOCK + MZ_CDH_FIXED + 3 * 65535u);
+        if (src->read(src->ctx, buf, len, lo) != 0) break;
+        size_t scan = len > MZ_SCAN_BLOCK ? MZ_SCAN_BLOCK : len;
+        for (size_t i = 0; i + 4 <= scan && !found; i++) {
+            if (buf[i] != 0x50 || buf[i + 1] != 0x4b || buf[i + 2] != 0x01 || buf[i + 3] != 0x02) continue;
+            uint64_t off;
+            const uint8_t *name;
+            uint16_t name_len;
+            if (!record_names(buf + i, len - i, &off, &name, &name_len)) continue;
+            /* Its offsets count from the found archive's start, or (an archive stored as an entry of this one
+             * was found) from the file's. */
+            for (int base = 0; base < 2 && !found; base++) {
+                uint64_t abs = off + (base ? 0 : t->concat);
+                if (abs < off || (base && !t->concat) || bsearch(&abs, known, cd->count, sizeof *known, cmp_u64))
+                    continue;
+                uint8_t lh[MZ_LFH_FIXED + 255];
+                size_t cmp = name_len < 255 ? name_len : 255;
+                if (abs + MZ_LFH_FIXED + cmp > src->size ||
+                    src->read(src->ctx, lh, MZ_LFH_FIXED + cmp, abs) != 0 || mz_get32(lh) != MZ_SIG_LFH ||
+                    mz_get16(lh + 26) != name_len || memcmp(lh + MZ_LFH_FIXED, name, cmp) != 0)
+                    continue;
+                found = 1;
+            }
+            if (!found) continue;
+            *later_rec = lo + i;
+            snprintf(later_name, name_cap, "%.*s", (int)name_len, (const char *)name);
+        }
+        if (len <= MZ_SCAN_BLOCK) break;
+        lo += MZ_SCAN_BLOCK;
+    }
+out:
+    free(known);
+    free(buf);
+    return found;
+}
+
 int mz_locate(const mz_source *src, int allow_scan_back, mz_trailer *t, mz_cd *cd) {
     memset(t, 0, sizeof *t);
     memset(cd, 0, sizeof *cd);
@@ -347,6 +441,22 @@ int mz_locate(const mz_source *src, int allow_scan_back, mz_trailer *t, mz_cd *c
     char first[1024];
     snprintf(first, sizeof first, "%s", mmzip_last_error());
     int st2 = scan_back(src, t, cd);
-    if (st2 == MMZIP_OK) return MMZIP_OK;
-    return mz_fail(st, "%s", first);
+    if (st2 != MMZIP_OK) return mz_fail(st, "%s", first);
+    uint64_t later;
+    char name[256];
+    if (later_directory_after(src, t, cd, &later, name, sizeof name)) {
+        uint64_t at = t->eocd_pos, n = cd->count;
+        mz_trailer_free(t);
+        mz_cd_free(cd);
+        memset(t, 0, sizeof *t);
+        memset(cd, 0, sizeof *cd);
+        return mz_fail(MMZIP_ECORRUPT, "%s: the end of the archive is damaged (%s): the last intact end records, at "
+                       "offset %llu, describe an older state of %llu entr%s, or an archive stored as an entry, while "
+                       "a directory after them, at offset %llu, names entries they do not ('%s'); mmzip neither "
+                       "reads the older state nor cuts the later entries: restore the file from a copy ('zip -FF' "
+                       "can rebuild a directory from the local headers into a new file)",
+                       src->name, first, (unsigned long long)at, (unsigned long long)n, n == 1 ? "y" : "ies",
+                       (unsigned long long)later, name);
+    }
+    return MMZIP_OK;
 }
