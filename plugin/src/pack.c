@@ -53,6 +53,15 @@ static int copy_entries(mmzip_t *h, out_file *o, uint32_t alignment, uint8_t **c
         if (!(e->mark & (MZ_MARK_NONAME | MZ_MARK_BAD)) && mz_lookup(s, mz_name(s, e), e->name_len, 0) != e) continue;
         st = mz_resolve_data(s, e);
         if (st) break;
+        if ((e->gp_flags & (MZ_FLAG_ENCRYPTED | MZ_FLAG_STRONG_ENCRYPTION)) && (e->gp_flags & MZ_FLAG_DATA_DESCRIPTOR)) {
+            /* Traditional encryption checks the password against the high byte of the DOS time when the entry has
+             * a data descriptor, of the CRC-32 otherwise: the header pack writes (no descriptor) would make every
+             * password wrong. */
+            st = mz_fail(MMZIP_EUNSUPPORTED, "%s: entry '%.*s' is encrypted and has a data descriptor: pack would "
+                         "rewrite its header so that no password opens it; the archive was not changed (extract "
+                         "and re-add it, or repack with 'zip')", s->path, (int)e->name_len, mz_name(s, e));
+            break;
+        }
         const uint8_t *rec = s->cd + e->cd_rec;
         mz_header_fields f;
         f.flags = (uint16_t)((e->gp_flags & ~MZ_FLAG_DATA_DESCRIPTOR) | MZ_FLAG_UTF8);
@@ -84,7 +93,10 @@ static int copy_entries(mmzip_t *h, out_file *o, uint32_t alignment, uint8_t **c
          * original, which `mmzip check` names, is gone). Compressed entries are copied byte for byte, CRC
          * and all, unchecked: inflating every one would cost what pack is meant to avoid; their readers
          * check them. Entries kept only because mmzip drops nothing (torn, unnamed) are copied as they are. */
-        int check = e->method == 0 && !(e->mark & (MZ_MARK_NONAME | MZ_MARK_BAD));
+        /* Encrypted entries too: their CRC-32 is the plain text's (an outside review: pack called an intact
+         * encrypted entry damaged). */
+        int check = e->method == 0 && !(e->mark & (MZ_MARK_NONAME | MZ_MARK_BAD)) &&
+                    !(e->gp_flags & (MZ_FLAG_ENCRYPTED | MZ_FLAG_STRONG_ENCRYPTION));
         uint32_t crc = 0;
         for (uint64_t k = 0; !st && k < e->csize;) {
             uint64_t l = e->csize - k < MZ_PROGRESS_STEP ? e->csize - k : MZ_PROGRESS_STEP;
@@ -100,9 +112,13 @@ static int copy_entries(mmzip_t *h, out_file *o, uint32_t alignment, uint8_t **c
                          "every damaged entry)", s->path, (int)e->name_len, mz_name(s, e), e->crc, crc);
         if (st) break;
         mz_crashpoint("pack.entry");
+        /* The entry's comment (zipnote's) goes with it; it was dropped (an outside review). */
+        uint16_t comment_len = mz_get16(rec + 32);
+        const uint8_t *comment = rec + MZ_CDH_FIXED + e->name_len + mz_get16(rec + 30);
+        if (MZ_CDH_FIXED + (uint64_t)e->name_len + mz_get16(rec + 30) + comment_len > e->cd_rec_len) comment_len = 0;
         size_t rl = mz_our_cdh_size(e->name_len);
-        if (len + rl > cap) {
-            while (len + rl > cap) cap *= 2;
+        if (len + rl + comment_len > cap) {
+            while (len + rl + comment_len > cap) cap *= 2;
             uint8_t *p = realloc(cd, cap);
             if (!p) {
                 st = mz_fail(MMZIP_ENOMEM, "%s: out of memory", s->path);
@@ -111,7 +127,11 @@ static int copy_entries(mmzip_t *h, out_file *o, uint32_t alignment, uint8_t **c
             cd = p;
         }
         mz_write_cdh_ex(cd + len, &f, mz_name(s, e), e->name_len, lfh_off);
-        len += rl;
+        if (comment_len) {
+            memcpy(cd + len + rl, comment, comment_len);
+            mz_put16(cd + len + 32, comment_len);
+        }
+        len += rl + comment_len;
         n++;
     }
     if (st) {

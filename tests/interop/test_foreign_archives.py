@@ -345,6 +345,42 @@ def test_encrypted_entries():
             assert "encrypted" in p.stderr, p.stderr
 
 
+def test_pack_of_encrypted_entries_and_comments():
+    """mmzip pack (an outside review): it called an intact encrypted entry damaged (its CRC-32 is the plain
+    text's), and dropped entry comments (zipnote's). Encrypted entries without a data descriptor (7-Zip's) are
+    copied and still open with their password; those with one (Info-ZIP zip's), whose password check comes from
+    the header pack would rewrite, make pack refuse with that reason and change nothing; comments are kept."""
+    with TempDir() as d:
+        src = os.path.join(d, "secret.txt")
+        with open(src, "wb") as f:
+            f.write(b"attack at dawn\n" * 100)
+        seven = os.path.join(d, "7z.zip")
+        run(["7z", "a", "-tzip", "-pSECRET", "-mem=ZipCrypto", seven, "secret.txt"], cwd=d)
+        mmzip_cli("put", seven, "plain.txt", src)
+        mmzip_cli("pack", seven)
+        t = run(["unzip", "-t", "-P", "SECRET", seven], check=False)
+        assert t.returncode == 0 and "No errors detected" in t.stdout, t.stdout + t.stderr
+        check_equal(run(["unzip", "-p", "-P", "SECRET", seven, "secret.txt"]).stdout, "attack at dawn\n" * 100,
+                    "the encrypted entry after pack, decrypted by unzip")
+        info = os.path.join(d, "infozip.zip")
+        run(["zip", "-q", "-P", "SECRET", info, "secret.txt"], cwd=d)
+        before = open(info, "rb").read()
+        p = mmzip_cli("pack", info, check=False)
+        assert p.returncode != 0 and "is encrypted and has a data descriptor" in p.stderr, p.stderr
+        check_equal(open(info, "rb").read() == before, True, "the archive after the refused pack")
+        noted = os.path.join(d, "noted.zip")
+        mmzip_cli("put", noted, "a.txt", src)
+        mmzip_cli("put", noted, "b.txt", src)
+        run(["zipnote", "-w", noted], input=b"@ a.txt\nmy entry comment\n@ (comment above this line)\n@ b.txt\n"
+            b"@ (comment above this line)\n@ (zip file comment below this line)\nARCHIVE COMMENT\n")
+        mmzip_cli("put", noted, "c.txt", src)
+        mmzip_cli("pack", noted)
+        with zipfile.ZipFile(noted) as z:
+            check_equal((z.getinfo("a.txt").comment, z.getinfo("b.txt").comment, z.comment),
+                        (b"my entry comment", b"", b"ARCHIVE COMMENT"), "comments after pack")
+            assert z.testzip() is None
+
+
 def test_corrupt_deflated_entry_crc():
     """One flipped byte inside a deflated entry: zipfile, mmzip cat, mmzip check and Archive all object, and
     mmzip's message names the entry and the CRC mismatch. The entry holds random bytes, which deflate keeps in
@@ -386,4 +422,5 @@ if __name__ == "__main__":
           test_long_comments,
           test_zipfile_zip64_end_records_many_entries, test_zipfile_streamed_data_descriptors, test_bytes_prepended,
           test_info_zip, test_names_that_are_not_utf8, test_7zip, test_zarr_zipstore_output, test_encrypted_entries,
+          test_pack_of_encrypted_entries_and_comments,
           test_corrupt_deflated_entry_crc])
