@@ -43,8 +43,18 @@ const char *h5mz_last_error(void) { return last_message; }
 
 static _Thread_local char open_failure[sizeof last_message];
 
-void h5mz_note_open_failure(void) { memcpy(open_failure, last_message, sizeof open_failure); }
+static _Thread_local int open_failure_status;
+
+void h5mz_note_open_failure(int status) {
+    memcpy(open_failure, last_message, sizeof open_failure);
+    open_failure_status = status;
+}
 
 const char *h5mz_open_failure(void) { return open_failure; }
 
-void h5mz_clear_open_failure(void) { open_failure[0] = '\0'; }
+int h5mz_open_failure_status(void) { return open_failure[0] ? open_failure_status : MMZIP_OK; }
+
+void h5mz_clear_open_failure(void) {
+    open_failure[0] = '\0';
+    open_failure_status = MMZIP_OK;
+}

@@ -308,7 +308,7 @@ static H5FD_t *vfd_open(const char *name, unsigned flags, hid_t fapl, haddr_t ma
     }
     free(in_archive);
     if (st) {
-        h5mz_note_open_failure();
+        h5mz_note_open_failure(st);
         push_error(__func__, st, H5E_CANTOPENFILE);
         free(f);
         return NULL;

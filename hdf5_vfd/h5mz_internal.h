@@ -39,8 +39,10 @@ H5MZ_HIDDEN const char *h5mz_last_error(void);
 /* The message of the calling thread's last failed open of a file by the driver (vfd_open), kept apart from
  * the last message, which later failures that are handled may replace; h5mz_clear_open_failure() forgets it
  * before an open, so that what is there after it is that open's. */
-H5MZ_HIDDEN void h5mz_note_open_failure(void);
+H5MZ_HIDDEN void h5mz_note_open_failure(int status);
 H5MZ_HIDDEN const char *h5mz_open_failure(void);
+/* The status of the failure noted (MMZIP_OK if none): the shims tell a missing member from other failures. */
+H5MZ_HIDDEN int h5mz_open_failure_status(void);
 H5MZ_HIDDEN void h5mz_clear_open_failure(void);
 
 /* ---------------------------------------------------------------------------------------------------- */

@@ -183,7 +183,11 @@ __attribute__((visibility("default"))) hid_t H5Fopen(const char *name, unsigned 
     hid_t file = next(name, flags, own);
     /* The calls below would clear HDF5's error stack, which the caller (h5py) reads to say why. */
     hid_t stack = file < 0 ? H5Eget_current_stack() : H5I_INVALID_HID;
-    if (file < 0 && !hdf5_prints_errors()) report_once(h5mz_open_failure());
+    /* h5py's mode "a" opens for writing first and creates the member when it is missing: that miss is no
+     * failure to report (an outside review found the message misleading), and h5py reports a real one. */
+    int missing = h5mz_open_failure_status() == MMZIP_ENOTFOUND || h5mz_open_failure_status() == MMZIP_ENOENT;
+    int creates_next = (flags & H5F_ACC_RDWR) && missing;
+    if (file < 0 && !hdf5_prints_errors() && !creates_next) report_once(h5mz_open_failure());
     H5Pclose(own);
     if (stack >= 0) H5Eset_current_stack(stack);
     return file;
