@@ -197,6 +197,13 @@ size_t mz_write_end(uint8_t *out, uint64_t entries, uint64_t cd_size, uint64_t c
 
 /* Re-encodes a foreign central-directory record so that its local header offset is `lfh_off` (absolute),
  * adding or extending a ZIP64 field if needed. Returns a malloc'ed record and its length, or NULL. */
+/* 1 if the avail bytes at b start with a local header only mmzip writes (signature not checked: a dead one may
+ * have it cleared): version 45, stored, no data descriptor, a ZIP64 field, then the 0xA11E alignment field
+ * (directly, or after a "UT" time field); sets *csize (if not NULL) from its ZIP64 field. */
+int mz_our_lfh(const uint8_t *b, size_t avail, uint64_t *csize);
+/* 1 if the MZ_TRAILER_FIXED bytes at rec are end records mmzip writes: ZIP64 end records with its fixed fields
+ * (version made by 0x032D, needed 45, a 44-byte record, no extensible data, every plain field at its sentinel). */
+int mz_our_end_records(const uint8_t *rec);
 uint8_t *mz_reencode_cdh(const uint8_t *rec, size_t rec_len, uint64_t lfh_off, uint64_t csize,
                          uint64_t usize, size_t *out_len);
 

@@ -45,12 +45,7 @@ static int end_records_ours(mz_store *s) {
     /* Read, not looked at through the mapping: nothing else touches this page of it at open, and a first
      * touch (a page fault, page tables for a new 2 MiB of the file) costs twenty reads on some VMs. */
     uint8_t rec[MZ_TRAILER_FIXED];
-    if (mz_read_at(s, rec, sizeof rec, z) != 0) return 0;
-    const uint8_t *p = rec, *e = p + MZ_Z64_EOCD_FIXED + MZ_Z64_LOC_FIXED;
-    return mz_get32(p) == MZ_SIG_Z64_EOCD && mz_get64(p + 4) == MZ_Z64_EOCD_FIXED - 12 &&
-           mz_get16(p + 12) == MZ_VERSION_MADE_BY && mz_get16(p + 14) == MZ_VERSION_NEEDED &&
-           mz_get32(e) == MZ_SIG_EOCD && mz_get16(e + 8) == 0xFFFFu && mz_get16(e + 10) == 0xFFFFu &&
-           mz_get32(e + 12) == 0xFFFFFFFFu && mz_get32(e + 16) == 0xFFFFFFFFu;
+    return mz_read_at(s, rec, sizeof rec, z) == 0 && mz_our_end_records(rec);
 }
 
 /* 1 if [from, to) holds a record only mmzip writes: a stored local header with version 45, no data
@@ -65,18 +60,7 @@ static int holds_mmzip_record(mz_store *s, uint64_t from, uint64_t to) {
         if (sig == MZ_SIG_Z64_EOCD && i + MZ_Z64_EOCD_FIXED <= to && mz_get64(b + i + 4) == MZ_Z64_EOCD_FIXED - 12 &&
             mz_get16(b + i + 12) == MZ_VERSION_MADE_BY)
             return 1;
-        if (sig != MZ_SIG_LFH || mz_get16(b + i + 4) != MZ_VERSION_NEEDED || mz_get16(b + i + 8) != 0 ||
-            (mz_get16(b + i + 6) & MZ_FLAG_DATA_DESCRIPTOR))
-            continue;
-        uint16_t nlen = mz_get16(b + i + 26), xlen = mz_get16(b + i + 28);
-        if (i + MZ_LFH_FIXED + nlen + xlen > to || xlen < MZ_LFH_ZIP64_EXTRA + MZ_ALIGN_EXTRA_MIN) continue;
-        const uint8_t *x = b + i + MZ_LFH_FIXED + nlen;
-        if (mz_get16(x) != MZ_EXTRA_ZIP64 || mz_get16(x + 2) != 16) continue;
-        x += MZ_LFH_ZIP64_EXTRA;
-        if (mz_get16(x) == MZ_EXTRA_UT && mz_get16(x + 2) == 5 &&
-            xlen >= MZ_LFH_ZIP64_EXTRA + MZ_UT_EXTRA + MZ_ALIGN_EXTRA_MIN)
-            x += MZ_UT_EXTRA;
-        if (mz_get16(x) == MZ_EXTRA_ALIGN) return 1;
+        if (sig == MZ_SIG_LFH && mz_our_lfh(b + i, (size_t)(to - i), NULL)) return 1;
     }
     return 0;
 }

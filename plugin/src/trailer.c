@@ -212,6 +212,8 @@ static int scan_tail(const mz_source *src, uint64_t span, int last_pass, mz_trai
     for (int pass = 0; pass <= last_pass && result != MMZIP_OK && !(pass == 1 && have_detail); pass++)
     for (uint64_t i = span - MZ_EOCD_FIXED + 1; i-- > 0;) {
         if (mz_get32(tail + i) != MZ_SIG_EOCD) continue;
+        /* The dead local header at offset 0 that a commit gave an end record's signature (format.md §8). */
+        if (base + i == 0 && mz_our_lfh(tail, (size_t)span, NULL)) continue;
         uint64_t rec_end = base + i + MZ_EOCD_FIXED + mz_get16(tail + i + 20);
         if (pass == 0 ? rec_end != src->size : rec_end <= src->size) continue;
         candidate c;
@@ -318,6 +320,7 @@ static int scan_back(const mz_source *src, mz_trailer *t, mz_cd *cd) {
         }
         for (size_t i = len >= 4 ? len - 4 + 1 : 0; i-- > 0;) {
             if (buf[i] != 0x50 || buf[i + 1] != 0x4b || buf[i + 2] != 0x05 || buf[i + 3] != 0x06) continue;
+            if (lo + i == 0 && mz_our_lfh(buf, len, NULL)) continue; /* a dead header given that signature */
             candidate c;
             int st = parse_candidate(src, lo + i, 0, &c);
             if (st == MMZIP_EIO || st == MMZIP_ENOMEM) { free(buf); return st; }
@@ -383,6 +386,9 @@ static int record_names(const uint8_t *rec, size_t rec_len, uint64_t *off, const
  */
 static int later_directory_after(const mz_source *src, const mz_trailer *t, const mz_cd *cd, uint64_t *later_rec,
                                  char *later_name, size_t name_cap) {
+    uint8_t rec[MZ_TRAILER_FIXED];
+    int ours = t->zip64 && t->z64_pos != UINT64_MAX && t->z64_pos + MZ_TRAILER_FIXED <= src->size &&
+               src->read(src->ctx, rec, sizeof rec, t->z64_pos) == 0 && mz_our_end_records(rec);
     uint64_t *known = malloc(((size_t)cd->count + 1) * sizeof *known);
     uint8_t *buf = malloc(MZ_SCAN_BLOCK + MZ_CDH_FIXED + 3 * 65535u);
     int found = 0;
@@ -400,7 +406,16 @@ static int later_directory_after(const mz_source *src, const mz_trailer *t, cons
         if (src->read(src->ctx, buf, len, lo) != 0) break;
         size_t scan = len > MZ_SCAN_BLOCK ? MZ_SCAN_BLOCK : len;
         for (size_t i = 0; i + 4 <= scan && !found; i++) {
-            if (buf[i] != 0x50 || buf[i + 1] != 0x4b || buf[i + 2] != 0x01 || buf[i + 3] != 0x02) continue;
+            if (buf[i] != 0x50 || buf[i + 1] != 0x4b) continue;
+            if (ours && buf[i + 2] == 0x03 && buf[i + 3] == 0x04 && mz_our_lfh(buf + i, len - i, NULL)) {
+                /* An entry mmzip wrote, past its own end records: its writers write entries below them only. */
+                uint16_t n = mz_get16(buf + i + 26);
+                found = 1;
+                *later_rec = lo + i;
+                snprintf(later_name, name_cap, "%.*s", (int)(n < 200 ? n : 200), (const char *)buf + i + MZ_LFH_FIXED);
+                break;
+            }
+            if (buf[i + 2] != 0x01 || buf[i + 3] != 0x02) continue;
             uint64_t off;
             const uint8_t *name;
             uint16_t name_len;
@@ -432,6 +447,37 @@ out:
     return found;
 }
 
+/*
+ * 1 if the end records found at eocd lie inside the data of an entry mmzip wrote, walking its local headers
+ * from the start of the file: a ZIP stored as an entry of an mmzip archive whose own end was damaged (an outside
+ * review: the stored archive was read, and recover then made it the archive). Sets *holder to that entry's name.
+ */
+static int inside_an_entry(const mz_source *src, uint64_t eocd, char *holder, size_t cap) {
+    uint8_t *h = malloc(MZ_LFH_FIXED + 2 * 65535u);
+    int found = 0;
+    for (uint64_t pos = 0; h && pos + MZ_LFH_FIXED <= eocd;) {
+        if (src->read(src->ctx, h, MZ_LFH_FIXED, pos) != 0) break;
+        uint32_t sig = mz_get32(h);
+        size_t len = MZ_LFH_FIXED + (size_t)mz_get16(h + 26) + mz_get16(h + 28);
+        uint64_t csize;
+        if ((sig != MZ_SIG_LFH && sig != MZ_SIG_EOCD && sig != 0) || pos + len > src->size ||
+            src->read(src->ctx, h + MZ_LFH_FIXED, len - MZ_LFH_FIXED, pos + MZ_LFH_FIXED) != 0 ||
+            !mz_our_lfh(h, len, &csize))
+            break;
+        uint64_t data = pos + len;
+        if (csize > src->size - data) break;
+        if (eocd >= data && eocd < data + csize) {
+            snprintf(holder, cap, "%.*s", (int)(mz_get16(h + 26) < 200 ? mz_get16(h + 26) : 200),
+                     (const char *)h + MZ_LFH_FIXED);
+            found = 1;
+            break;
+        }
+        pos = data + csize;
+    }
+    free(h);
+    return found;
+}
+
 int mz_locate(const mz_source *src, int allow_scan_back, mz_trailer *t, mz_cd *cd) {
     memset(t, 0, sizeof *t);
     memset(cd, 0, sizeof *cd);
@@ -444,6 +490,18 @@ int mz_locate(const mz_source *src, int allow_scan_back, mz_trailer *t, mz_cd *c
     if (st2 != MMZIP_OK) return mz_fail(st, "%s", first);
     uint64_t later;
     char name[256];
+    if (inside_an_entry(src, t->eocd_pos, name, sizeof name)) {
+        uint64_t at = t->eocd_pos;
+        mz_trailer_free(t);
+        mz_cd_free(cd);
+        memset(t, 0, sizeof *t);
+        memset(cd, 0, sizeof *cd);
+        return mz_fail(MMZIP_ECORRUPT, "%s: the end of the archive is damaged (%s): the last intact end records, at "
+                       "offset %llu, are those of a ZIP stored in its entry '%s', not the archive's; mmzip neither "
+                       "reads that ZIP as the archive nor cuts what follows: restore the file from a copy ('zip -FF' "
+                       "can rebuild a directory from the local headers into a new file)",
+                       src->name, first, (unsigned long long)at, name);
+    }
     if (later_directory_after(src, t, cd, &later, name, sizeof name)) {
         uint64_t at = t->eocd_pos, n = cd->count;
         mz_trailer_free(t);
@@ -452,7 +510,7 @@ int mz_locate(const mz_source *src, int allow_scan_back, mz_trailer *t, mz_cd *c
         memset(cd, 0, sizeof *cd);
         return mz_fail(MMZIP_ECORRUPT, "%s: the end of the archive is damaged (%s): the last intact end records, at "
                        "offset %llu, describe an older state of %llu entr%s, or an archive stored as an entry, while "
-                       "a directory after them, at offset %llu, names entries they do not ('%s'); mmzip neither "
+                       "after them, at offset %llu, lies a record of an entry they do not name ('%s'); mmzip neither "
                        "reads the older state nor cuts the later entries: restore the file from a copy ('zip -FF' "
                        "can rebuild a directory from the local headers into a new file)",
                        src->name, first, (unsigned long long)at, (unsigned long long)n, n == 1 ? "y" : "ies",

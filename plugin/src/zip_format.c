@@ -381,3 +381,26 @@ size_t mz_write_end(uint8_t *p, uint64_t entries, uint64_t cd_size, uint64_t cd_
     if (comment_len) memcpy(p + 22, comment, comment_len);
     return MZ_EOCD_FIXED + comment_len;
 }
+
+int mz_our_lfh(const uint8_t *b, size_t avail, uint64_t *csize) {
+    if (avail < MZ_LFH_FIXED || mz_get16(b + 4) != MZ_VERSION_NEEDED || mz_get16(b + 8) != 0 ||
+        (mz_get16(b + 6) & MZ_FLAG_DATA_DESCRIPTOR))
+        return 0;
+    uint16_t nlen = mz_get16(b + 26), xlen = mz_get16(b + 28);
+    if ((size_t)MZ_LFH_FIXED + nlen + xlen > avail || xlen < MZ_LFH_ZIP64_EXTRA + MZ_ALIGN_EXTRA_MIN) return 0;
+    const uint8_t *x = b + MZ_LFH_FIXED + nlen;
+    if (mz_get16(x) != MZ_EXTRA_ZIP64 || mz_get16(x + 2) != 16) return 0;
+    if (csize) *csize = mz_get64(x + 12);
+    x += MZ_LFH_ZIP64_EXTRA;
+    if (mz_get16(x) == MZ_EXTRA_UT && mz_get16(x + 2) == 5 && xlen >= MZ_LFH_ZIP64_EXTRA + MZ_UT_EXTRA + MZ_ALIGN_EXTRA_MIN)
+        x += MZ_UT_EXTRA;
+    return mz_get16(x) == MZ_EXTRA_ALIGN;
+}
+
+int mz_our_end_records(const uint8_t *rec) {
+    const uint8_t *e = rec + MZ_Z64_EOCD_FIXED + MZ_Z64_LOC_FIXED;
+    return mz_get32(rec) == MZ_SIG_Z64_EOCD && mz_get64(rec + 4) == MZ_Z64_EOCD_FIXED - 12 &&
+           mz_get16(rec + 12) == MZ_VERSION_MADE_BY && mz_get16(rec + 14) == MZ_VERSION_NEEDED &&
+           mz_get32(e) == MZ_SIG_EOCD && mz_get16(e + 8) == 0xFFFFu && mz_get16(e + 10) == 0xFFFFu &&
+           mz_get32(e + 12) == 0xFFFFFFFFu && mz_get32(e + 16) == 0xFFFFFFFFu;
+}

@@ -53,7 +53,7 @@ def assert_refused_everywhere(path, what, later):
         p = run([MMZIP] + args, check=False, input=b"x")
         assert p.returncode != 0, "%s: mmzip %s succeeded:\n%s" % (what, args[0], p.stdout)
         err = p.stderr.decode(errors="replace")
-        assert "the end of the archive is damaged" in err and "names entries they do not" in err, (what, args[0], err)
+        assert "the end of the archive is damaged" in err, (what, args[0], err)
         check_equal(digest(path), h0, "%s: the file after mmzip %s" % (what, args[0]))
     try:
         mmzip_py.Archive(path)
@@ -95,5 +95,63 @@ def test_directory_a_relocation_kept():
             assert_refused_everywhere(copy, "a kept directory below, " + how, "later/0149")
 
 
+def test_later_entries_without_their_directory():
+    """Cut or zeroed where only later entries survive, not the directory that named them (another outside
+    review): past mmzip's own end records its writers write no entry, so such an entry is a later commit's.
+    And a cut inside an entry that follows a stored ZIP: the stored ZIP's end records lie inside an entry mmzip
+    wrote, so they are not the archive's."""
+    with TempDir() as d:
+        path = os.path.join(d, "late.zip")
+        with mmzip_py.Archive(path, "w+") as a:
+            with a.batch():
+                for i in range(20):
+                    a["big/%02d" % i] = os.urandom(1 << 20)
+                for i in range(500):
+                    a["tiny/%03d" % i] = bytes([i % 251]) * 100
+        with mmzip_py.Archive(path, "r+") as a:
+            a["late"] = os.urandom(150000)
+        data = open(path, "rb").read()
+        late = zipfile.ZipFile(path).getinfo("late").header_offset
+        assert late + 60000 < len(data) - 60000, (late, len(data))
+        for how, damaged in (("cut inside the later entry", data[:late + 60000]),
+                             ("its last 60 KB zeroed", data[:-60000] + bytes(60000))):
+            copy = os.path.join(d, "late-damaged.zip")
+            with open(copy, "wb") as f:
+                f.write(damaged)
+            try:
+                names = zipfile.ZipFile(copy).namelist()
+            except zipfile.BadZipFile:
+                names = None
+            p = run([MMZIP, "ls", copy], check=False)
+            if p.returncode == 0:  # read: then it must be the newest state, with the later entry
+                assert "late" in p.stdout, (how, names)
+            else:
+                assert_refused_everywhere(copy, "later entries without their directory, " + how, "late")
+        inner = os.path.join(d, "inner.zip")
+        with zipfile.ZipFile(inner, "w") as z:
+            z.writestr("a", b"inner a")
+            z.writestr("b", b"inner b")
+        outer = os.path.join(d, "outer.zip")
+        mmzip("put", outer, "x", "-", input=b"x" * 100)
+        mmzip("put", outer, "inner.zip", inner)
+        mmzip("put", outer, "y", "-", input=b"y" * 300)
+        data = open(outer, "rb").read()
+        y = data.rfind(b"yyyy")
+        with open(outer, "wb") as f:
+            f.write(data[:y + 50])
+        assert_refused_everywhere(outer, "a stored ZIP, cut inside the entry after it", "y")
+        # The dead header at offset 0 (end-record signature, format.md section 8) is no end record either.
+        first = os.path.join(d, "first.zip")
+        mmzip("put", first, "k", "-", input=b"one")
+        mmzip("put", first, "o", "-", input=b"two")
+        mmzip("put", first, "k", "-", input=b"three")
+        data = open(first, "rb").read()
+        assert data[:4] == b"PK\x05\x06", data[:4]
+        with open(first, "wb") as f:
+            f.write(data[:-100])
+        p = run([MMZIP, "ls", first], check=False)
+        assert p.returncode != 0 and "multi-disk" not in p.stderr, p.stderr
+
+
 if __name__ == "__main__":
-    main([test_archive_stored_as_an_entry, test_directory_a_relocation_kept])
+    main([test_archive_stored_as_an_entry, test_directory_a_relocation_kept, test_later_entries_without_their_directory])
