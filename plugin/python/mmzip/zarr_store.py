@@ -895,6 +895,11 @@ class ZarrStore(Store):
     def _names(self, prefix, flags):
         """Entry names under prefix (relative to the store's root, as are the names returned)."""
         h = self._handle()
+        # A listing decides writes as metadata does (zarr's consolidate_metadata writes what keys() lists: a
+        # stale listing left another process's array out of .zmetadata, an outside review).
+        self._shared_catch_up(h)
+        if self._upgradable and not h.writable:
+            h = self._metadata_catch_up(h)
         prefix = self._root + prefix
         need, count = ctypes.c_size_t(), ctypes.c_size_t()
         cap = 1 << 16
