@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "H5FDmmzip.h"
 #include "h5mz_internal.h"
@@ -231,15 +232,41 @@ static int open_target(mmzip_file *f, const char *name, h5mz_target *target, uns
 
 /* name less the absolute form of the directory of the relative path referrer (its first dir bytes), or NULL if
  * name is not in that directory. */
+static const char *after_directory(const char *name, const char *abs) {
+    size_t n = strlen(abs);
+    while (n > 1 && abs[n - 1] == '/') n--;
+    if (strncmp(name, abs, n) != 0 || (name[n] != '/' && !(n == 1 && abs[0] == '/'))) return NULL;
+    const char *rel = name + n;
+    while (*rel == '/') rel++;
+    return rel;
+}
+
 static const char *strip_absolute_directory(const char *name, const char *referrer, size_t dir) {
     char *d = strndup(dir ? referrer : ".", dir ? dir : 1);
-    char *abs = d ? realpath(d, NULL) : NULL;
+    if (!d) return NULL;
+    /* HDF5 builds the name from the working directory and the name as given (H5_build_extpath), without
+     * resolving symbolic links: that form first, then the resolved one. */
+    const char *rel = NULL;
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd)) {
+        size_t need = strlen(cwd) + 1 + strlen(d) + 1;
+        char *lexical = malloc(need);
+        if (lexical) {
+            snprintf(lexical, need, "%s/%s", cwd, d);
+            /* "./" and trailing "/." of the relative part name the same directory */
+            size_t L = strlen(lexical);
+            while (L >= 2 && lexical[L - 1] == '.' && lexical[L - 2] == '/') lexical[L -= 2] = '\0';
+            for (char *dot; (dot = strstr(lexical, "/./"));) memmove(dot, dot + 2, strlen(dot + 2) + 1);
+            rel = after_directory(name, lexical);
+            free(lexical);
+        }
+    }
+    if (!rel) {
+        char *abs = realpath(d, NULL);
+        if (abs) rel = after_directory(name, abs);
+        free(abs);
+    }
     free(d);
-    if (!abs) return NULL;
-    size_t n = strlen(abs);
-    const char *rel = strncmp(name, abs, n) == 0 && (name[n] == '/' || (n == 1 && abs[0] == '/')) ? name + n : NULL;
-    free(abs);
-    if (rel && *rel == '/') rel++;
     return rel;
 }
 
@@ -264,9 +291,9 @@ static char *referred_member(const mmzip_fapl *fa, const char *name) {
         if (strncmp(name, fa->referrer, dir) != 0) return NULL;
         rel = name + dir;
     }
-    if (!*rel || strstr(rel, "..")) return NULL;
+    if (!*rel) return NULL;
     /* Relative to the referring member's own directory in the archive ("dir/" of "dir/m.h5"), as HDF5 would
-     * have built it beside the file before it went into the archive. */
+     * have built it beside the file before it went into the archive; "../x.h5" climbs within the archive. */
     const char *mslash = fa->member ? strrchr(fa->member, '/') : NULL;
     size_t n = strlen(fa->referrer), md = mslash ? (size_t)(mslash - fa->member) + 1 : 0, r = strlen(rel);
     char *out = malloc(n + 2 + md + r + 1);
@@ -275,6 +302,10 @@ static char *referred_member(const mmzip_fapl *fa, const char *name) {
     memcpy(out + n, "#/", 2);
     memcpy(out + n + 2, fa->member, md);
     memcpy(out + n + 2 + md, rel, r + 1);
+    if (!h5mz_member_path_normalize(out + n + 2)) {
+        free(out);
+        return NULL; /* it climbs out of the archive: a file beside it, as HDF5 named it */
+    }
     return out;
 }
 
@@ -300,6 +331,10 @@ static H5FD_t *vfd_open(const char *name, unsigned flags, hid_t fapl, haddr_t ma
     int st = f ? h5mz_target_parse(name, fa ? (fa->from_file ? NULL : fa->member) : config_member, !existing,
                                      &target)
                : h5mz_fail(MMZIP_ENOMEM, "mmzip driver: out of memory opening '%s'", name);
+    /* A file a member refers to as "../x.h5" from "dir/m.h5" is named "a.zip#/dir/../x.h5" by HDF5: the member
+     * x.h5 (a name that would climb out of the archive stays as it is, and is refused as such). */
+    if (st == MMZIP_OK && existing && fa && fa->from_file && target.member && strstr(target.member, ".."))
+        h5mz_member_path_normalize(target.member);
     free(config_member);
     if (st == MMZIP_OK) {
         f->flags = fa ? fa->flags : 0;

@@ -66,6 +66,9 @@ typedef struct h5mz_target {
  */
 H5MZ_HIDDEN int h5mz_target_parse(const char *name, const char *member_hint, int creating, h5mz_target *out);
 H5MZ_HIDDEN void h5mz_target_free(h5mz_target *t);
+/* Resolves the "." and ".." components of a member path in place ("dir/../x.h5" -> "x.h5"). Returns 0 if it
+ * climbs above the archive's root or is left empty (path then unspecified), else 1. */
+H5MZ_HIDDEN int h5mz_member_path_normalize(char *path);
 
 /* 1 if name looks like a path into an archive: it contains ".zip#/" or ends in ".zip" (ASCII case-blind). */
 H5MZ_HIDDEN int h5mz_names_archive(const char *name);

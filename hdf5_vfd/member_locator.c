@@ -204,3 +204,26 @@ const char *h5mz_netcdf3_kind(const uint8_t *data, uint64_t size) {
     default: return NULL;
     }
 }
+
+int h5mz_member_path_normalize(char *path) {
+    char *out = path;
+    const char *p = path;
+    while (*p) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        if (n == 0 || (n == 1 && p[0] == '.')) {
+            /* an empty or "." component: nothing */
+        } else if (n == 2 && p[0] == '.' && p[1] == '.') {
+            if (out == path) return 0; /* above the archive's root */
+            out--;                     /* the '/' after the last component written */
+            while (out > path && out[-1] != '/') out--;
+        } else {
+            memmove(out, p, n);
+            out += n;
+            if (slash) *out++ = '/';
+        }
+        p += n + (slash ? 1 : 0);
+    }
+    *out = '\0';
+    return out > path;
+}

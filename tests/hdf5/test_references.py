@@ -165,33 +165,41 @@ def test_sources_and_targets_that_are_sibling_members():
         os.makedirs(os.path.join(d, "dir"))
         with h5py.File(os.path.join(d, "dir", "other.h5"), "w") as f:
             f["data"] = want
+        with h5py.File(os.path.join(d, "top.h5"), "w") as f:
+            f["data"] = want + 1
         with h5py.File(os.path.join(d, "dir", "m.h5"), "w") as f:
             f["ext"] = h5py.ExternalLink("other.h5", "/data")
+            f["up"] = h5py.ExternalLink("../top.h5", "/data")
             lay = h5py.VirtualLayout(shape=(5,), dtype="<i8")
             lay[:] = h5py.VirtualSource("other.h5", "data", shape=(5,))
             f.create_virtual_dataset("vds", lay, fillvalue=-1)
         with h5py.File(os.path.join(d, "dir", "m.h5"), "r") as f:
-            check_equal((f["vds"][:].tolist(), f["ext"][:].tolist()), (want.tolist(), want.tolist()), "control")
-        arc = os.path.join(d, "run.zip")
-        for m in ("dir/m.h5", "dir/other.h5"):
+            check_equal((f["vds"][:].tolist(), f["ext"][:].tolist(), f["up"][:].tolist()),
+                        (want.tolist(), want.tolist(), (want + 1).tolist()), "control")
+        os.makedirs(os.path.join(d, "arch"))
+        arc = os.path.join(d, "arch", "run.zip")
+        for m in ("dir/m.h5", "dir/other.h5", "top.h5"):
             run([MMZIP, "put", arc, m, os.path.join(d, m)])
         shutil.rmtree(os.path.join(d, "dir"))
+        os.remove(os.path.join(d, "top.h5"))
+        os.symlink("arch", os.path.join(d, "linked"))  # the archive's directory by another name
         cwd = os.getcwd()
         try:
             os.chdir(d)
             for decoy in (False, True):
-                if decoy:  # a stale file of the target's name beside the archive, and in the directory
-                    for p in ("other.h5", "dir/other.h5"):
+                if decoy:  # stale files of the targets' names beside the archive, and in the directory
+                    for p in ("other.h5", "dir/other.h5", "arch/other.h5", "arch/dir/other.h5", "top.h5", "arch/top.h5"):
                         os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
                         with h5py.File(p, "w") as f:
                             f["data"] = want * -100
-                for name, kw in (("run.zip", {"member": "dir/m.h5"}), ("run.zip#/dir/m.h5", {}),
-                                 (arc, {"member": "dir/m.h5"}), (arc + "#/dir/m.h5", {})):
+                for name, kw in (("arch/run.zip", {"member": "dir/m.h5"}), ("arch/run.zip#/dir/m.h5", {}),
+                                 (arc, {"member": "dir/m.h5"}), (arc + "#/dir/m.h5", {}),
+                                 ("linked/run.zip", {"member": "dir/m.h5"}), ("linked/run.zip#/dir/m.h5", {})):
                     with h5py.File(name, "r", driver="mmzip", **kw) as f:
-                        got = (f["vds"][:].tolist(), f["ext"][:].tolist())
-                    check_equal(got, (want.tolist(), want.tolist()),
+                        got = (f["vds"][:].tolist(), f["ext"][:].tolist(), f["up"][:].tolist())
+                    check_equal(got, (want.tolist(), want.tolist(), (want + 1).tolist()),
                                 "%s %r%s: the VDS and the external link" % (name, kw, ", a stale decoy beside" if decoy else ""))
-            p = mmzip_run("h5dump", "-d", "/ext", "run.zip#/dir/m.h5")
+            p = mmzip_run("h5dump", "-d", "/ext", "arch/run.zip#/dir/m.h5")
             assert "0, 10, 20, 30, 40" in p.stdout, p.stdout
         finally:
             os.chdir(cwd)
