@@ -418,25 +418,6 @@ static int mmzip_dead_start_at(mz_store *s, uint64_t pos, uint64_t limit) {
            memmem(s->map.base + pos, (size_t)(limit - pos), eocd, sizeof eocd) == NULL;
 }
 
-/* The local header offset a directory record at rec (within limit) names, or UINT64_MAX if it cannot be read. */
-static uint64_t record_lfh_offset(const uint8_t *rec, const uint8_t *limit) {
-    uint16_t nlen = mz_get16(rec + 28), xlen = mz_get16(rec + 30);
-    if (rec + MZ_CDH_FIXED + nlen + xlen > limit) return UINT64_MAX;
-    uint64_t off = mz_get32(rec + 42);
-    if (off != 0xFFFFFFFFu) return off;
-    const uint8_t *x = rec + MZ_CDH_FIXED + nlen;
-    for (uint32_t k = 0; k + 4 <= xlen;) {
-        uint16_t id = mz_get16(x + k), len = mz_get16(x + k + 2);
-        if (id == MZ_EXTRA_ZIP64 && k + 4u + len <= xlen) {
-            /* The ZIP64 field holds, in order, the sizes that are 0xFFFFFFFF in the record, then the offset. */
-            uint32_t at = 4u + (mz_get32(rec + 24) == 0xFFFFFFFFu ? 8u : 0u) + (mz_get32(rec + 20) == 0xFFFFFFFFu ? 8u : 0u);
-            return at + 8u <= 4u + len ? mz_get64(x + k + at) : UINT64_MAX;
-        }
-        k += 4u + len;
-    }
-    return UINT64_MAX;
-}
-
 /*
  * Where the directory a relocation of this archive kept (protocol.md §3.7) ends, if one starts at pos, before
  * limit: its records, each naming a local header mmzip wrote below pos, then its end records (the ZIP64 ones, if
@@ -451,8 +432,8 @@ static uint64_t kept_directory_end(mz_store *s, uint64_t pos, uint64_t limit) {
     const uint8_t *p = base + pos;
     uint32_t records = 0;
     while (p + MZ_CDH_FIXED <= end && mz_get32(p) == MZ_SIG_CDH) {
-        uint64_t lfh = record_lfh_offset(p, end);
-        if (lfh == UINT64_MAX || lfh > UINT64_MAX - s->prefix || lfh + s->prefix >= pos ||
+        uint64_t lfh;
+        if (!mz_cdh_lfh_offset(p, (size_t)(end - p), &lfh) || lfh > UINT64_MAX - s->prefix || lfh + s->prefix >= pos ||
             !mmzip_header_at(s, lfh + s->prefix, pos))
             return 0;
         p += MZ_CDH_FIXED + mz_get16(p + 28) + mz_get16(p + 30) + mz_get16(p + 32);

@@ -204,6 +204,9 @@ int mz_our_lfh(const uint8_t *b, size_t avail, uint64_t *csize);
 /* 1 if the MZ_TRAILER_FIXED bytes at rec are end records mmzip writes: ZIP64 end records with its fixed fields
  * (version made by 0x032D, needed 45, a 44-byte record, no extensible data, every plain field at its sentinel). */
 int mz_our_end_records(const uint8_t *rec);
+/* The local header offset (as recorded) of the directory record at rec, of which avail bytes may be read; 1, or
+ * 0 if the record runs past them or its ZIP64 field lacks the offset. */
+int mz_cdh_lfh_offset(const uint8_t *rec, size_t avail, uint64_t *off);
 uint8_t *mz_reencode_cdh(const uint8_t *rec, size_t rec_len, uint64_t lfh_off, uint64_t csize,
                          uint64_t usize, size_t *out_len);
 

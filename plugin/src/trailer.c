@@ -346,34 +346,6 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* If the directory record at rec (rec_len bytes available) names a local header, sets *off (as recorded) and
- * *name / *name_len; returns 1. */
-static int record_names(const uint8_t *rec, size_t rec_len, uint64_t *off, const uint8_t **name, uint16_t *name_len) {
-    if (rec_len < MZ_CDH_FIXED) return 0;
-    uint16_t n = mz_get16(rec + 28), x = mz_get16(rec + 30);
-    if (n == 0 || MZ_CDH_FIXED + (size_t)n + x > rec_len) return 0;
-    *off = mz_get32(rec + 42);
-    if (*off == 0xFFFFFFFFu) {
-        const uint8_t *e = rec + MZ_CDH_FIXED + n;
-        int found = 0;
-        for (uint32_t k = 0; k + 4 <= x;) {
-            uint16_t id = mz_get16(e + k), len = mz_get16(e + k + 2);
-            if (id == MZ_EXTRA_ZIP64 && k + 4u + len <= x) {
-                uint32_t at = 4u + (mz_get32(rec + 24) == 0xFFFFFFFFu ? 8u : 0u) + (mz_get32(rec + 20) == 0xFFFFFFFFu ? 8u : 0u);
-                if (at + 8u > 4u + len) return 0;
-                *off = mz_get64(e + k + at);
-                found = 1;
-                break;
-            }
-            k += 4u + len;
-        }
-        if (!found) return 0;
-    }
-    *name = rec + MZ_CDH_FIXED;
-    *name_len = n;
-    return 1;
-}
-
 /*
  * After a scan back found the end records t (directory cd) before the end of the file: 1 if the bytes after
  * them hold a directory record that names an entry cd does not, whose local header is there with that name
@@ -417,9 +389,9 @@ static int later_directory_after(const mz_source *src, const mz_trailer *t, cons
             }
             if (buf[i + 2] != 0x01 || buf[i + 3] != 0x02) continue;
             uint64_t off;
-            const uint8_t *name;
-            uint16_t name_len;
-            if (!record_names(buf + i, len - i, &off, &name, &name_len)) continue;
+            uint16_t name_len = mz_get16(buf + i + 28);
+            const uint8_t *name = buf + i + MZ_CDH_FIXED;
+            if (name_len == 0 || !mz_cdh_lfh_offset(buf + i, len - i, &off)) continue;
             /* Its offsets count from the found archive's start, or (an archive stored as an entry of this one
              * was found) from the file's. */
             for (int base = 0; base < 2 && !found; base++) {
@@ -490,31 +462,22 @@ int mz_locate(const mz_source *src, int allow_scan_back, mz_trailer *t, mz_cd *c
     if (st2 != MMZIP_OK) return mz_fail(st, "%s", first);
     uint64_t later;
     char name[256];
-    if (inside_an_entry(src, t->eocd_pos, name, sizeof name)) {
-        uint64_t at = t->eocd_pos;
-        mz_trailer_free(t);
-        mz_cd_free(cd);
-        memset(t, 0, sizeof *t);
-        memset(cd, 0, sizeof *cd);
-        return mz_fail(MMZIP_ECORRUPT, "%s: the end of the archive is damaged (%s): the last intact end records, at "
-                       "offset %llu, are those of a ZIP stored in its entry '%s', not the archive's; mmzip neither "
-                       "reads that ZIP as the archive nor cuts what follows: restore the file from a copy ('zip -FF' "
-                       "can rebuild a directory from the local headers into a new file)",
-                       src->name, first, (unsigned long long)at, name);
-    }
-    if (later_directory_after(src, t, cd, &later, name, sizeof name)) {
-        uint64_t at = t->eocd_pos, n = cd->count;
-        mz_trailer_free(t);
-        mz_cd_free(cd);
-        memset(t, 0, sizeof *t);
-        memset(cd, 0, sizeof *cd);
-        return mz_fail(MMZIP_ECORRUPT, "%s: the end of the archive is damaged (%s): the last intact end records, at "
-                       "offset %llu, describe an older state of %llu entr%s, or an archive stored as an entry, while "
-                       "after them, at offset %llu, lies a record of an entry they do not name ('%s'); mmzip neither "
-                       "reads the older state nor cuts the later entries: restore the file from a copy ('zip -FF' "
-                       "can rebuild a directory from the local headers into a new file)",
-                       src->name, first, (unsigned long long)at, (unsigned long long)n, n == 1 ? "y" : "ies",
-                       (unsigned long long)later, name);
-    }
-    return MMZIP_OK;
+    char what[512];
+    if (inside_an_entry(src, t->eocd_pos, name, sizeof name))
+        snprintf(what, sizeof what, "are those of a ZIP stored in its entry '%s', not the archive's", name);
+    else if (later_directory_after(src, t, cd, &later, name, sizeof name))
+        snprintf(what, sizeof what, "describe an older state of %llu entr%s, or an archive stored as an entry, while "
+                 "after them, at offset %llu, lies a record of an entry they do not name ('%s')",
+                 (unsigned long long)cd->count, cd->count == 1 ? "y" : "ies", (unsigned long long)later, name);
+    else
+        return MMZIP_OK;
+    uint64_t at = t->eocd_pos;
+    mz_trailer_free(t);
+    mz_cd_free(cd);
+    memset(t, 0, sizeof *t);
+    memset(cd, 0, sizeof *cd);
+    return mz_fail(MMZIP_ECORRUPT, "%s: the end of the archive is damaged (%s): the last intact end records, at offset "
+                   "%llu, %s; mmzip neither reads them as the archive nor cuts what follows: restore the file from a "
+                   "copy ('zip -FF' can rebuild a directory from the local headers into a new file)",
+                   src->name, first, (unsigned long long)at, what);
 }

@@ -404,3 +404,24 @@ int mz_our_end_records(const uint8_t *rec) {
            mz_get32(e) == MZ_SIG_EOCD && mz_get16(e + 8) == 0xFFFFu && mz_get16(e + 10) == 0xFFFFu &&
            mz_get32(e + 12) == 0xFFFFFFFFu && mz_get32(e + 16) == 0xFFFFFFFFu;
 }
+
+int mz_cdh_lfh_offset(const uint8_t *rec, size_t avail, uint64_t *off) {
+    if (avail < MZ_CDH_FIXED) return 0;
+    uint16_t n = mz_get16(rec + 28), x = mz_get16(rec + 30);
+    if ((size_t)MZ_CDH_FIXED + n + x > avail) return 0;
+    *off = mz_get32(rec + 42);
+    if (*off != 0xFFFFFFFFu) return 1;
+    const uint8_t *e = rec + MZ_CDH_FIXED + n;
+    for (uint32_t k = 0; k + 4 <= x;) {
+        uint16_t id = mz_get16(e + k), len = mz_get16(e + k + 2);
+        if (id == MZ_EXTRA_ZIP64 && k + 4u + len <= x) {
+            /* The ZIP64 field holds, in order, the sizes that are 0xFFFFFFFF in the record, then the offset. */
+            uint32_t at = 4u + (mz_get32(rec + 24) == 0xFFFFFFFFu ? 8u : 0u) + (mz_get32(rec + 20) == 0xFFFFFFFFu ? 8u : 0u);
+            if (at + 8u > 4u + len) return 0;
+            *off = mz_get64(e + k + at);
+            return 1;
+        }
+        k += 4u + len;
+    }
+    return 0;
+}
