@@ -20,8 +20,8 @@
  * No other symbol is defined by both. */
 static const char *const plugins[] = {"libmmzip_h5fd.so", "libmmzip_nczarr.so"};
 
-/* Looks for a plugin beside this executable (build tree and install tree share the layout), in
- * $MMZIP_PLUGIN_DIR, and in the configured install directory. */
+/* Looks for a plugin in $MMZIP_PLUGIN_DIR, then beside this executable (build tree and install tree share the
+ * layout), then in the configured install directory. */
 static int find_plugin(const char *name, char *out, size_t len) {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -113,8 +113,8 @@ const command cmd_run = {
     "A name that exists as written is that file, even with '#/' in it ('d#/x.zip'); 'a.zip#/g'\n"
     "is inside a.zip only if a.zip is a ZIP archive (or a new one, when creating); a name that fits\n"
     "both readings is refused, naming both (mmzip(1), FILE NAMES WITH #).\n"
-    "The plugins are looked for beside this program, in $MMZIP_PLUGIN_DIR, and in the install\n"
-    "directory. The exit status is the command's; 126 or 127 if it cannot be run.\n\n"
+    "The plugins are looked for in $MMZIP_PLUGIN_DIR first, then beside this program, then in the\n"
+    "install directory. The exit status is the command's; 126 or 127 if it cannot be run.\n\n"
     "Examples:\n"
     "  mmzip run ncdump -h data.zarr.zip\n"
     "  mmzip run nccopy in.nc out.zarr.zip\n"
