@@ -7,6 +7,7 @@ state (the directory a relocation kept, protocol.md section 3.7) or those of a Z
 they do not name: such a file is refused by every route, naming both, and left byte for byte as it is.
 Python's zipfile and unzip refuse these files too. The crash suite (label crash) shows that every state a
 killed writer leaves is still recovered."""
+import asan_preload  # noqa: F401  (first: under the sanitizer build it re-executes this script)
 import hashlib
 import os
 import zipfile
