@@ -118,6 +118,19 @@ def make_sample_nc(path):
     return path
 
 
+def cdl_archive(directory, stem, cdl):
+    """cdl made a netCDF-4 file by ncgen (directory/stem.nc), copied by `mmzip run nccopy` into the archive
+    directory/stem.zarr.zip; returns (netCDF-4 path, archive path)."""
+    cdl_path = os.path.join(directory, stem + ".cdl")
+    with open(cdl_path, "w") as f:
+        f.write(cdl)
+    nc = os.path.join(directory, stem + ".nc")
+    run(["ncgen", "-4", "-o", nc, cdl_path])
+    archive = os.path.join(directory, stem + ".zarr.zip")
+    mmzip_run("nccopy", nc, archive)
+    return nc, archive
+
+
 def sample_archive(directory, name="ours.zarr.zip"):
     """The sample as a netCDF-4 file in directory, and copied by `mmzip run nccopy` into the archive
     directory/name; returns (netCDF-4 path, archive path)."""

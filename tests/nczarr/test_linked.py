@@ -3,8 +3,8 @@ libnetcdf opens and updates a .zarr.zip by its bare path with no LD_PRELOAD, and
 plugin first."""
 import os
 
-from mmzip_testlib import BUILD, TempDir, check_equal, main, mmzip_run, run
-from nczarr_testlib import NO_PLUGINS, zarr_read_all
+from mmzip_testlib import BUILD, TempDir, check_equal, main, run
+from nczarr_testlib import NO_PLUGINS, cdl_archive, zarr_read_all
 
 LINKED = os.path.join(BUILD, "tests", "nczarr", "nc_writer_linked")
 
@@ -31,13 +31,7 @@ def test_linked_program():
     netcdf = next(i for i, n in enumerate(needed) if n.startswith("libnetcdf"))
     assert plugin < netcdf, "the plugin must come before libnetcdf: %r" % needed
     with TempDir() as d:
-        cdl = os.path.join(d, "upd.cdl")
-        with open(cdl, "w") as f:
-            f.write(CDL)
-        nc = os.path.join(d, "upd.nc")
-        run(["ncgen", "-4", "-o", nc, cdl])
-        archive = os.path.join(d, "upd.zarr.zip")
-        mmzip_run("nccopy", nc, archive)
+        nc, archive = cdl_archive(d, "upd", CDL)
         run([LINKED, "put-one", archive, "grid"], env=NO_PLUGINS)
         grid = zarr_read_all(archive)["grid"][0]
         check_equal(grid[0][:3], [12345, 1, 2], "grid[0] after the linked program's put")

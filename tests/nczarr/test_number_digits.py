@@ -12,7 +12,7 @@ import json
 import os
 
 from mmzip_testlib import PYTHON, TempDir, check_equal, main, mmzip_run, run
-from nczarr_testlib import ncdump
+from nczarr_testlib import cdl_archive, ncdump
 
 WRITE = r"""
 import sys, mmzip
@@ -111,13 +111,7 @@ def test_netcdf4_python_values():
 
 def test_nccopy_of_a_file_ncgen_made():
     with TempDir() as d:
-        cdl = os.path.join(d, "digits.cdl")
-        with open(cdl, "w") as f:
-            f.write(CDL)
-        nc = os.path.join(d, "digits.nc")
-        run(["ncgen", "-4", "-o", nc, cdl])
-        archive = os.path.join(d, "digits.zarr.zip")
-        mmzip_run("nccopy", nc, archive)
+        nc, archive = cdl_archive(d, "digits", CDL)
         want = [line for line in run(["ncdump", nc]).stdout.splitlines()[1:] if "_NCProperties" not in line]
         got = [line for line in ncdump(archive).splitlines()[1:]]
         for line in want:

@@ -8,6 +8,7 @@ import re
 
 import nczarr_testlib  # noqa: F401  (in the ASan build, re-runs this test with the sanitizer runtime preloaded)
 from mmzip_testlib import BUILD, TempDir, check_equal, main, mmzip_run, run
+from nczarr_testlib import cdl_archive
 
 PLUGIN = os.path.join(BUILD, "lib", "libmmzip_nczarr.so")
 
@@ -37,13 +38,7 @@ def test_no_libnetcdf_needed():
 def test_binds_to_the_tools_libnetcdf():
     version = run(["nc-config", "--version"]).stdout.split()[1]
     with TempDir() as d:
-        cdl = os.path.join(d, "b.cdl")
-        with open(cdl, "w") as f:
-            f.write(CDL)
-        nc = os.path.join(d, "b.nc")
-        run(["ncgen", "-4", "-o", nc, cdl])
-        archive = os.path.join(d, "b.zarr.zip")
-        mmzip_run("nccopy", nc, archive)
+        nc, archive = cdl_archive(d, "b", CDL)
         env = dict(os.environ, MMZIP_NCZARR_TRACE="1")
         r = mmzip_run("ncdump", "-v", "v", archive, env=env)
         bound = re.findall(r"bound to the process's netCDF-C ([^\s:]+)", r.stderr)

@@ -22,7 +22,7 @@ import zipfile
 import numpy as np
 
 from mmzip_testlib import BUILD, PYTHON, TempDir, check_equal, main, mmzip, mmzip_run, run
-from nczarr_testlib import NO_PLUGINS, TOOL_RELEASE, dir_url, ncdump, netcdf_read_all, zarr_read_all
+from nczarr_testlib import NO_PLUGINS, TOOL_RELEASE, cdl_archive, dir_url, ncdump, netcdf_read_all, zarr_read_all
 
 WRITER = os.path.join(BUILD, "tests", "nczarr", "nc_writer")
 
@@ -76,13 +76,7 @@ def affected_netcdf():
 
 
 def make_datasets(d):
-    cdl = os.path.join(d, "upd.cdl")
-    with open(cdl, "w") as f:
-        f.write(UPDATE_CDL)
-    nc = os.path.join(d, "upd.nc")
-    run(["ncgen", "-4", "-o", nc, cdl])
-    archive = os.path.join(d, "upd.zarr.zip")
-    mmzip_run("nccopy", nc, archive)
+    nc, archive = cdl_archive(d, "upd", UPDATE_CDL)
     store = os.path.join(d, "upd.zarr")
     run(["nccopy", nc, dir_url(store)])
     return archive, dir_url(store)
