@@ -143,17 +143,14 @@ static int declare_written_byte_order(mzn_session *s, const char *key, const voi
     return NC_NOERR;
 }
 
-static void view_allows_failed(mzn_session *s, const char *key, int r) {
-    mzn_diag("%s: %s: write refused: the object is presented translated by the compatibility view (or belongs "
-             "to an array that is), and the archive keeps its original form (netCDF error %d)",
-             s->archive_path, key, r);
-}
-
 /* Asks the view whether the bytes may be stored: 0 store, 1 drop (unchanged), 2 store mzv_replacement()
- * instead, or its error. */
-static int view_allows(mzn_session *s, const char *key, const void *data, size_t len) {
-    int r = mzv_check_write(s->view, key, data, len);
-    if (r < 0) view_allows_failed(s, key, r);
+ * instead, or its error. written: a chunk this session's puts wrote into (put_regions.h). */
+static int view_allows(mzn_session *s, const char *key, const void *data, size_t len, int written) {
+    int r = mzv_check_chunk_write(s->view, key, data, len, written);
+    if (r < 0)
+        mzn_diag("%s: %s: write refused: the object is presented translated by the compatibility view (or belongs "
+                 "to an array that is), and the archive keeps its original form (netCDF error %d)",
+                 s->archive_path, key, r);
     return r;
 }
 
@@ -210,7 +207,7 @@ int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t 
         }
         if (rc == NC_NOERR) rc = declare_written_byte_order(s, key, &bytes, &n, &owned);
         if (rc == NC_NOERR) {
-            int r = view_allows(s, key, bytes, n);
+            int r = view_allows(s, key, bytes, n, 0);
             if (r == 1) free(mzn_keymap_remove(&s->pending_metadata, key)); /* back to the presented form */
             if (r == 2) { /* a translated .zattrs: only netCDF's own changes, applied to the archive's */
                 mzn_trace("%s: %s: netCDF's changes merged into the archived attributes", s->archive_path, key);
@@ -222,8 +219,7 @@ int mzn_session_write(mzn_session *s, const char *key, const void *data, size_t 
         free(owned);
         return rc;
     }
-    int r = mzv_check_chunk_write(s->view, key, data, len, mzn_put_regions_cover(s, key));
-    if (r < 0) view_allows_failed(s, key, r);
+    int r = view_allows(s, key, data, len, mzn_put_regions_cover(s, key));
     if (r == 1) return remember_dropped_fill(s, key, data, len);
     if (r != 0) return r;
     free(mzn_keymap_remove(&s->dropped_fill_chunks, key));

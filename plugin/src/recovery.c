@@ -83,11 +83,7 @@ static uint64_t last_nonzero_end(mz_store *s, uint64_t from, uint64_t to) {
     return e;
 }
 
-static int all_zero(mz_store *s, uint64_t from, uint64_t to) {
-    for (uint64_t i = from; i < to; i++)
-        if (s->map.base[i]) return 0;
-    return 1;
-}
+static int all_zero(mz_store *s, uint64_t from, uint64_t to) { return last_nonzero_end(s, from, to) == from; }
 
 static void say(mmzip_report_fn report, void *ctx, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void say(mmzip_report_fn report, void *ctx, const char *fmt, ...) {

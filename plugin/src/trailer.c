@@ -362,7 +362,9 @@ static int later_directory_after(const mz_source *src, const mz_trailer *t, cons
     int ours = t->zip64 && t->z64_pos != UINT64_MAX && t->z64_pos + MZ_TRAILER_FIXED <= src->size &&
                src->read(src->ctx, rec, sizeof rec, t->z64_pos) == 0 && mz_our_end_records(rec);
     uint64_t *known = malloc(((size_t)cd->count + 1) * sizeof *known);
-    uint8_t *buf = malloc(MZ_SCAN_BLOCK + MZ_CDH_FIXED + 3 * 65535u);
+    /* A block to scan, and room after it for the longest record that starts in it. */
+    const size_t cap = MZ_SCAN_BLOCK + MZ_CDH_FIXED + 3 * 65535u;
+    uint8_t *buf = malloc(cap);
     int found = 0;
     if (!known || !buf) goto out;
     for (uint32_t i = 0; i < cd->count; i++) known[i] = cd->entries[i].lfh_off;
@@ -374,7 +376,7 @@ static int later_directory_after(const mz_source *src, const mz_trailer *t, cons
             if ((uint64_t)d > lo) lo = (uint64_t)d;
         }
         uint64_t want = src->size - lo;
-        size_t len = (size_t)(want < MZ_SCAN_BLOCK + MZ_CDH_FIXED + 3 * 65535u ? want : MZ_SCAN_BLOCK + MZ_CDH_FIXED + 3 * 65535u);
+        size_t len = (size_t)(want < cap ? want : cap);
         if (src->read(src->ctx, buf, len, lo) != 0) break;
         size_t scan = len > MZ_SCAN_BLOCK ? MZ_SCAN_BLOCK : len;
         for (size_t i = 0; i + 4 <= scan && !found; i++) {
